@@ -1,0 +1,1 @@
+# bpf/build.mk: BPF congestion-control objects (filled in by the BPF work).

@@ -1,0 +1,1 @@
+# native/build.mk: the delay engine (filled in by the testbed work).

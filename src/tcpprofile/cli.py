@@ -1,0 +1,57 @@
+"""Command-line entry point. Subcommands live one per module in tcpprofile.commands.
+
+The registry below is explicit: each module defines `register(subparsers)` (adds its parser and sets
+`func`) and is imported only when the CLI starts, in this order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from .errors import TcpProfileError
+
+# name shown in --help order -> module implementing it
+COMMANDS: dict[str, str] = {
+    "run": "tcpprofile.commands.run",
+    "import": "tcpprofile.commands.import_",
+    "export": "tcpprofile.commands.export",
+    "testbed": "tcpprofile.commands.testbed",
+    "cc": "tcpprofile.commands.cc",
+    "analyze": "tcpprofile.commands.analyze",
+    "model": "tcpprofile.commands.model",
+    "select": "tcpprofile.commands.select",
+    "report": "tcpprofile.commands.report",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tcpprofile", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for modname in COMMANDS.values():
+        try:
+            module = importlib.import_module(modname)
+        except ModuleNotFoundError as err:
+            if err.name != modname:
+                raise
+            continue  # not built yet
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except TcpProfileError as err:
+        print(f"tcpprofile {args.command}: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"tcpprofile {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

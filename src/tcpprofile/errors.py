@@ -1,0 +1,17 @@
+"""Errors raised at the project's boundaries (spec, CLI, importer, model parameters)."""
+
+
+class TcpProfileError(Exception):
+    """Base class: the CLI prints str(err) on one line and exits non-zero."""
+
+
+class ValidationError(TcpProfileError, ValueError):
+    """A value at a boundary is not allowed; names the field and what is allowed."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class EnvironmentNotReady(TcpProfileError):
+    """A required tool, privilege or kernel facility is missing."""
