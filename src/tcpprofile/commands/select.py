@@ -1,0 +1,171 @@
+"""`tcpprofile select`: choose (variant, streams, buffer) for a connection's RTT, with confidence."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .. import select as sel
+from .. import units
+from ..errors import ValidationError
+from ..store import Store
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("select", help="choose the transport for a connection's RTT (HPDC'17 §5)",
+                              description=__doc__)
+    p.add_argument("--db", required=True, help="the store (DuckDB file)")
+    p.add_argument("--rtt", help="the connection's RTT with a unit, e.g. 45ms")
+    p.add_argument("--host", help="measure the RTT to HOST with ping")
+    p.add_argument("--ping-count", type=int, default=5, help="pings for --host (default 5)")
+    p.add_argument("--variants", nargs="+", help="consider only these variants")
+    p.add_argument("--streams", nargs="+", type=int, help="consider only these stream counts")
+    p.add_argument("--buffers", nargs="+", help="consider only these socket buffers (e.g. 256MB, auto)")
+    p.add_argument("--size", help="condition: transfer size F of the runs (e.g. 20GB)")
+    p.add_argument("--duration", help="condition: duration of the runs (e.g. 10s)")
+    p.add_argument("--loss", help="condition: none | periodic:RATE | uniform:RATE")
+    p.add_argument("--rate", help="condition: link rate C (e.g. 10Gbit)")
+    p.add_argument("--reverse", action="store_true", default=None, help="condition: reverse-direction runs")
+    p.add_argument("--top", type=int, default=5, help="configurations to print (default 5)")
+    p.add_argument("--extrapolate", action="store_true",
+                   help="allow model-backed estimates outside the measured RTT range")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print JSON (keys in docs/select.md)")
+    p.add_argument("--apply", action="store_true", help="apply the settings (needs --netns or --host-settings)")
+    p.add_argument("--netns", help="with --apply: the network namespace to apply the sysctls in")
+    p.add_argument("--host-settings", action="store_true", help="with --apply: change the host's sysctls")
+    p.set_defaults(func=run)
+
+
+def parse_rtt_ms(value: str) -> float:
+    if value is None or not any(c.isalpha() for c in value):
+        raise ValidationError("--rtt", f"give the RTT with a unit, e.g. 45ms or 0.2s (got {value!r})")
+    rtt_ms = units.seconds("--rtt", value) * 1e3
+    if not (0 < rtt_ms <= 10_000):
+        raise ValidationError("--rtt", f"must be > 0 and at most 10 s, got {value!r}")
+    return rtt_ms
+
+
+def _conditions(args) -> dict:
+    cond = {}
+    if args.size is not None:
+        cond["transfer_bytes"] = units.size_bytes("--size", args.size)
+    if args.duration is not None:
+        cond["duration_s"] = units.seconds("--duration", args.duration)
+    if args.loss is not None:
+        mode, _, rate = args.loss.partition(":")
+        if mode == "none" and not rate:
+            cond.update(loss_mode="none", loss_rate=0.0)
+        elif mode in ("periodic", "uniform") and rate:
+            try:
+                cond.update(loss_mode=mode, loss_rate=float(rate))
+            except ValueError:
+                raise ValidationError("--loss", f"rate must be a number, got {rate!r}") from None
+        else:
+            raise ValidationError("--loss", f"expected none, periodic:RATE or uniform:RATE, got {args.loss!r}")
+    if args.rate is not None:
+        cond["rate_bps"] = units.rate_bps("--rate", args.rate)
+    if args.reverse:
+        cond["reverse"] = True
+    return cond
+
+
+def _buffers(values):
+    if not values:
+        return None
+    return [None if v == "auto" else units.size_bytes("--buffers", v) for v in values]
+
+
+def validate(args) -> None:
+    if (args.rtt is None) == (args.host is None):
+        raise ValidationError("--rtt", "give exactly one of --rtt RTT or --host HOST")
+    if args.host is not None:
+        sel.validate_host(args.host)
+    if args.top < 1:
+        raise ValidationError("--top", f"must be at least 1, got {args.top}")
+    if args.boot < 100:
+        raise ValidationError("--boot", f"must be at least 100, got {args.boot}")
+    if args.apply and (args.netns is None) == (not args.host_settings):
+        raise ValidationError("--apply", "needs exactly one target: --netns NS or --host-settings")
+    if not args.apply and (args.netns or args.host_settings):
+        raise ValidationError("--netns", "--netns/--host-settings only take effect with --apply")
+
+
+def run(args) -> int:
+    validate(args)
+    rtt_ms = parse_rtt_ms(args.rtt) if args.rtt is not None else None
+    cond, buffers = _conditions(args), _buffers(args.buffers)
+    ping = None
+    if rtt_ms is None:
+        ping = sel.ping_rtt(args.host, count=args.ping_count)
+        rtt_ms = ping["avg_ms"]
+    with Store.open(args.db, read_only=True) as store:
+        profiles = sel.load_profiles(store, variants=args.variants, streams=args.streams,
+                                     buffers=buffers, conditions=cond)
+    choice = sel.select(profiles, rtt_ms, extrapolate=args.extrapolate, confidence=args.confidence,
+                        n_boot=args.boot, seed=args.seed)
+    settings = sel.host_settings(choice.recommended, rtt_ms, profiles.conditions.get("rate_bps"),
+                                 host=args.host)
+    applied = None
+    if args.apply:
+        applied = sel.apply_settings(settings, netns=args.netns, host=args.host_settings)
+    if args.json:
+        doc = {**choice.to_json(), "rtt_source": "ping" if ping else "given", "ping": ping,
+               "ranking": choice.to_json()["ranking"][:args.top], "settings": settings.to_json(),
+               "applied": applied}
+        json.dump(doc, sys.stdout, indent=2, default=float)
+        print()
+    else:
+        print_text(choice, settings, applied, ping, args.top)
+    return 0
+
+
+def _gbps(x) -> str:
+    return "–" if x is None else f"{x / 1e9:.3f}"
+
+
+def print_text(choice: sel.Selection, settings: sel.Settings, applied, ping, top: int) -> None:
+    src = f"ping {ping['host']}: avg of {ping['count']}" if ping else "given"
+    print(f"RTT {choice.rtt_ms:.3f} ms ({src}); runs: {sel.describe_conditions(choice.conditions)}")
+    pct = round(choice.confidence * 100)
+    print(f"\n{'rank':>4}  {'configuration':<34} {'Gbit/s':>8}  {f'{pct}% CI':>17}  {'method':<12} runs")
+    for i, e in enumerate(choice.ranking[:top]):
+        ci = f"{_gbps(e.ci_low_bps)}–{_gbps(e.ci_high_bps)}"
+        at = ",".join(f"{t:g}" for t in e.rtts_ms) if e.method != "extrapolated" else "model"
+        print(f"{i + 1:>4}  {e.config.label():<34} {_gbps(e.throughput_bps):>8}  {ci:>17}  "
+              f"{e.method:<12} {e.runs} (at {at} ms)")
+    for x in choice.excluded:
+        print(f"  left out: {x['reason']}")
+    c = choice.comparison
+    if c.decision == "single":
+        print("\nOnly one configuration can be estimated here.")
+    elif c.decision == "insufficient":
+        print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s; significance not assessed "
+              "(one repetition at an RTT used).")
+    else:
+        verdict = "significantly better" if c.decision == "significant" else "a tie"
+        print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s, {pct}% CI "
+              f"[{_gbps(c.ci_low_bps)}, {_gbps(c.ci_high_bps)}], one-sided p = {c.p_value:.4f}: {verdict}.")
+        if c.decision == "tie":
+            print(f"Tie: prefer the simpler configuration ({sel.TIE_BREAK}).")
+    r = choice.recommended
+    print(f"\nRecommended: {r.config.label()} — expected {_gbps(r.throughput_bps)} Gbit/s "
+          f"({r.method}{', ' + r.model if r.model else ''})")
+    print("\nHost settings (not applied unless --apply):")
+    for k, v in settings.sysctls.items():
+        print(f"  sysctl -w {k}=\"{v}\"")
+    print(f"Congestion control {settings.congestion_control['name']} "
+          f"({settings.congestion_control['impl']}, {settings.congestion_control['how']}):")
+    for s in settings.congestion_control["steps"]:
+        print(f"  {s}")
+    print("Transfer tools:")
+    for cmd in settings.commands:
+        print(f"  {cmd}")
+    if applied:
+        print(f"\nApplied in {applied['target']}:")
+        for k, v in applied["sysctls"].items():
+            print(f"  {k}: {v['before']} -> {v['after']}")
+        for k, why in applied["skipped"].items():
+            print(f"  {k}: skipped ({why})")

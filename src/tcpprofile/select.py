@@ -1,0 +1,511 @@
+"""Transport selection by RTT from measured throughput profiles, with confidence (HPDC'17 §5).
+
+A configuration is (V, n, B): variant (with its implementation), parallel streams, socket buffer.
+Its profile is the mean throughput of its ok runs at each measured RTT τ_k (§5.2, profile mean).
+At a query RTT τ the estimate is the profile point where τ was measured, the linear interpolation
+between the two bracketing measured RTTs otherwise (§5.1 step 2), and, only when asked, a model
+extrapolation outside the measured range. Intervals come from a bootstrap over the repetitions at
+each RTT used, combined with the same interpolation weights (docs/select.md).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
+from .store import Store
+
+BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
+RTT_REL_TOL = 0.01      # a query RTT within max(1 %, 0.1 ms) of a measured RTT is that point
+RTT_ABS_TOL_MS = 0.1
+CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "reverse")
+TIE_BREAK = "fewest streams, then smallest socket buffer (autotuning first), then builtin variant"
+
+_RUNS_SQL = """
+SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name, r.streams,
+       r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
+       coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
+       l.rate_bps, coalesce(r.reverse, false) AS reverse,
+       coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, r.throughput_bps
+FROM runs r JOIN links l USING (link_id)
+WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
+  AND coalesce(l.rtt_ms, l.rtt_measured_ms) IS NOT NULL
+ORDER BY r.run_id
+"""
+
+
+def rtt_tolerance_ms(rtt_ms: float) -> float:
+    return max(RTT_REL_TOL * rtt_ms, RTT_ABS_TOL_MS)
+
+
+# -- data ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Config:
+    """(V, n, B); buffer_bytes None means kernel autotuning."""
+    variant: str
+    cc_impl: str          # 'builtin' | 'module' | 'bpf' | '' (unknown)
+    streams: int
+    buffer_bytes: int | None
+
+    def label(self) -> str:
+        b = "auto" if self.buffer_bytes is None else _fmt_bytes(self.buffer_bytes)
+        impl = f"[{self.cc_impl}]" if self.cc_impl and self.cc_impl != "builtin" else ""
+        return f"{self.variant}{impl} n={self.streams} B={b}"
+
+    def simplicity(self) -> tuple:
+        """Tie-break order (smaller is simpler): see TIE_BREAK."""
+        builtin = self.cc_impl == "builtin" or (not self.cc_impl and self.variant in BUILTIN_VARIANTS)
+        return (self.streams, self.buffer_bytes or 0, 0 if builtin else 1, self.variant)
+
+    def to_json(self) -> dict:
+        return {"variant": self.variant, "cc_impl": self.cc_impl or None, "streams": self.streams,
+                "buffer_bytes": self.buffer_bytes}
+
+
+@dataclass
+class Profile:
+    """A configuration's measured profile: RTTs (ascending, ms) and the throughputs of the runs there."""
+    config: Config
+    rtts_ms: list[float]
+    samples: list[np.ndarray]   # bits/s, one array of repetitions per RTT
+    kernel_name: str | None = None
+    rate_bps: float | None = None
+
+    @property
+    def means(self) -> np.ndarray:
+        return np.array([s.mean() for s in self.samples])
+
+    @property
+    def runs(self) -> int:
+        return int(sum(len(s) for s in self.samples))
+
+
+@dataclass
+class ProfileSet:
+    conditions: dict            # the condition group these profiles share
+    profiles: list[Profile]
+
+
+def _condition_key(row: dict) -> tuple:
+    return tuple(row[f] for f in CONDITION_FIELDS)
+
+
+def _cluster_rtts(values: list[float]) -> list[list[float]]:
+    """Group RTTs that lie within the matching tolerance of their neighbour (measured RTTs jitter)."""
+    clusters: list[list[float]] = []
+    for v in sorted(values):
+        if clusters and v - clusters[-1][-1] <= rtt_tolerance_ms(clusters[-1][-1]):
+            clusters[-1].append(v)
+        else:
+            clusters.append([v])
+    return clusters
+
+
+def condition_groups(store: Store) -> dict[tuple, int]:
+    """Comparable groups present in the store (conditions -> ok runs)."""
+    counts: dict[tuple, int] = defaultdict(int)
+    for row in store.query(_RUNS_SQL):
+        counts[_condition_key(row)] += 1
+    return dict(counts)
+
+
+def describe_conditions(cond: dict) -> str:
+    parts = []
+    if cond.get("transfer_bytes"):
+        parts.append(f"F={_fmt_bytes(cond['transfer_bytes'])}")
+    if cond.get("duration_s"):
+        parts.append(f"duration={cond['duration_s']:g}s")
+    loss = cond.get("loss_mode") or "none"
+    parts.append("loss=none" if loss == "none" else f"loss={loss}:{cond['loss_rate']:g}")
+    if cond.get("rate_bps"):
+        parts.append(f"C={cond['rate_bps'] / 1e9:g}Gbit/s")
+    if cond.get("reverse"):
+        parts.append("reverse")
+    return " ".join(parts)
+
+
+def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
+                  conditions: dict | None = None) -> ProfileSet:
+    """Profiles of every configuration in one comparable condition group.
+
+    `conditions` fixes some of CONDITION_FIELDS; when the remaining runs still span several groups
+    (different F, duration, loss, C or direction) the choice is refused with the list of groups.
+    """
+    rows = store.query(_RUNS_SQL)
+    conditions = conditions or {}
+    rows = [r for r in rows if all(_same(r[k], v) for k, v in conditions.items())]
+    if variants:
+        rows = [r for r in rows if r["variant"] in variants]
+    if streams:
+        rows = [r for r in rows if r["streams"] in streams]
+    if buffers:
+        rows = [r for r in rows if r["buffer_bytes"] in buffers]
+    if not rows:
+        raise TcpProfileError("no ok runs match (check --variants/--streams/--buffers and the conditions)")
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        groups[_condition_key(r)].append(r)
+    if len(groups) > 1:
+        listing = "; ".join(f"{describe_conditions(dict(zip(CONDITION_FIELDS, k)))} ({len(v)} runs)"
+                            for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1])))
+        raise TcpProfileError(
+            "the runs span incomparable groups; pick one with --size/--duration/--loss/--rate/--reverse: "
+            + listing)
+    (key, rows), = groups.items()
+    clusters = _cluster_rtts([r["rtt_ms"] for r in rows])
+    centre = {v: float(np.mean(c)) for c in clusters for v in c}
+    by_config: dict[Config, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    names: dict[Config, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        cfg = Config(r["variant"], r["cc_impl"], int(r["streams"] or 1), r["buffer_bytes"])
+        by_config[cfg][centre[r["rtt_ms"]]].append(r["throughput_bps"])
+        names[cfg][r["cc_kernel_name"] or r["variant"]] += 1
+    cond = dict(zip(CONDITION_FIELDS, key))
+    profiles = []
+    for cfg in sorted(by_config, key=Config.simplicity):
+        pts = sorted(by_config[cfg].items())
+        profiles.append(Profile(cfg, [p[0] for p in pts], [np.asarray(p[1], float) for p in pts],
+                                kernel_name=max(names[cfg], key=names[cfg].get), rate_bps=cond["rate_bps"]))
+    return ProfileSet(cond, profiles)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and math.isclose(a, b, rel_tol=1e-9)
+    return a == b
+
+
+# -- statistics ------------------------------------------------------------------------------
+def bootstrap_mean_replicates(samples: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap replicates of the mean of `samples` (resampling repetitions with replacement).
+
+    Integration point for tcpprofile.analysis.confidence (placeholder until it lands on main).
+    """
+    idx = rng.integers(0, len(samples), size=(n_boot, len(samples)))
+    return samples[idx].mean(axis=1)
+
+
+def model_extrapolate(profile: Profile, rtt_ms: float, replicate_means: np.ndarray) -> tuple[np.ndarray, str]:
+    """Model-backed profile value outside the measured RTT range, for the point estimate and replicates.
+
+    `replicate_means` has shape (n_boot + 1, n_rtts): row 0 the profile means, then bootstrap replicates.
+    Integration point for tcpprofile.models (placeholder until it lands on main): the generic
+    loss-driven form of §3.2, T(τ) = a + b/τ^c, c ≥ 0.25 picked on the means, (a, b) least squares per
+    replicate; clipped to [0, C].
+    """
+    tau = np.asarray(profile.rtts_ms, float)
+    if len(tau) < 3:
+        raise TcpProfileError(f"{profile.config.label()}: a model needs at least 3 measured RTTs, has {len(tau)}")
+    best = None
+    for c in np.linspace(0.25, 3.0, 12):
+        X = np.column_stack([np.ones_like(tau), tau ** -c])   # §3.2: T(τ) = a + b/τ^c
+        coef, *_ = np.linalg.lstsq(X, replicate_means[0], rcond=None)
+        sse = float(np.sum((X @ coef - replicate_means[0]) ** 2))
+        if best is None or sse < best[0]:
+            best = (sse, c, X)
+    _, c, X = best
+    coef, *_ = np.linalg.lstsq(X, replicate_means.T, rcond=None)        # (2, n_boot + 1)
+    q = max(rtt_ms, 1e-3)
+    pred = coef[0] + coef[1] * q ** -c
+    ceiling = profile.rate_bps or float(np.max(replicate_means))
+    return np.clip(pred, 0.0, ceiling), f"a+b/tau^c (c={c:.2f}; placeholder until tcpprofile.models)"
+
+
+# -- estimation at one RTT -------------------------------------------------------------------
+@dataclass
+class Estimate:
+    config: Config
+    throughput_bps: float
+    ci_low_bps: float | None
+    ci_high_bps: float | None
+    method: str                 # 'exact' | 'interpolated' | 'extrapolated'
+    rtts_ms: list[float]        # measured RTTs used
+    weights: list[float]        # their interpolation weights
+    repetitions: list[int]      # runs at each of them
+    runs: int                   # runs behind the whole profile
+    replicates: np.ndarray = field(repr=False)
+    model: str | None = None
+    kernel_name: str | None = None
+
+    def to_json(self) -> dict:
+        return {**self.config.to_json(), "label": self.config.label(), "cc_kernel_name": self.kernel_name,
+                "throughput_bps": self.throughput_bps, "ci_low_bps": self.ci_low_bps,
+                "ci_high_bps": self.ci_high_bps, "method": self.method, "rtts_ms": self.rtts_ms,
+                "weights": self.weights, "repetitions": self.repetitions, "runs": self.runs, "model": self.model}
+
+
+def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int, confidence: float,
+             rng: np.random.Generator) -> Estimate:
+    """The profile at `rtt_ms` with its bootstrap interval (raises TcpProfileError when out of range)."""
+    tau = profile.rtts_ms
+    alpha = 1.0 - confidence
+    near = [k for k, t in enumerate(tau) if abs(t - rtt_ms) <= rtt_tolerance_ms(t)]
+    if near:
+        k = min(near, key=lambda k: abs(tau[k] - rtt_ms))
+        used, weights, method, model = [k], [1.0], "exact", None
+    elif tau[0] < rtt_ms < tau[-1]:
+        hi = next(k for k, t in enumerate(tau) if t > rtt_ms)
+        lo = hi - 1
+        w_lo = (tau[hi] - rtt_ms) / (tau[hi] - tau[lo])   # linear interpolation (§5.1, §5.2)
+        used, weights, method, model = [lo, hi], [w_lo, 1.0 - w_lo], "interpolated", None
+    elif not extrapolate:
+        raise TcpProfileError(
+            f"{profile.config.label()}: {rtt_ms:g} ms is outside the measured RTTs "
+            f"{tau[0]:g}–{tau[-1]:g} ms (measure there, or pass --extrapolate for a model-backed estimate)")
+    else:
+        used, weights, method = list(range(len(tau))), [], "extrapolated"
+    reps = [bootstrap_mean_replicates(profile.samples[k], n_boot, rng) for k in used]
+    means = np.array([profile.samples[k].mean() for k in used])
+    if method == "extrapolated":
+        table = np.vstack([means, np.column_stack(reps)])
+        values, model = model_extrapolate(profile, rtt_ms, table)
+        point, replicates = float(values[0]), values[1:]
+    else:
+        w = np.asarray(weights)
+        point = float(w @ means)
+        replicates = w @ np.vstack(reps)         # same weights on every replicate
+    counts = [len(profile.samples[k]) for k in used]
+    if min(counts) >= 2:
+        lo_ci, hi_ci = np.quantile(replicates, [alpha / 2, 1 - alpha / 2])
+        lo_ci, hi_ci = float(lo_ci), float(hi_ci)
+    else:
+        lo_ci = hi_ci = None                      # one repetition: no interval
+    return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used],
+                    [float(x) for x in weights], counts, profile.runs, replicates, model, profile.kernel_name)
+
+
+# -- selection -------------------------------------------------------------------------------
+@dataclass
+class Comparison:
+    """Best vs runner-up: bootstrap of the difference at the same interpolation."""
+    difference_bps: float
+    ci_low_bps: float | None
+    ci_high_bps: float | None
+    p_value: float | None       # one-sided: P*(difference ≤ 0)
+    decision: str               # 'significant' | 'tie' | 'insufficient' | 'single'
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Selection:
+    rtt_ms: float
+    conditions: dict
+    confidence: float
+    n_boot: int
+    seed: int
+    ranking: list[Estimate]
+    excluded: list[dict]
+    comparison: Comparison
+    recommended: Estimate
+
+    @property
+    def best(self) -> Estimate:
+        return self.ranking[0]
+
+    def to_json(self) -> dict:
+        return {"rtt_ms": self.rtt_ms, "conditions": self.conditions, "confidence": self.confidence,
+                "n_boot": self.n_boot, "seed": self.seed,
+                "ranking": [{"rank": i + 1, **e.to_json()} for i, e in enumerate(self.ranking)],
+                "excluded": self.excluded, "best": self.best.to_json(),
+                "runner_up": self.ranking[1].to_json() if len(self.ranking) > 1 else None,
+                "comparison": self.comparison.to_json(), "recommended": self.recommended.to_json(),
+                "tie_break": TIE_BREAK}
+
+
+def _compare(a: Estimate, b: Estimate, confidence: float) -> Comparison:
+    diff = a.throughput_bps - b.throughput_bps
+    if a.ci_low_bps is None or b.ci_low_bps is None:
+        return Comparison(diff, None, None, None, "insufficient")
+    d = a.replicates - b.replicates                 # independent resamples of disjoint runs
+    alpha = 1.0 - confidence
+    lo, hi = np.quantile(d, [alpha / 2, 1 - alpha / 2])
+    p = (1 + int(np.sum(d <= 0))) / (len(d) + 1)
+    return Comparison(diff, float(lo), float(hi), p, "significant" if lo > 0 else "tie")
+
+
+def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, confidence: float = 0.95,
+           n_boot: int = 2000, seed: int = 0) -> Selection:
+    """Rank every configuration by its profile at `rtt_ms`; compare the best with the runner-up.
+
+    Ties (difference interval contains 0) are broken towards the simpler configuration (TIE_BREAK)
+    among those not significantly worse than the best.
+    """
+    if not (0.5 <= confidence < 1.0):
+        raise ValidationError("confidence", f"must be in [0.5, 1), got {confidence}")
+    rng = np.random.default_rng(seed)
+    ranking, excluded = [], []
+    for p in profiles.profiles:
+        try:
+            ranking.append(estimate(p, rtt_ms, extrapolate=extrapolate, n_boot=n_boot,
+                                    confidence=confidence, rng=rng))
+        except TcpProfileError as err:
+            excluded.append({**p.config.to_json(), "label": p.config.label(), "reason": str(err)})
+    if not ranking:
+        raise TcpProfileError("no configuration can be estimated at this RTT: "
+                              + "; ".join(e["reason"] for e in excluded))
+    ranking.sort(key=lambda e: (-e.throughput_bps, e.config.simplicity()))
+    best = ranking[0]
+    if len(ranking) == 1:
+        return Selection(rtt_ms, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
+                         Comparison(0.0, None, None, None, "single"), best)
+    comparison = _compare(best, ranking[1], confidence)
+    recommended = best
+    if comparison.decision == "tie":
+        tied = [e for e in ranking if e is best or _compare(best, e, confidence).decision == "tie"]
+        recommended = min(tied, key=lambda e: e.config.simplicity())
+    return Selection(rtt_ms, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
+                     comparison, recommended)
+
+
+# -- RTT by ping -----------------------------------------------------------------------------
+_PING_RE = re.compile(r"=\s*([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+)\s*ms")
+_HOST_RE = re.compile(r"[A-Za-z0-9_.:\[\]%-]+")
+
+
+def parse_ping(output: str) -> dict:
+    """The summary line of iputils ping -q: 'rtt min/avg/max/mdev = a/b/c/d ms'."""
+    m = _PING_RE.search(output)
+    if not m:
+        raise TcpProfileError("ping printed no RTT summary (host unreachable?)")
+    lo, avg, hi, mdev = (float(x) for x in m.groups())
+    return {"min_ms": lo, "avg_ms": avg, "max_ms": hi, "mdev_ms": mdev}
+
+
+def validate_host(host: str) -> str:
+    if not host or host.startswith("-") or not _HOST_RE.fullmatch(host):
+        raise ValidationError("--host", f"expected a host name or IP address, got {host!r}")
+    return host
+
+
+def ping_rtt(host: str, *, count: int = 5) -> dict:
+    """Idle RTT to `host` by `ping -c N -q` (§5.1 step 1); returns the parsed summary and the host."""
+    validate_host(host)
+    if not (1 <= count <= 100):
+        raise ValidationError("--ping-count", f"must be 1..100, got {count}")
+    cmd = ["ping", "-c", str(count), "-i", "0.2", "-q", "-W", "2", host]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10 + 3 * count)
+    except FileNotFoundError as err:
+        raise EnvironmentNotReady("ping not found (install iputils-ping)") from err
+    except subprocess.TimeoutExpired as err:
+        raise TcpProfileError(f"ping {host} timed out") from err
+    if out.returncode != 0 and "rtt" not in out.stdout:
+        raise TcpProfileError(f"ping {host} failed: {(out.stderr or out.stdout).strip()}")
+    return {"host": host, "count": count, **parse_ping(out.stdout)}
+
+
+# -- host settings ---------------------------------------------------------------------------
+TCP_MEM_DEFAULTS = {"net.ipv4.tcp_rmem": (4096, 131072), "net.ipv4.tcp_wmem": (4096, 16384)}
+NETNS_GLOBAL = ("net.core.rmem_max", "net.core.wmem_max")   # not writable inside a namespace
+
+
+@dataclass
+class Settings:
+    """What applies a chosen configuration on a host."""
+    sysctls: dict[str, str]
+    congestion_control: dict        # name, impl, how ('sysctl' | 'per-socket'), steps
+    commands: list[str]             # transfer-tool command lines
+
+    def to_json(self) -> dict:
+        return {"sysctls": self.sysctls, "congestion_control": self.congestion_control,
+                "commands": self.commands}
+
+
+def buffer_for(config: Config, rtt_ms: float, rate_bps: float | None) -> int:
+    """Socket-buffer limit to allow: B when requested, else 2 × BDP for autotuning (≥ 4 MiB)."""
+    if config.buffer_bytes:
+        return int(config.buffer_bytes)
+    bdp = (rate_bps or 10e9) * rtt_ms / 1e3 / 8          # C·τ  [bytes]
+    return max(4 << 20, int(math.ceil(2 * bdp / (1 << 20))) << 20)
+
+
+def host_settings(est: Estimate, rtt_ms: float, rate_bps: float | None, *, host: str | None = None) -> Settings:
+    cfg = est.config
+    buf = buffer_for(cfg, rtt_ms, rate_bps)
+    sysctls = {"net.core.rmem_max": str(buf), "net.core.wmem_max": str(buf)}
+    for key, (lo, default) in TCP_MEM_DEFAULTS.items():
+        sysctls[key] = f"{lo} {default} {buf}"
+    name = est.kernel_name or cfg.variant
+    builtin = cfg.cc_impl == "builtin" or (not cfg.cc_impl and cfg.variant in BUILTIN_VARIANTS)
+    if builtin or cfg.cc_impl == "module":
+        steps = [] if builtin else [f"modprobe tcp_{cfg.variant}"]
+        sysctls["net.ipv4.tcp_congestion_control"] = name
+        steps.append(f"sysctl -w net.ipv4.tcp_congestion_control={name}   (or per socket: "
+                     f"setsockopt(TCP_CONGESTION, \"{name}\"))")
+        cc = {"name": name, "impl": cfg.cc_impl or "builtin", "how": "sysctl", "steps": steps}
+    else:
+        cc = {"name": name, "impl": cfg.cc_impl or "unknown", "how": "per-socket",
+              "steps": [f"tcpprofile cc load {cfg.variant}",
+                        f"select it per socket: setsockopt(TCP_CONGESTION, \"{name}\") / iperf3 -C {name}",
+                        "never as a namespace or host default (a BPF algorithm set as a namespace "
+                        "default leaks a kernel reference)"]}
+    target = host or "HOST"
+    w = f" -w {cfg.buffer_bytes}" if cfg.buffer_bytes else ""
+    commands = [f"iperf3 -c {target} -P {cfg.streams}{w} -C {name}",
+                f"globus-url-copy -p {cfg.streams}" + (f" -tcp-bs {cfg.buffer_bytes}" if cfg.buffer_bytes else "")
+                + " SRC_URL DST_URL",
+                f"GridFTP (uberftp/gridftp clients): parallelism -p {cfg.streams}"]
+    return Settings(sysctls, cc, commands)
+
+
+def _sysctl_cmd(netns: str | None, *args: str) -> list[str]:
+    base = ["sysctl", *args]
+    return ["ip", "netns", "exec", netns, *base] if netns else base
+
+
+def read_sysctl(key: str, *, netns: str | None = None) -> str:
+    out = subprocess.run(_sysctl_cmd(netns, "-n", key), capture_output=True, text=True)
+    if out.returncode != 0:
+        raise TcpProfileError(f"cannot read {key}: {out.stderr.strip()}")
+    return " ".join(out.stdout.split())
+
+
+def netns_exists(name: str) -> bool:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    return any(line.split()[0] == name for line in out.stdout.splitlines() if line.strip())
+
+
+def apply_settings(settings: Settings, *, netns: str | None = None, host: bool = False) -> dict:
+    """Write the sysctls inside namespace `netns` (ip netns exec) or, with host=True, on the host.
+
+    Returns {key: {before, after}} for what was written and {key: reason} for what was skipped:
+    net.core.{r,w}mem_max are host-wide (not writable in a namespace); a congestion control that is
+    not in tcp_allowed_congestion_control cannot be a namespace default; BPF variants never are.
+    """
+    if (netns is None) == (not host):
+        raise ValidationError("--apply", "give exactly one target: --netns NS or --host-settings")
+    if netns is not None and not netns_exists(netns):
+        raise ValidationError("--netns", f"no network namespace named {netns!r} (see `ip netns list`)")
+    changed, skipped = {}, {}
+    for key, value in settings.sysctls.items():
+        if netns and key in NETNS_GLOBAL:
+            skipped[key] = f"host-wide; not writable inside a namespace (now {read_sysctl(key, netns=netns)})"
+            continue
+        if key == "net.ipv4.tcp_congestion_control" and netns:
+            allowed = read_sysctl("net.ipv4.tcp_allowed_congestion_control", netns=netns).split()
+            if value not in allowed:
+                skipped[key] = (f"{value} is not in tcp_allowed_congestion_control ({' '.join(allowed)}); "
+                                f"select it per socket instead")
+                continue
+        before = read_sysctl(key, netns=netns)
+        out = subprocess.run(_sysctl_cmd(netns, "-w", f"{key}={value}"), capture_output=True, text=True)
+        if out.returncode != 0:
+            raise TcpProfileError(f"setting {key}={value} failed: {out.stderr.strip()}")
+        changed[key] = {"before": before, "after": read_sysctl(key, netns=netns)}
+    return {"target": f"netns:{netns}" if netns else "host", "sysctls": changed, "skipped": skipped}
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:g}{unit}" if v == int(v) else f"{v:.1f}{unit}"
+    return f"{int(n)}B"

@@ -1,0 +1,80 @@
+"""Synthetic stores for the select and report tests, written through the Store API only."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from tcpprofile.store import Store
+
+RATE = 10e9
+
+
+def add_link(store: Store, link_id: str, rtt_ms: float, *, campaign_id: str = "c1", kind: str = "emulated",
+             rtt_measured_ms: float | None = None, rate_measured_bps: float | None = None,
+             calibration_ok: bool = True, flags: str | None = None, host: str | None = None,
+             loss_mode: str = "none", loss_rate: float = 0.0) -> None:
+    store.insert_link({"link_id": link_id, "campaign_id": campaign_id, "kind": kind, "rate_bps": RATE,
+                       "rtt_ms": rtt_ms, "buffer_bytes": 50_000_000, "loss_mode": loss_mode,
+                       "loss_rate": loss_rate, "host": host,
+                       "rtt_measured_ms": rtt_ms * 1.002 if rtt_measured_ms is None else rtt_measured_ms,
+                       "rate_measured_bps": RATE * 0.99 if rate_measured_bps is None else rate_measured_bps,
+                       "calibration_ok": calibration_ok, "flags": flags})
+
+
+def add_run(store: Store, run_id: str, link_id: str, variant: str, streams: int, buffer, throughput: float,
+            *, rep: int = 0, cc_impl: str = "builtin", intervals: list | None = None, cwnd: list | None = None,
+            status: str = "ok", transfer_bytes: int | None = None, duration_s: float | None = 10.0) -> None:
+    store.put_run({"run_id": run_id, "campaign_id": "c1", "link_id": link_id, "variant": variant,
+                   "cc_impl": cc_impl, "cc_kernel_name": variant, "streams": streams,
+                   "socket_buffer_bytes": buffer, "transfer_bytes": transfer_bytes,
+                   "duration_target_s": duration_s, "repetition": rep, "status": status,
+                   "throughput_bps": throughput, "duration_s": duration_s},
+                  intervals=intervals or [], cwnd=cwnd or [])
+
+
+def profile_value(variant: str, streams: int, buffer, rtt_ms: float) -> float:
+    """A dual-regime profile: concave then convex, better with more streams and larger buffers."""
+    quality = {"cubic": 1.0, "htcp": 1.05, "scalable": 0.95, "reno": 0.8, "bbr": 0.9}.get(variant, 1.0)
+    reach = 60.0 * quality * (1 + 0.3 * (streams - 1)) * (1 if buffer is None else 1 + buffer / 5e8)
+    return RATE * 0.94 / (1 + (rtt_ms / reach) ** 2.2)
+
+
+def trace(rng: np.random.Generator, mean_bps: float, streams: int, seconds: int = 20) -> list[dict]:
+    """Per-stream 1 s intervals plus their sum (stream None), with a slow-start ramp and jitter."""
+    rows = []
+    ramp = np.minimum(1.0, 2.0 ** (np.arange(seconds) - 3))
+    for s in range(streams):
+        share = mean_bps / streams * ramp * (1 + 0.15 * rng.standard_normal(seconds))
+        for t, v in enumerate(np.maximum(share, 0.0)):
+            rows.append({"stream": s, "start_s": float(t), "end_s": float(t + 1), "bytes": int(v / 8),
+                         "bits_per_second": float(v), "snd_cwnd_bytes": int(v / 8 * 0.05), "rtt_us": 50_000})
+    for t in range(seconds):
+        total = sum(r["bits_per_second"] for r in rows if r["start_s"] == t)
+        rows.append({"stream": None, "start_s": float(t), "end_s": float(t + 1), "bytes": int(total / 8),
+                     "bits_per_second": total})
+    return rows
+
+
+def build(store: Store, *, variants=("cubic", "htcp"), streams=(1, 4), buffers=(None,),
+          rtts=(11.8, 45.6, 91.6, 183.0), reps: int = 5, seed: int = 1, noise: float = 0.03,
+          with_intervals: bool = False, with_cwnd: bool = False) -> int:
+    """Campaign c1 over one link per RTT; returns the number of ok runs written."""
+    rng = np.random.default_rng(seed)
+    store.insert_campaign({"campaign_id": "c1", "name": "synthetic", "mode": "emulated"})
+    for rtt in rtts:
+        add_link(store, f"L{rtt:g}", rtt)
+    count = 0
+    for v, n, b, rtt, rep in itertools.product(variants, streams, buffers, rtts, range(reps)):
+        mean = profile_value(v, n, b, rtt)
+        thr = float(mean * (1 + noise * rng.standard_normal()))
+        iv = trace(rng, thr, n) if with_intervals and rep < 2 else None
+        cw = None
+        if with_cwnd and rep == 0:
+            cw = [{"stream": 0, "t_s": t / 10, "snd_cwnd": int(100 + (t % 50) * 20), "ssthresh": 900,
+                   "srtt_us": int(rtt * 1000)} for t in range(200)]
+        add_run(store, f"{v}-{n}-{b}-{rtt:g}-{rep}", f"L{rtt:g}", v, n, b, thr, rep=rep,
+                intervals=iv, cwnd=cw)
+        count += 1
+    return count

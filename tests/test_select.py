@@ -1,0 +1,250 @@
+"""Transport selection: exact points, interpolation, extrapolation, ties, confidence, CLI, --apply."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from synthetic_store import add_link, add_run, build
+from tcpprofile import select as sel
+from tcpprofile.cli import main
+from tcpprofile.errors import TcpProfileError, ValidationError
+from tcpprofile.store import Store
+
+G = 1e9
+
+
+def _store_from(points: dict) -> Store:
+    """points: {(variant, streams, buffer, cc_impl): {rtt_ms: [throughputs]}}."""
+    s = Store.open(":memory:")
+    s.insert_campaign({"campaign_id": "c1", "name": "t", "mode": "emulated"})
+    rtts = sorted({r for prof in points.values() for r in prof})
+    for r in rtts:
+        add_link(s, f"L{r:g}", r)
+    for (v, n, b, impl), prof in points.items():
+        for r, values in prof.items():
+            for i, x in enumerate(values):
+                add_run(s, f"{v}-{n}-{b}-{r:g}-{i}", f"L{r:g}", v, n, b, x, rep=i, cc_impl=impl)
+    return s
+
+
+def _select(store, rtt, **kw):
+    return sel.select(sel.load_profiles(store), rtt, n_boot=kw.pop("n_boot", 2000), **kw)
+
+
+ONE = {("cubic", 1, None, "builtin"): {10.0: [8 * G, 9 * G, 10 * G], 30.0: [4 * G, 5 * G, 6 * G]}}
+
+
+def test_exact_point_within_tolerance():
+    est = _select(_store_from(ONE), 10.05).best   # within max(1 %, 0.1 ms) of 10 ms
+    assert est.method == "exact" and est.rtts_ms == [10.0] and est.repetitions == [3]
+    assert est.throughput_bps == pytest.approx(9 * G)
+    assert 8 * G <= est.ci_low_bps < 9 * G < est.ci_high_bps <= 10 * G
+
+
+def test_interpolation_between_bracketing_rtts_hand_computed():
+    est = _select(_store_from(ONE), 15.0).best
+    # w_lo = (30 − 15)/(30 − 10) = 0.75;  0.75·9 + 0.25·5 = 8.0 Gbit/s
+    assert est.method == "interpolated" and est.weights == pytest.approx([0.75, 0.25])
+    assert est.throughput_bps == pytest.approx(8.0 * G)
+    # the interval is the bootstrap of the same weighted sum: inside the weighted extremes
+    assert 0.75 * 8 * G + 0.25 * 4 * G <= est.ci_low_bps < est.throughput_bps < est.ci_high_bps
+    assert est.ci_high_bps <= 0.75 * 10 * G + 0.25 * 6 * G
+
+
+def test_extrapolation_refused_then_model_backed_and_flagged():
+    # exact a + b/τ^c profile with c = 1: 1 Gbit/s + 90 Gbit/s·ms / τ
+    prof = {t: [1 * G + 90 * G / t] * 3 for t in (10.0, 20.0, 40.0)}
+    store = _store_from({("cubic", 1, None, "builtin"): prof})
+    with pytest.raises(TcpProfileError, match=r"outside the measured RTTs 10–40 ms.*--extrapolate"):
+        _select(store, 60.0)
+    est = _select(store, 60.0, extrapolate=True).best
+    assert est.method == "extrapolated" and est.model and "tau" in est.model
+    assert est.throughput_bps == pytest.approx(2.5 * G, rel=1e-6)
+
+
+def test_extrapolation_needs_three_rtts():
+    with pytest.raises(TcpProfileError, match="at least 3 measured RTTs"):
+        _select(_store_from(ONE), 50.0, extrapolate=True)
+
+
+def test_uncovered_configuration_is_left_out_with_reason():
+    pts = {**ONE, ("htcp", 1, None, "builtin"): {10.0: [9.5 * G] * 3, 20.0: [9 * G] * 3}}
+    choice = _select(_store_from(pts), 25.0)
+    assert [e.config.variant for e in choice.ranking] == ["cubic"]
+    assert choice.excluded[0]["variant"] == "htcp" and "outside" in choice.excluded[0]["reason"]
+
+
+def test_significant_winner_has_positive_difference_interval():
+    pts = {("cubic", 1, None, "builtin"): {10.0: [5.0 * G, 5.1 * G, 4.9 * G, 5.05 * G]},
+           ("htcp", 1, None, "builtin"): {10.0: [9.0 * G, 9.1 * G, 8.9 * G, 9.05 * G]}}
+    choice = _select(_store_from(pts), 10.0)
+    c = choice.comparison
+    assert choice.best.config.variant == "htcp" and choice.recommended is choice.best
+    assert c.decision == "significant" and c.ci_low_bps > 0 and c.p_value < 0.01
+    assert c.difference_bps == pytest.approx(4 * G)
+
+
+def test_tie_prefers_fewer_streams():
+    rng = np.random.default_rng(3)
+    a = list(9 * G + 0.5 * G * rng.standard_normal(5))
+    b = [x + 0.05 * G for x in a[::-1]]           # slightly higher mean, same spread
+    pts = {("cubic", 1, None, "builtin"): {10.0: a}, ("cubic", 8, None, "builtin"): {10.0: b}}
+    choice = _select(_store_from(pts), 10.0)
+    assert choice.best.config.streams == 8
+    assert choice.comparison.decision == "tie" and choice.comparison.ci_low_bps < 0 < choice.comparison.ci_high_bps
+    assert choice.recommended.config.streams == 1
+
+
+def test_tie_break_order():
+    cfgs = [sel.Config("htcp", "bpf", 1, None), sel.Config("cubic", "builtin", 1, 1 << 20),
+            sel.Config("cubic", "builtin", 1, None), sel.Config("cubic", "builtin", 2, None)]
+    ordered = sorted(cfgs, key=sel.Config.simplicity)
+    assert ordered == [cfgs[2], cfgs[0], cfgs[1], cfgs[3]]
+
+
+def test_single_configuration_and_single_repetition():
+    choice = _select(_store_from({("cubic", 2, None, "builtin"): {20.0: [7 * G]}}), 20.0)
+    assert choice.comparison.decision == "single" and choice.recommended.throughput_bps == 7 * G
+    assert choice.best.ci_low_bps is None       # one repetition: no interval claimed
+
+
+def test_interval_shrinks_as_repetitions_grow():
+    # the same spread of repetitions (pattern tiled k times): the bootstrap width falls like 1/√n
+    widths = []
+    for k in (1, 4, 16):
+        pattern = {10.0: [8 * G, 9 * G, 10 * G, 11 * G] * k, 40.0: [4 * G, 5 * G, 6 * G, 7 * G] * k}
+        e = _select(_store_from({("cubic", 1, None, "builtin"): pattern}), 25.0).best
+        widths.append(e.ci_high_bps - e.ci_low_bps)
+    assert widths[0] > widths[1] > widths[2]
+    assert widths[1] / widths[0] == pytest.approx(0.5, rel=0.25) and widths[2] / widths[0] == pytest.approx(0.25, rel=0.25)
+
+
+def test_incomparable_groups_are_refused_then_conditioned():
+    s = _store_from(ONE)
+    add_run(s, "big", "L10", "cubic", 1, None, 9.9 * G, transfer_bytes=20_000_000_000, duration_s=None)
+    with pytest.raises(TcpProfileError, match="incomparable groups.*F=18.6GiB"):
+        sel.load_profiles(s)
+    ps = sel.load_profiles(s, conditions={"transfer_bytes": None, "duration_s": 10.0})
+    assert ps.profiles[0].runs == 6
+
+
+def test_measured_rtts_are_clustered_for_remote_links():
+    s = Store.open(":memory:")
+    for i, r in enumerate((20.01, 20.05, 19.98)):
+        s.insert_link({"link_id": f"R{i}", "campaign_id": "c1", "kind": "remote", "rtt_measured_ms": r})
+        add_run(s, f"r{i}", f"R{i}", "cubic", 1, None, (8 + i) * G)
+    prof = sel.load_profiles(s).profiles[0]
+    assert len(prof.rtts_ms) == 1 and prof.rtts_ms[0] == pytest.approx(20.0133, abs=1e-3)
+
+
+def test_settings_builtin_vs_bpf():
+    e = _select(_store_from(ONE), 10.0).best
+    st = sel.host_settings(e, 100.0, 10e9, host="dtn.example")
+    # autotuning: 2 × BDP = 2 · 10 Gbit/s · 0.1 s / 8 = 250 MB, rounded up to MiB
+    assert st.sysctls["net.ipv4.tcp_rmem"].endswith(str(239 << 20))
+    assert st.sysctls["net.ipv4.tcp_congestion_control"] == "cubic" and st.congestion_control["how"] == "sysctl"
+    assert "iperf3 -c dtn.example -P 1 -C cubic" in st.commands
+    bpf = _select(_store_from({("htcp", 4, 1 << 28, "bpf"): {10.0: [9 * G] * 2}}), 10.0).best
+    st = sel.host_settings(bpf, 10.0, 10e9)
+    assert "net.ipv4.tcp_congestion_control" not in st.sysctls
+    assert st.congestion_control["how"] == "per-socket" and "tcpprofile cc load htcp" in st.congestion_control["steps"]
+    assert st.sysctls["net.core.rmem_max"] == str(1 << 28) and any("-P 4 -w 268435456" in c for c in st.commands)
+
+
+def test_parse_ping_summary():
+    out = "--- x ping statistics ---\n3 packets transmitted\nrtt min/avg/max/mdev = 0.045/0.093/0.182/0.063 ms\n"
+    assert sel.parse_ping(out) == {"min_ms": 0.045, "avg_ms": 0.093, "max_ms": 0.182, "mdev_ms": 0.063}
+    with pytest.raises(TcpProfileError, match="no RTT summary"):
+        sel.parse_ping("100% packet loss")
+
+
+# -- CLI -------------------------------------------------------------------------------------
+@pytest.fixture
+def db(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with Store.open(path) as s:
+        build(s, variants=("cubic", "reno"), streams=(1, 4), rtts=(0.1, 11.8, 45.6, 91.6), reps=4)
+    return str(path)
+
+
+@pytest.mark.parametrize("argv, field", [
+    ([], "--rtt"), (["--rtt", "10ms", "--host", "localhost"], "--rtt"), (["--rtt", "45"], "--rtt"),
+    (["--rtt=-3ms"], "--rtt"), (["--rtt", "fast"], "--rtt"), (["--host=-oProxy"], "--host"),
+    (["--rtt", "10ms", "--apply"], "--apply"), (["--rtt", "10ms", "--netns", "x"], "--netns"),
+    (["--rtt", "10ms", "--loss", "sometimes"], "--loss"),
+])
+def test_cli_validation_names_the_field(db, capsys, argv, field):
+    assert main(["select", "--db", db, *argv]) == 2
+    assert f"{field}:" in capsys.readouterr().err
+
+
+def test_cli_json_keys(db, capsys):
+    assert main(["select", "--db", db, "--rtt", "30ms", "--json", "--top", "3", "--boot", "500"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) >= {"rtt_ms", "rtt_source", "ping", "conditions", "confidence", "n_boot", "seed", "ranking",
+                        "excluded", "best", "runner_up", "comparison", "recommended", "tie_break", "settings",
+                        "applied"}
+    assert doc["rtt_ms"] == 30.0 and doc["rtt_source"] == "given" and len(doc["ranking"]) == 3
+    top = doc["ranking"][0]
+    assert top["method"] == "interpolated" and top["rtts_ms"] == [11.8, 45.6] and top["repetitions"] == [4, 4]
+    assert top["ci_low_bps"] < top["throughput_bps"] < top["ci_high_bps"]
+    assert doc["comparison"]["decision"] in ("significant", "tie")
+    assert doc["settings"]["sysctls"]["net.core.rmem_max"]
+
+
+def test_cli_text_and_extrapolation_refusal(db, capsys):
+    assert main(["select", "--db", db, "--rtt", "200ms"]) == 2
+    assert "outside the measured RTTs" in capsys.readouterr().err
+    assert main(["select", "--db", db, "--rtt", "200ms", "--extrapolate", "--boot", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "extrapolated" in out and "Recommended:" in out and "not applied unless --apply" in out
+
+
+def test_cli_host_pings_loopback(db, capsys):
+    assert main(["select", "--db", db, "--host", "127.0.0.1", "--ping-count", "2", "--json", "--boot", "200"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rtt_source"] == "ping" and doc["ping"]["host"] == "127.0.0.1"
+    assert 0 < doc["rtt_ms"] == doc["ping"]["avg_ms"] < 20
+    assert doc["ranking"][0]["method"] in ("exact", "interpolated")
+
+
+@pytest.mark.privileged
+def test_apply_in_namespace_reads_back(db, netns, capsys):
+    before_cc = sel.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns)
+    host_rmem = sel.read_sysctl("net.ipv4.tcp_rmem")
+    assert main(["select", "--db", db, "--rtt", "45.6ms", "--variants", "reno", "--json", "--boot", "200",
+                 "--apply", "--netns", netns]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    want = doc["settings"]["sysctls"]
+    applied = doc["applied"]
+    assert applied["target"] == f"netns:{netns}"
+    assert sel.read_sysctl("net.ipv4.tcp_rmem", netns=netns) == want["net.ipv4.tcp_rmem"]
+    assert applied["sysctls"]["net.ipv4.tcp_wmem"]["after"] == want["net.ipv4.tcp_wmem"]
+    assert set(applied["skipped"]) >= {"net.core.rmem_max", "net.core.wmem_max"}
+    allowed = sel.read_sysctl("net.ipv4.tcp_allowed_congestion_control", netns=netns).split()
+    now_cc = sel.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns)
+    if "reno" in allowed:
+        assert now_cc == "reno" and applied["sysctls"]["net.ipv4.tcp_congestion_control"]["before"] == before_cc
+    else:
+        assert now_cc == before_cc and "net.ipv4.tcp_congestion_control" in applied["skipped"]
+    assert sel.read_sysctl("net.ipv4.tcp_rmem") == host_rmem     # the host is untouched
+
+
+@pytest.mark.privileged
+def test_apply_never_sets_bpf_default(netns):
+    bpf = _select(_store_from({("htcp", 2, None, "bpf"): {10.0: [9 * G] * 2}}), 10.0).best
+    before = sel.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns)
+    applied = sel.apply_settings(sel.host_settings(bpf, 10.0, 10e9), netns=netns)
+    assert "net.ipv4.tcp_congestion_control" not in applied["sysctls"]
+    assert sel.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns) == before
+
+
+def test_apply_validates_target():
+    st = sel.Settings({}, {}, [])
+    with pytest.raises(ValidationError, match="--apply"):
+        sel.apply_settings(st)
+    with pytest.raises(ValidationError, match="--netns"):
+        sel.apply_settings(st, netns="tcpp-none-such")
