@@ -24,14 +24,14 @@ from .store import Store
 BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
 RTT_REL_TOL = 0.01      # a query RTT within max(1 %, 0.1 ms) of a measured RTT is that point
 RTT_ABS_TOL_MS = 0.1
-CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "reverse")
+CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "reverse", "link_kind")
 TIE_BREAK = "fewest streams, then smallest socket buffer (autotuning first), then builtin variant"
 
 _RUNS_SQL = """
 SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name, r.streams,
        r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
        coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
-       l.rate_bps, coalesce(r.reverse, false) AS reverse,
+       l.rate_bps, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
        coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, r.throughput_bps
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
@@ -54,7 +54,7 @@ class Config:
     buffer_bytes: int | None
 
     def label(self) -> str:
-        b = "auto" if self.buffer_bytes is None else _fmt_bytes(self.buffer_bytes)
+        b = "auto" if self.buffer_bytes is None else fmt_bytes(self.buffer_bytes)
         impl = f"[{self.cc_impl}]" if self.cc_impl and self.cc_impl != "builtin" else ""
         return f"{self.variant}{impl} n={self.streams} B={b}"
 
@@ -76,6 +76,7 @@ class Profile:
     samples: list[np.ndarray]   # bits/s, one array of repetitions per RTT
     kernel_name: str | None = None
     rate_bps: float | None = None
+    run_ids: list[list[str]] = field(default_factory=list)   # per RTT, aligned with samples
 
     @property
     def means(self) -> np.ndarray:
@@ -96,7 +97,7 @@ def _condition_key(row: dict) -> tuple:
     return tuple(row[f] for f in CONDITION_FIELDS)
 
 
-def _cluster_rtts(values: list[float]) -> list[list[float]]:
+def cluster_rtts(values: list[float]) -> list[list[float]]:
     """Group RTTs that lie within the matching tolerance of their neighbour (measured RTTs jitter)."""
     clusters: list[list[float]] = []
     for v in sorted(values):
@@ -118,7 +119,7 @@ def condition_groups(store: Store) -> dict[tuple, int]:
 def describe_conditions(cond: dict) -> str:
     parts = []
     if cond.get("transfer_bytes"):
-        parts.append(f"F={_fmt_bytes(cond['transfer_bytes'])}")
+        parts.append(f"F={fmt_bytes(cond['transfer_bytes'])}")
     if cond.get("duration_s"):
         parts.append(f"duration={cond['duration_s']:g}s")
     loss = cond.get("loss_mode") or "none"
@@ -127,6 +128,8 @@ def describe_conditions(cond: dict) -> str:
         parts.append(f"C={cond['rate_bps'] / 1e9:g}Gbit/s")
     if cond.get("reverse"):
         parts.append("reverse")
+    if cond.get("link_kind"):
+        parts.append(f"{cond['link_kind']} links")
     return " ".join(parts)
 
 
@@ -155,23 +158,24 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
         listing = "; ".join(f"{describe_conditions(dict(zip(CONDITION_FIELDS, k)))} ({len(v)} runs)"
                             for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1])))
         raise TcpProfileError(
-            "the runs span incomparable groups; pick one with --size/--duration/--loss/--rate/--reverse: "
+            "the runs span incomparable groups; pick one with --size/--duration/--loss/--rate/--reverse/--link-kind: "
             + listing)
     (key, rows), = groups.items()
-    clusters = _cluster_rtts([r["rtt_ms"] for r in rows])
+    clusters = cluster_rtts([r["rtt_ms"] for r in rows])
     centre = {v: float(np.mean(c)) for c in clusters for v in c}
-    by_config: dict[Config, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    by_config: dict[Config, dict[float, list[tuple]]] = defaultdict(lambda: defaultdict(list))
     names: dict[Config, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
         cfg = Config(r["variant"], r["cc_impl"], int(r["streams"] or 1), r["buffer_bytes"])
-        by_config[cfg][centre[r["rtt_ms"]]].append(r["throughput_bps"])
+        by_config[cfg][centre[r["rtt_ms"]]].append((r["throughput_bps"], r["run_id"]))
         names[cfg][r["cc_kernel_name"] or r["variant"]] += 1
     cond = dict(zip(CONDITION_FIELDS, key))
     profiles = []
     for cfg in sorted(by_config, key=Config.simplicity):
         pts = sorted(by_config[cfg].items())
-        profiles.append(Profile(cfg, [p[0] for p in pts], [np.asarray(p[1], float) for p in pts],
-                                kernel_name=max(names[cfg], key=names[cfg].get), rate_bps=cond["rate_bps"]))
+        profiles.append(Profile(cfg, [p[0] for p in pts], [np.array([x[0] for x in p[1]]) for p in pts],
+                                kernel_name=max(names[cfg], key=names[cfg].get), rate_bps=cond["rate_bps"],
+                                run_ids=[[x[1] for x in p[1]] for p in pts]))
     return ProfileSet(cond, profiles)
 
 
@@ -503,7 +507,8 @@ def apply_settings(settings: Settings, *, netns: str | None = None, host: bool =
     return {"target": f"netns:{netns}" if netns else "host", "sysctls": changed, "skipped": skipped}
 
 
-def _fmt_bytes(n: float) -> str:
+def fmt_bytes(n: float) -> str:
+    """268435456 -> '256MiB'."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             v = n / size

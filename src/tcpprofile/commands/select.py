@@ -26,6 +26,7 @@ def register(subparsers) -> None:
     p.add_argument("--loss", help="condition: none | periodic:RATE | uniform:RATE")
     p.add_argument("--rate", help="condition: link rate C (e.g. 10Gbit)")
     p.add_argument("--reverse", action="store_true", default=None, help="condition: reverse-direction runs")
+    p.add_argument("--link-kind", choices=("emulated", "remote", "unknown"), help="condition: kind of link")
     p.add_argument("--top", type=int, default=5, help="configurations to print (default 5)")
     p.add_argument("--extrapolate", action="store_true",
                    help="allow model-backed estimates outside the measured RTT range")
@@ -69,6 +70,8 @@ def _conditions(args) -> dict:
         cond["rate_bps"] = units.rate_bps("--rate", args.rate)
     if args.reverse:
         cond["reverse"] = True
+    if args.link_kind is not None:
+        cond["link_kind"] = args.link_kind
     return cond
 
 

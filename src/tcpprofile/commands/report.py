@@ -1,0 +1,28 @@
+"""`tcpprofile report`: write the self-contained HTML report of a store."""
+
+from __future__ import annotations
+
+import time
+
+from ..store import Store
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("report", help="write a static HTML report with the papers' figures",
+                              description=__doc__)
+    p.add_argument("--db", required=True, help="the store (DuckDB file)")
+    p.add_argument("--out", required=True, help="directory for index.html and the figure files")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..report import build_report      # matplotlib loads only for this command
+
+    t0 = time.monotonic()
+    with Store.open(args.db, read_only=True) as store:
+        report = build_report(store, args.out)
+    print(f"{report.index}: {len(report.figures())} figures, {len(report.notes())} left out "
+          f"({time.monotonic() - t0:.1f} s)")
+    for note in report.notes():
+        print(f"  omitted: {note.title}: {note.message}")
+    return 0

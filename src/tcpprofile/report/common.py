@@ -1,0 +1,84 @@
+"""Figures, notes and tables the report's sections are made of; saving a matplotlib figure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
+
+G = 1e9
+DPI = 90
+
+
+@dataclass
+class Figure:
+    id: str
+    title: str
+    caption: str
+    runs: int              # ok runs behind the figure
+    file: str              # PNG, relative to the report directory
+
+
+@dataclass
+class Note:
+    """A figure left out, and why (never rendered empty)."""
+    title: str
+    message: str
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    caption: str
+    header: list[str]
+    rows: list[list[str]]
+    row_classes: list[str] = field(default_factory=list)   # CSS class per row ('' or 'flagged')
+    runs: int = 0
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    paper: str            # which paper figure it reproduces
+    items: list           # Figure | Table | Note
+
+
+def save(fig, out_dir: Path, name: str) -> str:
+    fig.savefig(out_dir / f"{name}.png", dpi=DPI)
+    plt.close(fig)
+    return f"{name}.png"
+
+
+def subplots(n: int, *, cols: int = 3, w: float = 4.2, h: float = 3.2, sharey: bool = True):
+    cols = min(cols, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False, sharey=sharey,
+                             layout="constrained")
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def label(ax, title: str, xlabel: str, ylabel: str, *, zero: bool = False) -> None:
+    """Title and axis labels; the y label only in the first column (panels share y there)."""
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel)
+    if ax.get_subplotspec().is_first_col():
+        ax.set_ylabel(ylabel)
+    if zero:
+        ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+
+
+def slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def runs_phrase(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"

@@ -1,0 +1,100 @@
+"""What the report reads from the store: comparable groups of profiles, traces, links, cwnd."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import select as sel
+from ..store import Store
+
+
+@dataclass
+class Group:
+    """One comparable condition group (see select.CONDITION_FIELDS) and its profiles."""
+    conditions: dict
+    profiles: list[sel.Profile]
+
+    @property
+    def label(self) -> str:
+        return sel.describe_conditions(self.conditions)
+
+    @property
+    def runs(self) -> int:
+        return sum(p.runs for p in self.profiles)
+
+    def variants(self) -> list[str]:
+        return sorted({p.config.variant for p in self.profiles})
+
+
+@dataclass
+class ReportData:
+    store: Store
+    groups: list[Group]
+
+    @classmethod
+    def load(cls, store: Store) -> "ReportData":
+        keys = sorted(sel.condition_groups(store).items(), key=lambda kv: -kv[1])
+        groups = []
+        for key, _ in keys:
+            cond = dict(zip(sel.CONDITION_FIELDS, key))
+            groups.append(Group(cond, sel.load_profiles(store, conditions=cond).profiles))
+        return cls(store, groups)
+
+    # -- traces ----------------------------------------------------------------------------------
+    def runs_with_intervals(self, run_ids: list[str]) -> set[str]:
+        if not run_ids:
+            return set()
+        rows = self.store.con.execute(
+            "SELECT DISTINCT run_id FROM intervals WHERE run_id IN (SELECT unnest(?))", [run_ids]).fetchall()
+        return {r[0] for r in rows}
+
+    def traces(self, run_id: str) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
+        """(interval start times, per-stream bits/s, aggregate bits/s) of one run, omitted intervals left out.
+
+        The aggregate is iperf3's sum rows when present, else the per-stream sum.
+        """
+        rows = self.store.con.execute(
+            "SELECT stream, start_s, bits_per_second FROM intervals WHERE run_id = ? "
+            "AND NOT coalesce(omitted, false) AND bits_per_second IS NOT NULL ORDER BY start_s, stream",
+            [run_id]).fetchall()
+        per: dict[int, list] = {}
+        total: dict[float, float] = {}
+        summed: dict[float, float] = {}
+        for stream, t, bps in rows:
+            if stream is None:
+                total[t] = bps
+            else:
+                per.setdefault(stream, []).append((t, bps))
+                summed[t] = summed.get(t, 0.0) + bps
+        agg = total or summed
+        times = np.array(sorted(agg))
+        return times, {s: np.array(v) for s, v in sorted(per.items())}, np.array([agg[t] for t in times])
+
+    def cwnd_runs(self, limit: int) -> list[str]:
+        rows = self.store.con.execute(
+            "SELECT c.run_id FROM cwnd c JOIN runs r USING (run_id) WHERE r.status = 'ok' "
+            "GROUP BY c.run_id ORDER BY c.run_id LIMIT ?", [limit]).fetchall()
+        return [r[0] for r in rows]
+
+    def cwnd(self, run_id: str) -> dict[int, np.ndarray]:
+        rows = self.store.con.execute(
+            "SELECT stream, t_s, snd_cwnd FROM cwnd WHERE run_id = ? ORDER BY stream, t_s", [run_id]).fetchall()
+        out: dict[int, list] = {}
+        for s, t, w in rows:
+            out.setdefault(s, []).append((t, w))
+        return {s: np.array(v, float) for s, v in out.items()}
+
+    def run_info(self, run_id: str) -> dict:
+        return self.store.query(
+            "SELECT r.run_id, r.variant, r.streams, r.socket_buffer_bytes, r.throughput_bps, r.repetition, "
+            "coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms FROM runs r LEFT JOIN links l USING (link_id) "
+            "WHERE r.run_id = ?", [run_id])[0]
+
+    # -- calibration -----------------------------------------------------------------------------
+    def links(self) -> list[dict]:
+        return self.store.query(
+            "SELECT l.*, count(r.run_id) FILTER (WHERE r.status = 'ok') AS ok_runs, "
+            "count(r.run_id) FILTER (WHERE r.status = 'failed') AS failed_runs "
+            "FROM links l LEFT JOIN runs r USING (link_id) GROUP BY ALL ORDER BY l.kind, l.rtt_ms, l.link_id")

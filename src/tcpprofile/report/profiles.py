@@ -1,0 +1,218 @@
+"""Profile figures: mean profiles (HPDC'17 Figs. 3–6), box plots (7–8), dual-sigmoid fits (9),
+transition RTTs (10) and loss profiles (slides: throughput profiles under losses)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from .. import select as sel
+from . import analysis_calls as ac
+from .common import G, Figure, Note, Section, label, runs_phrase, save, slug, subplots
+from .data import Group, ReportData
+
+
+def _buf(b) -> str:
+    return "auto" if b is None else sel.fmt_bytes(b)
+
+
+def _by_variant(group: Group) -> dict[str, list[sel.Profile]]:
+    out: dict[str, list[sel.Profile]] = defaultdict(list)
+    for p in group.profiles:
+        out[p.config.variant].append(p)
+    return out
+
+
+def _buffers(profiles) -> list:
+    return sorted({p.config.buffer_bytes for p in profiles}, key=lambda b: -1 if b is None else b)
+
+
+def _pick(values: list, k: int) -> list:
+    """Up to k values spread evenly over the sorted list (first and last always kept)."""
+    values = sorted(values)
+    if len(values) <= k:
+        return values
+    return [values[int(round(i))] for i in np.linspace(0, len(values) - 1, k)]
+
+
+def _reps(profiles) -> str:
+    counts = [len(s) for p in profiles for s in p.samples]
+    lo, hi = min(counts), max(counts)
+    return f"{lo}" if lo == hi else f"{lo}–{hi}"
+
+
+def mean_profiles(data: ReportData, out: Path) -> Section:
+    items = []
+    for gi, g in enumerate(data.groups):
+        for v, profs in _by_variant(g).items():
+            profs = [p for p in profs if len(p.rtts_ms) >= 2]
+            if not profs:
+                items.append(Note(f"Mean profile: {v}, {g.label}", "every configuration was measured at a single "
+                                  "RTT; a profile needs at least two"))
+                continue
+            bufs = _buffers(profs)
+            fig, axes = subplots(len(bufs))
+            for ax, b in zip(axes, bufs):
+                for p in sorted((p for p in profs if p.config.buffer_bytes == b), key=lambda p: p.config.streams):
+                    ax.plot(p.rtts_ms, p.means / G, "o-", ms=4, label=f"n={p.config.streams}")
+                label(ax, f"{v}, B={_buf(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
+                ax.legend(fontsize=7, ncol=2)
+            runs = sum(p.runs for p in profs)
+            rtts = sorted({t for p in profs for t in p.rtts_ms})
+            name = f"profile-g{gi}-{slug(v)}"
+            items.append(Figure(name, f"Mean throughput profiles: {v} ({g.label})",
+                                f"Mean throughput vs RTT for {v}, one line per stream count n "
+                                f"({', '.join(str(n) for n in sorted({p.config.streams for p in profs}))}), one "
+                                f"panel per socket buffer B ({', '.join(_buf(b) for b in bufs)}); runs with "
+                                f"{g.label}. {runs_phrase(runs)} at {len(rtts)} RTTs, {_reps(profs)} repetitions "
+                                f"per point.", runs, save(fig, out, name)))
+    return Section("profiles", "Throughput profiles", "HPDC'17 Figs. 3–6", items)
+
+
+def box_plots(data: ReportData, out: Path) -> Section:
+    items = []
+    for gi, g in enumerate(data.groups):
+        for v, profs in _by_variant(g).items():
+            bufs = _buffers(profs)
+            ns = _pick(sorted({p.config.streams for p in profs}), 4)
+            shown = [p for p in profs if p.config.streams in ns]
+            panels = [(b, n) for b in bufs for n in ns
+                      if any(p.config.buffer_bytes == b and p.config.streams == n for p in shown)]
+            fig, axes = subplots(len(panels), cols=len(ns))
+            for ax, (b, n) in zip(axes, panels):
+                p = next(p for p in shown if p.config.buffer_bytes == b and p.config.streams == n)
+                stats = [ac.box_stats(s / G) for s in p.samples]
+                ax.bxp(stats, positions=range(len(stats)), showmeans=True, widths=0.6)
+                ax.set_xticks(range(len(stats)), [f"{t:g}" for t in p.rtts_ms], rotation=45, fontsize=7)
+                label(ax, f"{v}, n={n}, B={_buf(b)}", "RTT (ms)", "throughput (Gbit/s)", zero=True)
+            runs = sum(p.runs for p in shown)
+            name = f"box-g{gi}-{slug(v)}"
+            items.append(Figure(name, f"Throughput box plots: {v} ({g.label})",
+                                f"Throughput of {v} per RTT; one panel per socket buffer B and stream count n "
+                                f"(n shown: {', '.join(map(str, ns))}). Boxes: quartiles; line: median; triangle: "
+                                f"mean; whiskers: furthest run within 1.5·IQR; circles: runs beyond. "
+                                f"{runs_phrase(runs)}, {_reps(shown)} repetitions per box; runs with {g.label}.",
+                                runs, save(fig, out, name)))
+    return Section("boxplots", "Throughput box plots", "HPDC'17 Figs. 7–8", items)
+
+
+def _scaled(p: sel.Profile) -> np.ndarray:
+    """Profile means scaled into (0, 1) by the link rate C (1.05 × the largest mean when unknown)."""
+    top = p.rate_bps or 1.05 * float(p.means.max())
+    return np.clip(p.means / top, 1e-3, 1 - 1e-3)
+
+
+class SigmoidFits:
+    """Dual-sigmoid fits per profile, computed once for Figs. 9 and 10."""
+
+    def __init__(self):
+        self._fits: dict[int, dict | None] = {}
+
+    def get(self, p: sel.Profile) -> dict | None:
+        if id(p) not in self._fits:
+            self._fits[id(p)] = ac.dual_sigmoid(np.asarray(p.rtts_ms), _scaled(p))
+        return self._fits[id(p)]
+
+
+def sigmoid_fits(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
+    items = []
+    for gi, g in enumerate(data.groups):
+        for v, profs in _by_variant(g).items():
+            n = min(p.config.streams for p in profs)
+            chosen = [p for p in profs if p.config.streams == n and fits.get(p)]
+            if not chosen:
+                items.append(Note(f"Sigmoid fits: {v}, {g.label}", "no profile with at least 3 measured RTTs"))
+                continue
+            chosen.sort(key=lambda p: -1 if p.config.buffer_bytes is None else p.config.buffer_bytes)
+            fig, axes = subplots(len(chosen))
+            for ax, p in zip(axes, chosen):
+                f = fits.get(p)
+                ax.plot(p.rtts_ms, _scaled(p), "ko", ms=4, label="scaled mean")
+                if "concave" in f:
+                    x = np.linspace(p.rtts_ms[0], f["tau_t"], 60)
+                    ax.plot(x, ac.sigmoid_curve(*f["concave"], x), "b-", label="concave fit")
+                if "convex" in f:
+                    x = np.linspace(f["tau_t"], p.rtts_ms[-1], 60)
+                    ax.plot(x, ac.sigmoid_curve(*f["convex"], x), "k--", label="convex fit")
+                ax.axvline(f["tau_t"], color="r", lw=1, label=rf"$\tau_T$ = {f['tau_t']:g} ms")
+                label(ax, f"{v}, n={n}, B={_buf(p.config.buffer_bytes)}", "RTT (ms)", "scaled throughput")
+                ax.set_ylim(0, 1.05)
+                ax.legend(fontsize=7)
+            runs = sum(p.runs for p in chosen)
+            name = f"sigmoid-g{gi}-{slug(v)}"
+            items.append(Figure(name, f"Dual-sigmoid fits: {v}, n={n} ({g.label})",
+                                f"Mean throughput of {v} with n={n} scaled by the link rate, with the flipped-"
+                                f"sigmoid concave fit (τ ≤ τ_T, solid) and convex fit (τ ≥ τ_T, dashed) minimising "
+                                f"the summed squared error; red: transition RTT τ_T; one panel per socket buffer. "
+                                f"{runs_phrase(runs)}; runs with {g.label}.", runs, save(fig, out, name)))
+    return Section("sigmoid", "Concave–convex fits", "HPDC'17 Fig. 9", items)
+
+
+def transition_rtts(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
+    items = []
+    for gi, g in enumerate(data.groups):
+        by_v = {v: [p for p in profs if fits.get(p)] for v, profs in _by_variant(g).items()}
+        by_v = {v: ps for v, ps in by_v.items() if len({p.config.streams for p in ps}) >= 2}
+        if not by_v:
+            items.append(Note(f"Transition RTTs ({g.label})", "no variant has fitted profiles (at least 3 "
+                              "measured RTTs) for two or more stream counts"))
+            continue
+        fig, axes = subplots(len(by_v))
+        runs = 0
+        for ax, (v, ps) in zip(axes, sorted(by_v.items())):
+            for b in _buffers(ps):
+                line = sorted((p.config.streams, fits.get(p)["tau_t"]) for p in ps if p.config.buffer_bytes == b)
+                ax.plot([x[0] for x in line], [x[1] for x in line], "o-", label=f"B={_buf(b)}")
+            label(ax, v, "streams n", r"$\tau_T$ (ms)")
+            ax.legend(fontsize=7)
+            runs += sum(p.runs for p in ps)
+        name = f"transition-g{gi}"
+        items.append(Figure(name, f"Transition RTT τ_T over n, B and V ({g.label})",
+                            f"Transition RTT τ_T of the dual-sigmoid fit (Fig. 9) per stream count n, one line per "
+                            f"socket buffer B, one panel per variant; {len(sum(by_v.values(), []))} profiles from "
+                            f"{runs_phrase(runs)}; runs with {g.label}.", runs, save(fig, out, name)))
+    return Section("transition", "Transition RTTs", "HPDC'17 Fig. 10", items)
+
+
+def loss_profiles(data: ReportData, out: Path) -> Section:
+    fields = [f for f in sel.CONDITION_FIELDS if f not in ("loss_mode", "loss_rate")]
+    bases: dict[tuple, list[Group]] = defaultdict(list)
+    for g in data.groups:
+        bases[tuple(g.conditions[f] for f in fields)].append(g)
+    items = []
+    for bi, groups in enumerate(bases.values()):
+        if all(g.conditions["loss_mode"] == "none" for g in groups):
+            continue
+        variants = sorted({v for g in groups if g.conditions["loss_mode"] != "none" for v in g.variants()})
+        fig, axes = subplots(len(variants))
+        runs, configs = 0, []
+        for ax, v in zip(axes, variants):
+            counts: dict[tuple, int] = defaultdict(int)
+            for g in groups:
+                for p in g.profiles:
+                    if p.config.variant == v:
+                        counts[(p.config.streams, p.config.buffer_bytes)] += p.runs
+            n, b = max(counts, key=counts.get)
+            configs.append(f"{v} n={n} B={_buf(b)}")
+            for g in sorted(groups, key=lambda g: (g.conditions["loss_mode"] != "none", g.conditions["loss_rate"])):
+                p = next((p for p in g.profiles if (p.config.variant, p.config.streams, p.config.buffer_bytes)
+                          == (v, n, b)), None)
+                if p is None:
+                    continue
+                c = g.conditions
+                legend = "no loss" if c["loss_mode"] == "none" else f"{c['loss_mode']} {c['loss_rate']:g}"
+                ax.plot(p.rtts_ms, p.means / G, "o-", ms=4, label=legend)
+                runs += p.runs
+            label(ax, f"{v}, n={n}, B={_buf(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
+            ax.legend(fontsize=7)
+        name = f"loss-b{bi}"
+        base = " ".join(w for w in sel.describe_conditions(groups[0].conditions).split() if not w.startswith("loss="))
+        items.append(Figure(name, "Throughput profiles under external loss",
+                            f"Mean throughput vs RTT, one line per external loss setting (periodic 1/N or uniform "
+                            f"p), one panel per variant at its most-measured configuration ({'; '.join(configs)}). "
+                            f"{runs_phrase(runs)}; runs with {base}.", runs, save(fig, out, name)))
+    if not items:
+        items.append(Note("Loss profiles", "the store has no runs with external loss"))
+    return Section("loss", "Profiles under external loss", "slides: throughput profiles under losses", items)
