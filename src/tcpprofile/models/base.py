@@ -40,12 +40,12 @@ class Constraint:
             return
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
             raise ValidationError(name, f"expected {self.describe()}, got {value!r}")
-        if self.kind is int and float(value) != int(value):
-            raise ValidationError(name, f"expected {self.describe()}, got {value!r}")
         v = float(value)
+        if math.isnan(v) or (self.kind is int and math.isfinite(v) and v != int(v)):
+            raise ValidationError(name, f"expected {self.describe()}, got {value!r}")
         lo_ok = v >= self.low if self.closed in ("both", "left") else v > self.low
         hi_ok = v <= self.high if self.closed in ("both", "right") else v < self.high
-        if math.isnan(v) or not (lo_ok and hi_ok):
+        if not (lo_ok and hi_ok):
             raise ValidationError(name, f"expected {self.describe()}, got {value!r}")
 
 

@@ -34,11 +34,11 @@ def mean_relative_error(measured, predicted) -> float:
 
 
 def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=None,
-                    buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11), grid: int = 16):
+                    buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11), grid: int = 16, starts: int = 3):
     """(buffer_bytes, wmax_bytes, relative residuals) minimising Σ((P − M)/M)² over the profile.
 
-    A log-spaced grid over the bounds (vectorised over all grid points and profile points at once)
-    gives the start of a bounded least-squares refinement in log space. tau [s], throughput [bit/s].
+    Log-spaced grids (vectorised over all grid points and profile points at once) give the start of a
+    bounded least-squares refinement in log space. tau [s], throughput [bit/s].
     """
     tau = positive_array("tau", tau, units="s")
     M = positive_array("throughput", throughput, units="bit/s")
@@ -50,19 +50,30 @@ def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=N
         if not (0 < lo < hi < np.inf):
             raise ValidationError(name, f"need 0 < low < high < inf bytes, got {(lo, hi)}")
     lb, lw = np.log(buffer_bounds), np.log(wmax_bounds)
-    gb = np.exp(np.linspace(*lb, grid))
-    gw = np.exp(np.linspace(*lw, grid))
-    P = model.predict(tau[None, None, :], n=n, size=size, buffer=gb[:, None, None], wmax=gw[None, :, None])
-    sse = np.sum(((P - M) / M) ** 2, axis=-1)
-    i, j = np.unravel_index(np.argmin(sse), sse.shape)
+
+    def sse_of(xb, xw):  # Σ relative squared error for arrays of log-parameters, all at once
+        P = model.predict(tau, n=n, size=size, buffer=np.exp(xb)[..., None], wmax=np.exp(xw)[..., None])
+        return np.sum(((P - M) / M) ** 2, axis=-1)
 
     def resid(x):
         return (model.predict(tau, n=n, size=size, buffer=np.exp(x[0]), wmax=np.exp(x[1])) - M) / M
 
-    x0 = np.array([np.log(gb[i]), np.log(gw[j])])
-    sol = least_squares(resid, x0, bounds=([lb[0], lw[0]], [lb[1], lw[1]]), diff_step=1e-3, x_scale=1.0)
-    x = sol.x if np.sum(sol.fun ** 2) <= sse[i, j] else x0
-    return float(np.exp(x[0])), float(np.exp(x[1])), resid(x)
+    # The profile is piecewise in (β, W_max) (cases, subcases, no gradient across their borders):
+    # a coarse grid, a finer grid around its `starts` best points, then least squares from the best.
+    xb, xw = np.meshgrid(np.linspace(*lb, grid), np.linspace(*lw, grid), indexing="ij")
+    coarse = sse_of(xb, xw).ravel()
+    hb, hw = (lb[1] - lb[0]) / (grid - 1), (lw[1] - lw[0]) / (grid - 1)
+    u = np.linspace(-1, 1, grid)
+    centres = np.argsort(coarse)[:starts]
+    fb = np.clip(xb.ravel()[centres][:, None, None] + hb * u[None, :, None], *lb)
+    fw = np.clip(xw.ravel()[centres][:, None, None] + hw * u[None, None, :], *lw)
+    fb, fw = np.broadcast_arrays(fb, fw)
+    fine = sse_of(fb, fw).ravel()
+    best = int(np.argmin(fine))
+    x0 = np.array([fb.ravel()[best], fw.ravel()[best]])
+    sol = least_squares(resid, x0, bounds=([lb[0], lw[0]], [lb[1], lw[1]]), diff_step=1e-3)
+    best_x = sol.x if np.sum(sol.fun ** 2) <= fine[best] else x0
+    return float(np.exp(best_x[0])), float(np.exp(best_x[1])), resid(best_x)
 
 
 def bootstrap_predict(model: FirstPrinciplesModel, tau, throughput, tau_new, *, n=1, size=None, n_new=1,
@@ -84,7 +95,7 @@ def bootstrap_predict(model: FirstPrinciplesModel, tau, throughput, tau_new, *, 
     sims = []
     for _ in range(repeats):
         Mb = P * (1.0 + rng.choice(e.ravel(), size=e.shape))
-        bb, wb, _ = fit_buffer_wmax(twin, tau, np.maximum(Mb, 1.0), n=n_a, size=s_a, grid=grid)
+        bb, wb, _ = fit_buffer_wmax(twin, tau, np.maximum(Mb, 1.0), n=n_a, size=s_a, grid=grid, starts=1)
         sims.append(twin.predict(tau_new, n=n_new, size=size_new, buffer=bb, wmax=wb))
     q = (1 - level) / 2
     lo, hi = np.quantile(np.array(sims), [q, 1 - q], axis=0)

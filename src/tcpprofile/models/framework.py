@@ -175,7 +175,7 @@ class FirstPrinciplesModel(Model):
                 Tm, Nm = self._phase2(Ws, s)
                 g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
                 Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
-                Nb = Wmax2 / s.tau * Tb  # N_β = (W_max/τ)·T_β  [bits]
+                Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
                 has1 = self._after_loss(Ws, s) < s.bdp
                 T0, N0 = self._phase1(Ws, s)
                 T0, N0 = np.where(has1, T0, 0.0), np.where(has1, N0, 0.0)
@@ -191,7 +191,8 @@ class FirstPrinciplesModel(Model):
         in_ss = F <= Ns
         with np.errstate(all="ignore"):
             k = np.where(in_ss, 0.0, (F - Ns) / Na)
-            S = np.where(np.isinf(F), Na / Ta, F / (Ts + k * Ta))
+            sustained = np.where(case == 1, Wagg / tau, Na / Ta)  # F → ∞: W_max/τ (Case 1), N_a/T_a (Case 2)
+            S = np.where(np.isinf(F), sustained, F / (Ts + k * Ta))
             # Transfer ends within slow start: invert Eq. (3) for the time that carries F.
             t_ss = tau * np.log2(1.0 + F * LN2 / (n * w0))
             S = np.where(in_ss, F / t_ss, S)
