@@ -1,7 +1,5 @@
 """Fitting β and W_max to profiles, the error E, bootstrap intervals and the store adapter."""
 
-import math
-
 import duckdb
 import numpy as np
 import pytest

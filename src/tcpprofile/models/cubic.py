@@ -20,7 +20,6 @@ class CUBIC(FirstPrinciplesModel):
     """
 
     name = "cubic"
-    ack_based = False
     _constraints = dict(COMMON_CONSTRAINTS,
                         c=Constraint(float, 0, math.inf, "neither", "segments/s^3"),
                         b=Constraint(float, 0, 1, "neither", "fraction of the window removed"))

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from ..errors import ValidationError
 from .base import Constraint, Model, positive_array
 
 LN2 = math.log(2.0)
@@ -73,7 +74,6 @@ class FirstPrinciplesModel(Model):
     (and ``residuals_``); ``predict`` uses them when present, else the constructor's values."""
 
     name = ""
-    ack_based = True  # False for time-since-loss (TSL) variants such as CUBIC
 
     # -- variant interface -------------------------------------------------------------------------
     def _prepare(self, r: Rows) -> None:
@@ -213,7 +213,6 @@ class FirstPrinciplesModel(Model):
         if value is None:
             value = default
         if value is None:
-            from ..errors import ValidationError
             raise ValidationError(name, "not given here, in the constructor, or learned by fit()")
         allow_zero = name == "buffer"
         return positive_array(name, value, units="bytes", allow_zero=allow_zero, allow_inf=name != "buffer")
@@ -230,7 +229,6 @@ class FirstPrinciplesModel(Model):
         tau = positive_array("tau", tau, units="s")
         n = positive_array("n", n, units="streams")
         if np.any(n != np.round(n)):
-            from ..errors import ValidationError
             raise ValidationError("n", "must be a whole number of streams ≥ 1")
         beta = self._param_array("buffer", buffer, self._buffer_default()) * BITS
         F = self._param_array("size", size, self.size_bytes) * BITS

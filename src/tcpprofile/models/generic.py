@@ -31,16 +31,17 @@ TAU_1 = 1.0  # reference RTT [s] that keeps τ^p dimensionally honest
 def ramp_sustain(trace, dt: float = 1.0, threshold: float = 0.9) -> tuple[float, float, float, float]:
     """(T_R [s], θ̄_R [bit/s], θ̄_S [bit/s], T_O [s]) of one throughput trace sampled every dt seconds.
 
-    θ̄_S is first estimated as the median of the second half; the ramp-up ends with the first sample
-    ≥ threshold·θ̄_S (T_R has the trace's resolution dt). θ̄_R and θ̄_S are then the means before/after.
+    θ̄_S is first estimated as the median of the second half; the ramp-up is the samples before the first
+    one ≥ threshold·θ̄_S, so T_R has the trace's resolution dt (dt/2 when the first sample is already
+    there). θ̄_R and θ̄_S are then the means of the samples before and from that sample on.
     """
     x = positive_array("trace", trace, units="bit/s", allow_zero=True).ravel()
     if x.size < 2:
         raise ValidationError("trace", "needs at least 2 samples")
     peak = np.median(x[x.size // 2:])
     i = int(np.argmax(x >= threshold * peak))  # first sample at the sustained level
-    n_r = min(i + 1, x.size - 1)
-    return n_r * dt, float(x[:n_r].mean()), float(x[n_r:].mean()), x.size * dt
+    n_r = min(max(i, 1), x.size - 1)
+    return max(i, 0.5) * dt, float(x[:n_r].mean()), float(x[n_r:].mean()), x.size * dt
 
 
 class GenericModel(Model):
