@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from tcpprofile.errors import ValidationError
+from tcpprofile.store.db import Store
 from tcpprofile.models import (bootstrap_predict, fit_buffer_wmax, fit_profiles, make_model, mean_relative_error,
                                profiles_from_store)
 
@@ -124,3 +125,23 @@ def test_profiles_from_store_on_in_memory_duckdb():
     scal = [f for f in fits if f.key["variant"] == "scalable"][0]
     assert scal.model.wmax_bytes_ == pytest.approx(5e7, rel=0.01)
     assert max(scal.errors.values()) < 0.1
+
+
+def test_profiles_from_the_store_schema_joins_links(tmp_path):
+    m = make_model("cubic", buffer_bytes=5e6, wmax_bytes=5e7, size_bytes=20e9)
+    with Store.open(str(tmp_path / "s.duckdb")) as store:
+        store.insert_campaign({"campaign_id": "c1", "name": "models-test", "mode": "emulated"})
+        for i, tau in enumerate(TAU):
+            store.insert_link({"link_id": f"l{i}", "campaign_id": "c1", "kind": "emulated", "rate_bps": 10e9,
+                               "rtt_ms": tau * 1e3, "buffer_bytes": 5_000_000})
+            for n in (1, 2):
+                th = float(m.predict(tau, n=n))
+                store.put_run({"run_id": f"r{i}-{n}", "campaign_id": "c1", "link_id": f"l{i}", "variant": "cubic",
+                               "streams": n, "transfer_bytes": 20_000_000_000, "status": "ok",
+                               "throughput_bps": th, "duration_s": 1.6e11 / th, "repetition": 0})
+        prof = profiles_from_store(store.con)
+    assert len(prof["variant"]) == 12 and set(prof["rate_bps"]) == {10e9}
+    np.testing.assert_allclose(prof["throughput_bps"], m.predict(prof["rtt_ms"] / 1e3, n=prof["streams"]),
+                               rtol=1e-12)
+    (fit,) = fit_profiles(prof)
+    assert fit.model.wmax_bytes_ == pytest.approx(5e7, rel=1e-3) and max(fit.errors.values()) < 0.01

@@ -158,11 +158,17 @@ def fit_profiles(table, **model_params) -> list[DatasetFit]:
     return fits
 
 
+_RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
+    buffer_bytes, throughput_bps, status FROM runs"""
+# The store keeps the link (τ, C, β) in `links`; each run names its link.
+_RUNS_JOINED = """SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s, l.rtt_ms,
+    l.rate_bps, l.buffer_bytes, r.throughput_bps, r.status FROM runs r JOIN links l ON r.link_id = l.link_id"""
+
 PROFILE_SQL = """
 SELECT variant, streams, rtt_ms, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes,
        coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
        avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs
-FROM runs
+FROM ({source}) AS runs
 WHERE status = 'ok' AND throughput_bps > 0
 GROUP BY variant, streams, rtt_ms, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes
 ORDER BY variant, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes, streams, rtt_ms
@@ -170,10 +176,13 @@ ORDER BY variant, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes, s
 
 
 def profiles_from_store(con) -> dict[str, np.ndarray]:
-    """Mean measured throughput per configuration from a DuckDB connection's ``runs`` table (columns of
-    PROFILE_SQL: the configuration, transfer_bytes (NULL for time-limited runs), size_bytes, throughput_bps
-    (mean), std_bps, runs)."""
-    cur = con.execute(PROFILE_SQL)
+    """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
+    rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links``. Columns returned: the
+    configuration, transfer_bytes (NULL for time-limited runs), size_bytes, throughput_bps (mean),
+    std_bps, runs (count)."""
+    run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
+    source = _RUNS_FLAT if "rtt_ms" in run_cols else _RUNS_JOINED
+    cur = con.execute(PROFILE_SQL.format(source=source))
     names = [d[0] for d in cur.description]
     rows = cur.fetchall()
     return {name: np.asarray([row[i] for row in rows]) for i, name in enumerate(names)}
