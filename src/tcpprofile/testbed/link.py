@@ -10,7 +10,9 @@ Forward path: sender -> router (loss rule in FORWARD, tbf on egress) -> receiver
 PREROUTING hands packets to NFQUEUE 0 held by delayd for tau/2. Reverse path (ACKs): receiver ->
 router -> sender, whose raw PREROUTING hands them to its own delayd for tau/2. Holding packets in the
 receiving namespace keeps them off the sending socket's account (TCP small queues, see delayd.c).
-Per-namespace sysctls: tcp_rmem/tcp_wmem max 2 GiB (autotuning), tcp_no_metrics_save=1; the global
+Per-namespace sysctls: tcp_rmem/tcp_wmem max 2 GiB (autotuning; see set_tcp_buffer_max),
+tcp_no_metrics_save=1. The default congestion control is inherited from the host and cannot be changed
+inside a namespace to a restricted algorithm: runs must choose theirs (iperf3 -C). The global
 net.core.rmem_max/wmem_max are raised while links are up and restored (see state.py).
 """
 
@@ -40,6 +42,7 @@ SENDER_ADDR, ROUTER_SND_ADDR = "10.77.1.1", "10.77.1.2"
 ROUTER_RCV_ADDR, RECEIVER_ADDR = "10.77.2.1", "10.77.2.2"
 QUEUE = 0                      # NFQUEUE numbers are per namespace; each engine has its own namespace
 STOP_TIMEOUT_S = 5.0
+TCP_BUFFER_MAX = 2147483647    # tcp_rmem/tcp_wmem max: autotuning as large as the kernel allows
 REQUIRED_TOOLS = ("ip", "tc", "iptables", "iptables-save", "ethtool", "ping", "iperf3", "sysctl")
 
 _active: dict[str, "EmulatedLink"] = {}
@@ -138,10 +141,9 @@ class EmulatedLink:
         netns.sh(["ip", "-n", snd, "route", "add", "default", "via", ROUTER_SND_ADDR])
         netns.sh(["ip", "-n", rcv, "route", "add", "default", "via", ROUTER_RCV_ADDR])
 
-        buffers = "4096 131072 2147483647"
-        host_tcp = {"net.ipv4.tcp_rmem": buffers, "net.ipv4.tcp_wmem": buffers, "net.ipv4.tcp_no_metrics_save": "1"}
-        netns.sysctl(snd, host_tcp)
-        netns.sysctl(rcv, host_tcp)
+        netns.sysctl(snd, {"net.ipv4.tcp_no_metrics_save": "1"})
+        netns.sysctl(rcv, {"net.ipv4.tcp_no_metrics_save": "1"})
+        self.set_tcp_buffer_max(TCP_BUFFER_MAX)
         netns.sysctl(rtr, {"net.ipv4.ip_forward": "1"})
         state.acquire_host_sysctls(self.tag)
 
@@ -230,6 +232,15 @@ class EmulatedLink:
             out = netns.sh(netns.in_ns(ns, ["ss", "-Hltn", f"sport = :{port}"]), check=False).stdout
             return bool(out.strip())
         wait_until(listening, timeout=timeout, what=f"port {port} listening in {ns}")
+
+    def set_tcp_buffer_max(self, nbytes: int) -> None:
+        """Set tcp_rmem/tcp_wmem max (the autotuning ceiling) in the sender and receiver namespaces.
+        iperf3 3.12 refuses -w above 512 MiB, so larger socket buffers come from autotuning."""
+        if not isinstance(nbytes, int) or not 4096 <= nbytes <= TCP_BUFFER_MAX:
+            raise ValidationError("nbytes", f"must be an integer in [4096, {TCP_BUFFER_MAX}], got {nbytes!r}")
+        value = f"4096 131072 {nbytes}"
+        for ns in (self.ns_sender, self.ns_receiver):
+            netns.sysctl(ns, {"net.ipv4.tcp_rmem": value, "net.ipv4.tcp_wmem": value})
 
     # Engine, shaping and loss -----------------------------------------------------------------------
     def set_delay_ns(self, per_direction_ns: int) -> None:
