@@ -15,8 +15,11 @@ import signal
 from pathlib import Path
 
 from . import netns, state
+from .calibrate import wait_until
 from .engine import delayd_path
 from .link import NS_RE
+
+KILL_TIMEOUT_S = 10.0
 
 
 def _link_namespaces() -> dict[str, list[str]]:
@@ -38,12 +41,14 @@ def _is_our_delayd(pid: int) -> bool:
 
 
 def _kill(pid: int, start: int | None) -> bool:
+    """SIGKILL pid if it is still the recorded process; wait until it has exited."""
     if start is None or not netns.process_alive(pid, start):
         return False
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         return False
+    wait_until(lambda: not netns.process_alive(pid, start), timeout=KILL_TIMEOUT_S, what=f"process {pid} to exit")
     return True
 
 

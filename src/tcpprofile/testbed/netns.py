@@ -65,12 +65,14 @@ def qdiscs(ns: str, dev: str) -> list[dict]:
 
 
 def process_start_time(pid: int) -> int | None:
-    """Field 22 of /proc/PID/stat (start time in clock ticks), or None when pid does not exist."""
+    """Field 22 of /proc/PID/stat (start time in clock ticks), or None when pid does not exist or
+    has exited (zombie)."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def process_cpu_seconds(pid: int) -> float | None:
