@@ -35,7 +35,7 @@ class LocalLink:
 
     def __init__(self, rate_bps: int, buffer_bytes: int):
         tag = secrets.token_hex(3)
-        self.ns_sender, self.ns_router, self.ns_receiver = (f"tcpp-c{tag}-{s}" for s in "srd")
+        self.ns_sender, self.ns_router, self.ns_receiver = (f"tcpp-b{tag}-{s}" for s in "srd")
         self.rate_bps, self.buffer_bytes = rate_bps, buffer_bytes
         self.sender_addr, self.receiver_addr = "10.77.1.1", "10.77.2.1"
 
