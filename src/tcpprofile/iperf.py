@@ -34,14 +34,29 @@ class IperfError(TcpProfileError):
 class Host(Protocol):
     """Where processes run: EmulatedLink (roles sender/router/receiver) or LocalHost."""
 
-    def popen(self, role: str, argv: list[str], **kw) -> subprocess.Popen: ...
+    def popen(self, ns_role: str, argv: list[str], **kw) -> subprocess.Popen: ...
+
+    def run(self, ns_role: str, argv: list[str], *, check: bool = True,
+            timeout: float | None = None) -> subprocess.CompletedProcess: ...
+
+    def stop_process(self, proc: subprocess.Popen) -> None: ...
 
 
 class LocalHost:
     """The caller's own network namespace (remote mode): every role runs here."""
 
-    def popen(self, role: str, argv: list[str], **kw) -> subprocess.Popen:
+    def popen(self, ns_role: str, argv: list[str], **kw) -> subprocess.Popen:
         return subprocess.Popen(argv, **kw)
+
+    def run(self, ns_role: str, argv: list[str], *, check: bool = True,
+            timeout: float | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, check=check, timeout=timeout, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL)
+
+    def stop_process(self, proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
 
 
 @dataclass
@@ -186,14 +201,15 @@ def run(host: Host, addr: str, port: int, client: list[str], *, timeout_s: float
     srv = cli = None
     try:
         if start_server:
+            # -J: its JSON reaches the client (--get-server-output), so its own stdout is not needed
             srv = host.popen("receiver", ["iperf3", "-s", "-1", "-J", "-p", str(port)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             wait_listening(host, "receiver", port, srv, ready_timeout_s)
         cli = host.popen("sender", client, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             out, err = cli.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _kill(cli)
+            host.stop_process(cli)
             return Outcome(None, None, f"timeout: iperf3 did not finish within {timeout_s:.0f} s", client)
         raw = out.strip() or None
         if raw is None:
@@ -210,36 +226,22 @@ def run(host: Host, addr: str, port: int, client: list[str], *, timeout_s: float
     finally:
         for p in (cli, srv):
             if p is not None:
-                _kill(p)
+                host.stop_process(p)
 
 
 def wait_listening(host: Host, role: str, port: int, server: subprocess.Popen, timeout_s: float) -> None:
     """Poll `ss` in the server's namespace until the port listens; fail if the server exits first."""
     deadline = time.monotonic() + timeout_s
-    while True:
-        probe = host.popen(role, ["ss", "-Hltn", f"sport = :{port}"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-        out, _ = probe.communicate(timeout=10)
-        if out.strip():
-            return
+    while not host.run(role, ["ss", "-Hltn", f"sport = :{port}"], check=False, timeout=10).stdout.strip():
         if server.poll() is not None:
-            _, err = server.communicate()
+            err = server.stderr.read() if server.stderr else ""
             raise IperfError(f"iperf3 server exited {server.returncode}: {_one_line(err)}")
         if time.monotonic() > deadline:
             raise IperfError(f"iperf3 server not listening on port {port} after {timeout_s:.0f} s")
         try:
-            server.wait(timeout=0.02)  # bounded poll interval; returns early if the server dies
+            server.wait(timeout=0.02)  # bounded poll interval; returns at once if the server dies
         except subprocess.TimeoutExpired:
             pass
-
-
-def _kill(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        p.kill()
-    try:
-        p.communicate(timeout=10)
-    except (subprocess.TimeoutExpired, ValueError):
-        pass
 
 
 def _one_line(text: str | None) -> str:
@@ -250,9 +252,7 @@ def _one_line(text: str | None) -> str:
 # -- host metadata -------------------------------------------------------------------------------
 def read_sysctls(host: Host, role: str) -> dict[str, str]:
     """The TCP-relevant sysctls as seen inside `role`'s namespace (missing keys are left out)."""
-    p = host.popen(role, ["sysctl", "-e", *SYSCTLS], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                   text=True)
-    out, _ = p.communicate(timeout=10)
+    out = host.run(role, ["sysctl", "-e", *SYSCTLS], check=False, timeout=10).stdout
     values = {}
     for line in out.splitlines():
         key, sep, value = line.partition(" = ")
