@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import json
 import math
 import secrets
 import subprocess
@@ -141,18 +142,38 @@ class CongestionControl:
         return {"cc_kernel_name": name, "cc_impl": "builtin", "cc_object_sha256": None}
 
 
+def _trace_module():
+    """tcpprofile.trace (kernel tcp_probe tracing, from the BPF helper), or None if not installed."""
+    return importlib.import_module("tcpprofile.trace") if importlib.util.find_spec("tcpprofile.trace") else None
+
+
 def require_cwnd_trace() -> None:
-    """Refuse trace_cwnd = true before anything runs while tracing is unavailable."""
-    raise EnvironmentNotReady("campaign.trace_cwnd: cwnd tracing (tcpprofile.trace) is not available yet")
+    """Refuse trace_cwnd = true before anything runs if tracing is unavailable."""
+    if _trace_module() is None:
+        raise EnvironmentNotReady("campaign.trace_cwnd: cwnd tracing (tcpprofile.trace) is not installed")
+
+
+@dataclass
+class CwndCapture:
+    """What a traced run captured; rows() turns it into cwnd table rows once iperf3's JSON is known."""
+    tracer: object = None
+    t0: float = 0.0
+
+    def rows(self, raw_json: str | None) -> list[dict]:
+        if self.tracer is None or raw_json is None:
+            return []
+        trace = _trace_module()
+        return trace.cwnd_rows(self.tracer.events, trace.sender_streams(json.loads(raw_json)), t0=self.t0)
 
 
 @contextlib.contextmanager
-def cwnd_trace(env: Environment, enabled: bool) -> Iterator[list]:
-    """THE call site for kernel cwnd tracing (tcpprofile.trace, from the BPF helper): yields a list
-    that holds the cwnd rows once the block ends. Not landed yet: trace_cwnd = true is refused."""
-    if enabled:
-        require_cwnd_trace()
-    yield []
+def cwnd_trace(port: int, enabled: bool) -> Iterator[CwndCapture]:
+    """THE call site for kernel cwnd tracing around one run (tcp_probe filtered on the run's port)."""
+    if not enabled:
+        yield CwndCapture()
+        return
+    with _trace_module().CwndTracer(ports=[port]) as tracer:
+        yield CwndCapture(tracer, time.monotonic())
 
 
 # -- durations -------------------------------------------------------------------------------------
@@ -304,7 +325,7 @@ def _run_with_retries(spec: CampaignSpec, store: Store, env: Environment, cc: Co
     for attempt in range(1, spec.retries + 2):
         progress.start(p, attempt)
         store.put_run({**base, "status": "running", "attempts": attempt})
-        with cwnd_trace(env, spec.trace_cwnd) as cwnd_rows:
+        with cwnd_trace(env.port, spec.trace_cwnd) as capture:
             outcome = iperf.run(env.host, env.addr, env.port, argv, timeout_s=timeout_seconds(p),
                                 start_server=env.start_server)
         row = {**base, "attempts": attempt, "raw_json": outcome.raw_json}
@@ -326,7 +347,7 @@ def _run_with_retries(spec: CampaignSpec, store: Store, env: Environment, cc: Co
                                       "retransmits", "rtt_loaded_mean_ms", "rtt_loaded_min_ms",
                                       "started_at", "finished_at")})
         row.update(status="ok", flags=",".join(flags) or None, effective_socket_buffer_bytes=effective)
-        store.put_run(row, intervals=outcome.parsed.intervals, cwnd=cwnd_rows)
+        store.put_run(row, intervals=outcome.parsed.intervals, cwnd=capture.rows(outcome.raw_json))
         return row
     raise AssertionError("unreachable")
 
