@@ -53,6 +53,7 @@ CREATE TABLE IF NOT EXISTS runs (
     cc_kernel_name                 VARCHAR,   -- what the socket used (e.g. tp_htcp)
     cc_impl                        VARCHAR,   -- 'builtin' | 'module' | 'bpf' | null (unknown)
     cc_object_sha256               VARCHAR,   -- BPF object hash when cc_impl = 'bpf'
+    cc_reported                    VARCHAR,   -- what iperf3 reported the sender used
     streams                        INTEGER,   -- n parallel streams
     socket_buffer_bytes            BIGINT,    -- requested B (iperf3 -w); null: autotuning
     effective_socket_buffer_bytes  BIGINT,    -- what the kernel granted (it doubles and caps)

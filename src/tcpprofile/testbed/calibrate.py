@@ -1,0 +1,199 @@
+"""Calibration of an emulated link: idle RTT (with delay compensation) and rate, measured end to end.
+
+RTT: `ping -U` from sender to receiver (user-to-user times; plain ping is stamped when the reply
+crosses the veth, before the PREROUTING delay, and would miss one direction). The engine's releases
+are late by a roughly constant amount (netlink round trips, timer wake-up), ~0.1–0.2 ms per round
+trip; we measure the idle RTT (mean without the highest 5 % of replies) with each direction delayed tau/2, lower each direction's delay
+by half the excess, and repeat (at most MAX_ITERATIONS) until the error is within a third of the
+tolerance.
+
+Rate: a short multi-stream TCP iperf3 through the whole link (sender -> router tbf -> receiver, both
+engines in the path) with both engines temporarily at zero delay. With tau ~ 0 the streams fill the
+pipe within milliseconds at every configured tau, so 2.5 s suffice; -w caps each stream's window so
+the probe cannot flood a large drop-tail buffer. The measured goodput G is converted to the line rate
+it implies, G·(MTU+38)/MSS, to compare like with like with C.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+
+from ..errors import TcpProfileError
+from .config import ETH_WIRE_OVERHEAD
+
+PINGS = 60
+PING_INTERVAL_S = 0.01
+PING_DISCARD = 2              # first replies may include neighbour resolution
+TRIM_FRACTION = 0.05          # highest replies left out of the measured RTT (scheduling outliers)
+MAX_ITERATIONS = 4
+RTT_TOL_REL, RTT_TOL_ABS_S = 0.01, 0.1e-3
+RATE_LOW_FRACTION = 0.95
+PROBE_STREAMS = 4
+PROBE_SECONDS = 2.5
+PROBE_SKIP_S = 0.5            # intervals before this are ramp-up
+PROBE_WINDOW = "16M"
+PROBE_CC = "cubic"
+IPERF_PORT = 5201
+
+
+def rtt_tolerance_s(rtt_s: float) -> float:
+    """Allowed |measured − target| idle RTT: max(1 %, 0.1 ms)."""
+    return max(RTT_TOL_REL * rtt_s, RTT_TOL_ABS_S)
+
+
+@dataclass(frozen=True)
+class RttSample:
+    """Idle RTT summary [ms]: `trimmed_ms` is the mean without the first PING_DISCARD replies and the
+    highest TRIM_FRACTION of the rest (scheduling outliers)."""
+
+    trimmed_ms: float
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    mdev_ms: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Result of calibrating one link. rtt_measured_ms is the idle RTT after compensation: the mean
+    of `pings` ping -U replies without the highest 5 % (rtt_mean_ms keeps them); compensation_ms is how much each direction's delay was lowered below
+    tau/2. Rates in bit/s: rate_measured_bps is the line rate implied by the measured goodput."""
+
+    rtt_target_ms: float
+    rtt_measured_ms: float
+    rtt_mean_ms: float
+    rtt_min_ms: float
+    rtt_max_ms: float
+    rtt_mdev_ms: float
+    pings: int
+    delay_per_direction_ms: float
+    compensation_ms: float
+    iterations: int
+    rate_target_bps: float
+    rate_measured_bps: float
+    goodput_measured_bps: float
+    goodput_ceiling_bps: float
+    ok: bool
+    flags: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        return (f"RTT target {self.rtt_target_ms:.3f} ms, measured {self.rtt_measured_ms:.3f} ms "
+                f"(min {self.rtt_min_ms:.3f}, max {self.rtt_max_ms:.3f}, mdev {self.rtt_mdev_ms:.3f}, "
+                f"{self.pings} pings, compensation {self.compensation_ms:.3f} ms/direction); "
+                f"rate target {self.rate_target_bps / 1e9:.3f} Gbit/s, measured {self.rate_measured_bps / 1e9:.3f} "
+                f"(goodput {self.goodput_measured_bps / 1e9:.3f}, ceiling {self.goodput_ceiling_bps / 1e9:.3f}); "
+                f"{'ok' if self.ok else 'NOT OK: ' + ', '.join(self.flags)}")
+
+
+def parse_ping(output: str) -> tuple[list[float], int, float]:
+    """(per-reply RTTs [ms] as printed, number of replies, exact mean [ms]) from ping's output.
+
+    ping prints each reply with 3 decimals below 1 ms but only 2, 1 and 0 decimals from 1, 10 and
+    100 ms on; the summary's average is exact (1 us), so exact means are built from it."""
+    times = [float(m) for m in re.findall(r"time=([0-9.]+) ms", output)]
+    m = re.search(r"= [0-9.]+/([0-9.]+)/[0-9.]+/[0-9.]+ ms", output)
+    if m is None:
+        return times, 0, float("nan")
+    return times, len(times), float(m.group(1))
+
+
+def summarize_ping(output: str, *, discard: int = PING_DISCARD, trim: float = TRIM_FRACTION) -> RttSample:
+    """Summary of ping replies without the first `discard`; trimmed_ms also leaves out the highest
+    `trim` fraction. Means are the exact summary total minus the (printed) left-out replies."""
+    times, n, avg = parse_ping(output)
+    kept = times[discard:]
+    if n - discard < 2:
+        raise ValueError(f"only {max(n - discard, 0)} usable ping replies")
+    total = avg * n - sum(times[:discard])
+    k = int(len(kept) * trim)
+    top = sorted(kept)[len(kept) - k:] if k else []
+    mean = total / len(kept)
+    return RttSample(trimmed_ms=(total - sum(top)) / (len(kept) - k), mean_ms=mean, min_ms=min(kept),
+                     max_ms=max(kept), mdev_ms=statistics.pstdev(kept, mean), count=len(kept))
+
+
+def measure_rtt(link, *, count: int = PINGS) -> RttSample:
+    """Idle RTT sender -> receiver by ping -U."""
+    tau = link.config.rtt_s
+    argv = ["ping", "-U", "-n", "-c", str(count + PING_DISCARD), "-i", str(PING_INTERVAL_S),
+            "-W", str(max(1, int(4 * tau) + 1)), link.receiver_addr]
+    proc = link.run("sender", argv, check=False, timeout=30 + 4 * tau)
+    try:
+        sample = summarize_ping(proc.stdout)
+    except ValueError as err:
+        raise TcpProfileError(f"link {link.tag}: {err}:\n{proc.stdout}{proc.stderr}") from None
+    if sample.count < count // 2:
+        raise TcpProfileError(f"link {link.tag}: only {sample.count} of {count} pings answered")
+    return sample
+
+
+def measure_goodput(link) -> float:
+    """Goodput [bit/s] of PROBE_STREAMS TCP streams over the link, intervals after PROBE_SKIP_S."""
+    server = link.popen("receiver", ["iperf3", "-s", "-1", "-p", str(IPERF_PORT)],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        link.wait_listening("receiver", IPERF_PORT)
+        proc = link.run("sender", ["iperf3", "-c", link.receiver_addr, "-p", str(IPERF_PORT), "-J",
+                                   "-C", PROBE_CC, "-P", str(PROBE_STREAMS), "-t", str(PROBE_SECONDS), "-i", "0.25",
+                                   "-w", PROBE_WINDOW], check=False, timeout=PROBE_SECONDS + 30)
+    finally:
+        link.stop_process(server)
+    try:
+        result = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        raise TcpProfileError(f"link {link.tag}: rate probe failed: {proc.stderr.strip() or proc.stdout[:300]}") from None
+    if "error" in result:
+        raise TcpProfileError(f"link {link.tag}: rate probe failed: {result['error']}")
+    steady = [iv["sum"] for iv in result["intervals"] if iv["sum"]["start"] >= PROBE_SKIP_S - 1e-6]
+    seconds = sum(s["seconds"] for s in steady)
+    return sum(s["bytes"] for s in steady) * 8 / seconds
+
+
+def calibrate(link) -> Calibration:
+    """Measure rate (engines at zero delay), then compensate and measure the idle RTT."""
+    cfg = link.config
+    link.set_delay_ns(0)
+    goodput = measure_goodput(link)
+    link.wait_drained()
+
+    half_ns = cfg.rtt_s / 2 * 1e9
+    delay_ns = half_ns
+    tol = rtt_tolerance_s(cfg.rtt_s)
+    for iteration in range(1, MAX_ITERATIONS + 1):
+        link.set_delay_ns(int(round(delay_ns)))
+        sample = measure_rtt(link)
+        error_s = sample.trimmed_ms / 1e3 - cfg.rtt_s
+        if abs(error_s) <= tol / 3 or iteration == MAX_ITERATIONS:
+            break
+        delay_ns = max(0.0, delay_ns - error_s / 2 * 1e9)
+
+    rate_measured = goodput * (cfg.mtu + ETH_WIRE_OVERHEAD) / cfg.mss_bytes
+    flags = []
+    if abs(sample.trimmed_ms / 1e3 - cfg.rtt_s) > tol:
+        flags.append("rtt_off")
+    if rate_measured < RATE_LOW_FRACTION * cfg.rate_bps:
+        flags.append("rate_low")
+    return Calibration(
+        rtt_target_ms=cfg.rtt_s * 1e3, rtt_measured_ms=sample.trimmed_ms, rtt_mean_ms=sample.mean_ms,
+        rtt_min_ms=sample.min_ms, rtt_max_ms=sample.max_ms, rtt_mdev_ms=sample.mdev_ms, pings=sample.count,
+        delay_per_direction_ms=delay_ns / 1e6, compensation_ms=(half_ns - delay_ns) / 1e6,
+        iterations=iteration, rate_target_bps=cfg.rate_bps, rate_measured_bps=rate_measured,
+        goodput_measured_bps=goodput, goodput_ceiling_bps=cfg.goodput_ceiling_bps, ok=not flags, flags=flags)
+
+
+def wait_until(predicate, *, timeout: float, what: str, poll_s: float = 0.02) -> None:
+    """Poll predicate until true (a readiness check, not a fixed sleep)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TcpProfileError(f"timed out waiting for {what}")
+        time.sleep(poll_s)

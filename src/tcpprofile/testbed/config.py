@@ -1,0 +1,184 @@
+"""LinkConfig: the parameters of one emulated dedicated connection, validated once.
+
+Rate semantics: ``rate_bps`` (C) is the Ethernet *line* rate, as for the paper's 10GigE links. tbf
+charges each frame as MTU + 14 bytes (L2 header, per segment also for GSO packets), while a frame on a
+wire costs MTU + 38 bytes (header 14, FCS 4, preamble 8, inter-frame gap 12). tbf therefore runs at
+C·(MTU+14)/(MTU+38), and the TCP goodput ceiling of the link is C·MSS/(MTU+38) with MSS = MTU − 52
+(IPv4 20 + TCP 20 + timestamps 12): 0.9415·C at MTU 1500, 0.9900·C at MTU 9000.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from .. import units
+from ..errors import ValidationError
+
+RATE_MIN_BPS = 1e6
+RATE_MAX_BPS = 10e9           # shown to work on 2 cores; higher rates are not offered
+RTT_MIN_S = 0.1e-3
+RTT_MAX_S = 0.4
+MTUS = (1500, 9000)
+LOSS_MODES = ("none", "periodic", "uniform")
+OFFLOADS = ("auto", "on", "off")
+
+ETH_HEADER = 14               # bytes tbf charges per frame on top of the IP packet
+ETH_WIRE_OVERHEAD = 38        # header 14 + FCS 4 + preamble 8 + inter-frame gap 12
+TCP_IP_HEADERS = 52           # IPv4 20 + TCP 20 + timestamp option 12
+
+# Engine capacity. The kernel queue and delayd's FIFO hold one direction's packets for tau/2.
+QUEUE_MAXLEN_MAX = 1 << 21    # NFQUEUE length we are willing to configure (prototype used 2^21)
+QUEUE_MARGIN = 2.0            # headroom over the full-size-packet estimate (bursts, small packets)
+QUEUE_MIN = 4096
+MEMORY_BUDGET_BYTES = 4 << 30  # kernel memory for packets held by one link (delay queues + tbf)
+SKB_OVERHEAD = 768            # approximate per-packet kernel overhead (sk_buff + shared info)
+TBF_LIMIT_MAX = (1 << 32) - 1  # tbf's limit is a u32 byte count
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """One emulated link: line rate C [bit/s], round-trip time tau [s], drop-tail buffer beta [bytes],
+    external loss on the forward path, MTU, and segmentation offloads ("auto": on without loss, off
+    with loss so that loss acts per wire packet)."""
+
+    rate_bps: float
+    rtt_s: float
+    buffer_bytes: int
+    loss_mode: str = "none"
+    loss_rate: float = 0.0
+    mtu: int = 1500
+    offloads: str = "auto"
+
+    @classmethod
+    def checked(cls, *, rate_bps, rtt_s, buffer_bytes, loss_mode="none", loss_rate=0.0, mtu=1500,
+                offloads="auto") -> "LinkConfig":
+        """Build from numbers or strings with units ("10Gbit", "45.6ms", "50MB"); raises
+        ValidationError naming the field."""
+        return cls(rate_bps=units.rate_bps("rate_bps", rate_bps),
+                   rtt_s=units.seconds("rtt_s", rtt_s),
+                   buffer_bytes=units.size_bytes("buffer_bytes", buffer_bytes),
+                   loss_mode=loss_mode, loss_rate=_number("loss_rate", loss_rate),
+                   mtu=mtu, offloads=offloads)
+
+    def __post_init__(self):
+        _check_range("rate_bps", self.rate_bps, RATE_MIN_BPS, RATE_MAX_BPS, "bit/s")
+        _check_range("rtt_s", self.rtt_s, RTT_MIN_S, RTT_MAX_S, "s")
+        if self.mtu not in MTUS or isinstance(self.mtu, bool):
+            raise ValidationError("mtu", f"must be one of {MTUS}, got {self.mtu!r}")
+        if not isinstance(self.buffer_bytes, int) or isinstance(self.buffer_bytes, bool):
+            raise ValidationError("buffer_bytes", f"must be an integer byte count, got {self.buffer_bytes!r}")
+        if self.buffer_bytes < self.frame_bytes:
+            raise ValidationError("buffer_bytes", f"must hold at least one frame ({self.frame_bytes} bytes "
+                                  f"at MTU {self.mtu}), got {self.buffer_bytes}")
+        if self.buffer_bytes > TBF_LIMIT_MAX:
+            raise ValidationError("buffer_bytes", f"at most {TBF_LIMIT_MAX} bytes (tbf limit), got {self.buffer_bytes}")
+        self._check_loss()
+        if self.offloads not in OFFLOADS:
+            raise ValidationError("offloads", f"must be one of {OFFLOADS}, got {self.offloads!r}")
+        if self.offloads == "on" and self.loss_mode != "none":
+            raise ValidationError("offloads", "must be 'auto' or 'off' with loss: with segmentation "
+                                  "offloads the loss rule would drop GSO super-packets, not wire packets")
+        self._check_capacity()
+
+    def _check_loss(self):
+        if self.loss_mode not in LOSS_MODES:
+            raise ValidationError("loss_mode", f"must be one of {LOSS_MODES}, got {self.loss_mode!r}")
+        p = self.loss_rate
+        if not isinstance(p, (int, float)) or isinstance(p, bool) or not math.isfinite(p):
+            raise ValidationError("loss_rate", f"must be a number, got {p!r}")
+        if self.loss_mode == "none" and p != 0:
+            raise ValidationError("loss_rate", f"must be 0 when loss_mode is 'none', got {p}")
+        if self.loss_mode == "uniform" and not 0 < p < 1:
+            raise ValidationError("loss_rate", f"uniform loss needs 0 < loss_rate < 1, got {p}")
+        if self.loss_mode == "periodic":
+            n = round(1 / p) if 0 < p <= 0.5 else 0
+            if n < 2 or not math.isclose(1 / p, n, rel_tol=1e-9):
+                raise ValidationError("loss_rate", "periodic loss drops 1 packet in N: loss_rate must be "
+                                      f"1/N with N an integer >= 2, got {p}")
+
+    def _check_capacity(self):
+        # The delay queue length (queue_maxlen) stays below QUEUE_MAXLEN_MAX for every rate and RTT
+        # allowed above (tested); the binding limit is memory, which the buffer can exceed.
+        if self.memory_bytes > MEMORY_BUDGET_BYTES:
+            raise ValidationError(
+                "buffer_bytes", f"the link would hold about {self.memory_bytes / 2**30:.1f} GiB of packets "
+                f"(BDP {self.bdp_bytes / 1e6:.0f} MB + buffer {self.buffer_bytes / 1e6:.0f} MB, with kernel "
+                f"overhead), above the engine's budget of {MEMORY_BUDGET_BYTES / 2**30:.0f} GiB; lower the buffer")
+
+    # Derived quantities ----------------------------------------------------------------------------
+    @property
+    def frame_bytes(self) -> int:
+        """Bytes tbf charges per full-size frame."""
+        return self.mtu + ETH_HEADER
+
+    @property
+    def mss_bytes(self) -> int:
+        return self.mtu - TCP_IP_HEADERS
+
+    @property
+    def tbf_rate_bps(self) -> float:
+        """tbf rate that makes full-size frames leave at line rate C: C·(MTU+14)/(MTU+38) [bit/s]."""
+        return self.rate_bps * (self.mtu + ETH_HEADER) / (self.mtu + ETH_WIRE_OVERHEAD)
+
+    @property
+    def goodput_ceiling_bps(self) -> float:
+        """TCP payload rate of a saturated link: C·MSS/(MTU+38) [bit/s]."""
+        return self.rate_bps * self.mss_bytes / (self.mtu + ETH_WIRE_OVERHEAD)
+
+    @property
+    def bdp_bytes(self) -> int:
+        """C·tau/8 [bytes]."""
+        return int(self.rate_bps * self.rtt_s / 8)
+
+    @property
+    def tbf_burst_bytes(self) -> int:
+        """Token bucket depth: 1 ms at line rate, between two frames and 128 KiB (GSO packets up to
+        64 KiB pass whole when the bucket exceeds them, otherwise tbf segments them), never above
+        the buffer."""
+        burst = min(int(self.tbf_rate_bps / 8 * 1e-3), 128 << 10, self.buffer_bytes)
+        return max(burst, 2 * self.frame_bytes if self.buffer_bytes >= 2 * self.frame_bytes else self.frame_bytes)
+
+    @property
+    def segmentation_offload(self) -> bool:
+        """Whether the sender keeps TSO/GSO on."""
+        return self.offloads == "on" or (self.offloads == "auto" and self.loss_mode == "none")
+
+    @property
+    def queue_maxlen(self) -> int:
+        """NFQUEUE length per direction: full-size frames in flight during tau/2, with margin."""
+        per_direction = self.rate_bps * self.rtt_s / 2 / 8 / self.frame_bytes
+        return max(QUEUE_MIN, int(math.ceil(per_direction * QUEUE_MARGIN)))
+
+    @property
+    def memory_bytes(self) -> int:
+        """Kernel memory for the packets the link can hold: BDP in the delay queues plus the tbf
+        buffer, each full-size frame costing its length plus SKB_OVERHEAD."""
+        per_frame = (self.frame_bytes + SKB_OVERHEAD) / self.frame_bytes
+        return int((self.bdp_bytes + self.buffer_bytes) * per_frame)
+
+    @property
+    def loss_every(self) -> int:
+        """N of a periodic 1-in-N loss."""
+        return round(1 / self.loss_rate)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _number(field: str, value) -> float:
+    """A number, or a string "0.001" or "1/1000"."""
+    if isinstance(value, str):
+        try:
+            num, _, den = value.partition("/")
+            return float(num) / float(den) if den else float(num)
+        except (ValueError, ZeroDivisionError):
+            raise ValidationError(field, f"must be a number, got {value!r}") from None
+    return value
+
+
+def _check_range(field: str, value, lo: float, hi: float, unit: str):
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValidationError(field, f"must be a number in [{lo:g}, {hi:g}] {unit}, got {value!r}")
+    if not lo <= value <= hi:
+        raise ValidationError(field, f"must be in [{lo:g}, {hi:g}] {unit}, got {value:g}")

@@ -1,0 +1,151 @@
+"""Control of one delayd process (one direction of a link) through its stdin/stdout."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import EnvironmentNotReady, TcpProfileError
+from ..paths import build_dir
+from .netns import in_ns
+
+READY_TIMEOUT_S = 10.0
+REPLY_TIMEOUT_S = 10.0
+
+
+def delayd_path() -> str:
+    path = build_dir() / "delayd"
+    if not os.access(path, os.X_OK):
+        raise EnvironmentNotReady(f"delay engine {path} is missing: run `make build`")
+    return str(path)
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    """Counters of one delayd: packets/bytes queued to it, held now and at most, kernel drops
+    (queue full: queue_dropped; undeliverable to us: user_dropped), ENOBUFS seen, release lateness
+    and CPU time (which includes receiver stack work done inside its verdict calls)."""
+
+    queue: int
+    delay_ns: int
+    packets: int
+    bytes: int
+    released: int
+    held: int
+    max_held: int
+    kernel_queued: int
+    queue_dropped: int
+    user_dropped: int
+    enobufs: int
+    nl_errors: int
+    ring_full: int
+    late_mean_ns: int
+    late_max_ns: int
+    wakeups: int
+    cpu_user_s: float
+    cpu_sys_s: float
+
+    @property
+    def cpu_s(self) -> float:
+        return self.cpu_user_s + self.cpu_sys_s
+
+    @property
+    def lost(self) -> int:
+        """Packets the engine path dropped (should be 0)."""
+        return self.queue_dropped + self.user_dropped
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class DelayEngine:
+    """A running delayd bound to NFQUEUE `queue` inside namespace `ns`."""
+
+    def __init__(self, ns: str, *, queue: int, delay_ns: int, maxlen: int, rcvbuf: int, log_path):
+        self.ns, self.queue = ns, queue
+        self._lock = threading.Lock()
+        self._buf = b""
+        self.final_stats: EngineStats | None = None
+        argv = [delayd_path(), "--queue", str(queue), "--delay-ns", str(int(delay_ns)),
+                "--maxlen", str(maxlen), "--rcvbuf", str(rcvbuf), "--control-stdin"]
+        with open(log_path, "ab") as log:
+            self.proc = subprocess.Popen(in_ns(ns, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=log, start_new_session=True)
+        line = self._read_line(READY_TIMEOUT_S)
+        if not line.startswith("ready"):
+            self.stop()
+            log = Path(log_path).read_text(errors="replace").strip()
+            raise TcpProfileError(f"delayd in {ns} did not start: {log or line!r}")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read_line(self, timeout: float) -> str:
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return ""
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return ""
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line.decode()
+
+    def _command(self, text: str, reply_prefix: str) -> str:
+        with self._lock:
+            if self.proc.poll() is not None:
+                raise TcpProfileError(f"delayd in {self.ns} exited with {self.proc.returncode}")
+            self.proc.stdin.write(text.encode() + b"\n")
+            self.proc.stdin.flush()
+            while True:
+                line = self._read_line(REPLY_TIMEOUT_S)
+                if not line:
+                    raise TcpProfileError(f"delayd in {self.ns} did not answer {text!r}")
+                if line.startswith(reply_prefix):
+                    return line
+
+    def set_delay(self, delay_ns: int) -> None:
+        """Delay applied to packets arriving from now on."""
+        self._command(f"delay {int(delay_ns)}", "ok delay_ns=")
+
+    def stats(self) -> EngineStats:
+        return _parse_stats(self._command("stats", "stats "))
+
+    def stop(self) -> EngineStats | None:
+        """Release every held packet, unbind and exit; returns the final counters."""
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            line = self._read_line(REPLY_TIMEOUT_S)
+            while line and not line.startswith("stats "):
+                line = self._read_line(REPLY_TIMEOUT_S)
+            if line:
+                self.final_stats = _parse_stats(line)
+            try:
+                self.proc.wait(timeout=REPLY_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        return self.final_stats
+
+
+def _parse_stats(line: str) -> EngineStats:
+    return EngineStats(**json.loads(line.split(" ", 1)[1]))

@@ -1,0 +1,136 @@
+"""Privileged: a real emulated link, its kernel state read back, traffic through it, and teardown
+(normal exit, SIGINT, and cleanup_leftovers after SIGKILL). Each test uses its own random tag."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tcpprofile.testbed import EmulatedLink, LinkConfig, cleanup_leftovers
+from tcpprofile.testbed import netns, state
+from tcpprofile.testbed.calibrate import rtt_tolerance_s
+
+pytestmark = pytest.mark.privileged
+
+
+def tag() -> str:
+    return "t" + secrets.token_hex(3)
+
+
+def namespaces_of(t: str) -> list[str]:
+    return [ns for ns in netns.netns_list() if ns.startswith(f"tcpp-{t}-")]
+
+
+def iperf(link, *extra: str) -> dict:
+    server = link.popen("receiver", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    link.wait_listening("receiver", 5201)
+    proc = link.run("sender", ["iperf3", "-c", link.receiver_addr, "-J", "-C", "cubic", *extra], timeout=60)
+    link.stop_process(server)
+    return json.loads(proc.stdout)
+
+
+def test_link_state_traffic_and_teardown():
+    cfg = LinkConfig.checked(rate_bps="1Gbit", rtt_s="10ms", buffer_bytes="1MB")
+    t = tag()
+    with EmulatedLink(cfg, tag=t) as link:
+        assert sorted(namespaces_of(t)) == sorted([link.ns_sender, link.ns_router, link.ns_receiver])
+
+        (tbf,) = [q for q in netns.qdiscs(link.ns_router, link.router_out_dev) if q["kind"] == "tbf"]
+        assert tbf["options"]["rate"] * 8 == pytest.approx(cfg.tbf_rate_bps, rel=1e-3)
+        assert tbf["options"]["burst"] == pytest.approx(cfg.tbf_burst_bytes, rel=0.01)
+        assert not any(q["kind"] == "tbf" for q in netns.qdiscs(link.ns_sender, link.sender_dev))
+
+        for ns, dev in ((link.ns_receiver, link.receiver_dev), (link.ns_sender, link.sender_dev)):
+            rules = [r for r in netns.iptables_rules(ns, "raw") if r["chain"] == "PREROUTING"]
+            assert len(rules) == 1 and "NFQUEUE" in rules[0]["rule"] and f"-i {dev}" in rules[0]["rule"]
+            assert f"tcpp-{t}" in rules[0]["rule"]
+        engine_pids = link.engine_pids()
+        assert set(netns.netns_pids(link.ns_receiver)) >= {engine_pids["forward"]}
+        assert set(netns.netns_pids(link.ns_sender)) >= {engine_pids["reverse"]}
+
+        cal = link.calibration
+        assert abs(cal.rtt_measured_ms - 10.0) <= rtt_tolerance_s(0.010) * 1e3, cal.summary()
+        assert cal.goodput_ceiling_bps == pytest.approx(cfg.goodput_ceiling_bps)
+        assert cal.rate_measured_bps <= 1.02 * cfg.rate_bps, cal.summary()
+        assert "rate_low" not in cal.flags, cal.summary()
+
+        result = iperf(link, "-t", "2")
+        goodput = result["end"]["sum_received"]["bits_per_second"]
+        assert 0.5 * cfg.goodput_ceiling_bps <= goodput <= 1.02 * cfg.goodput_ceiling_bps
+        assert result["end"]["streams"][0]["sender"]["min_rtt"] >= 0.95 * 10_000  # us: the delay is there
+        stats = link.engine_stats()
+        assert stats["forward"].packets > 0 and stats["forward"].lost == 0 and stats["reverse"].lost == 0
+        assert state.read_owners()[t]["owner"]["pid"] == os.getpid()
+
+    assert namespaces_of(t) == []
+    assert t not in state.read_owners()
+    assert t not in state.host_sysctl_state()["holders"]
+    assert all(netns.process_start_time(pid) is None for pid in engine_pids.values())
+    assert set(link.final_engine_stats) == {"forward", "reverse"}
+
+
+def test_periodic_loss_matches_rule_counters():
+    cfg = LinkConfig.checked(rate_bps="1Gbit", rtt_s="10ms", buffer_bytes="2MB",
+                             loss_mode="periodic", loss_rate="1/500")
+    with EmulatedLink(cfg, tag=tag()) as link:
+        features = netns.sh(netns.in_ns(link.ns_sender, ["ethtool", "-k", link.sender_dev])).stdout
+        assert "tcp-segmentation-offload: off" in features
+        assert "generic-segmentation-offload: off" in features
+        before = link.loss_rule_drops()
+        result = iperf(link, "-n", "30M")
+        drops = link.loss_rule_drops() - before
+        retransmits = result["end"]["sum_sent"]["retransmits"]
+        segments = 30 * 2**20 / cfg.mss_bytes     # iperf3 -n counts M as MiB
+        assert drops == pytest.approx(segments / 500, rel=0.25)   # 1 in 500 wire packets (+ACKs, handshake)
+        assert 0.8 * drops <= retransmits <= 1.3 * drops + 5
+
+
+CHILD = textwrap.dedent("""
+    import json, signal, sys
+    from tcpprofile.testbed import EmulatedLink, LinkConfig
+    cfg = LinkConfig.checked(rate_bps="100Mbit", rtt_s="2ms", buffer_bytes="200kB")
+    with EmulatedLink(cfg, tag=sys.argv[1]) as link:
+        print(json.dumps({"ready": True, "pids": list(link.engine_pids().values())}), flush=True)
+        while True:
+            signal.pause()
+""")
+
+
+def start_child(t: str) -> tuple[subprocess.Popen, list[int]]:
+    child = subprocess.Popen([sys.executable, "-c", CHILD, t], stdout=subprocess.PIPE, text=True)
+    line = child.stdout.readline()          # readiness: printed once the link is up and calibrated
+    assert line, "child failed to bring its link up"
+    info = json.loads(line)
+    assert len(namespaces_of(t)) == 3
+    return child, info["pids"]
+
+
+def test_sigint_tears_everything_down():
+    t = tag()
+    child, pids = start_child(t)
+    child.send_signal(signal.SIGINT)
+    assert child.wait(timeout=60) != 0      # KeyboardInterrupt after teardown
+    assert namespaces_of(t) == []
+    assert t not in state.read_owners()
+    assert all(netns.process_start_time(pid) is None for pid in pids)
+
+
+def test_cleanup_leftovers_after_sigkill():
+    t = tag()
+    child, pids = start_child(t)
+    child.kill()
+    child.wait()
+    assert len(namespaces_of(t)) == 3       # nothing ran to remove them
+    removed = cleanup_leftovers()
+    assert {f"namespace tcpp-{t}-{r}" for r in ("snd", "rtr", "rcv")} <= set(removed)
+    assert f"owner record of link {t}" in removed
+    assert namespaces_of(t) == []
+    assert all(netns.process_start_time(pid) is None for pid in pids)
+    assert t not in state.host_sysctl_state()["holders"]
