@@ -68,17 +68,16 @@ def _count(store_path, sql, params=()):
 def test_every_figure_family_present(report):
     ids = {f.id for f in report.figures()}
     for prefix in ("profile-", "box-", "sigmoid-", "transition-", "traces-", "poincare-", "lyapunov-",
-                   "thr-lyap-", "loss-", "cwnd"):
+                   "thr-lyap-", "models", "loss-", "cwnd"):
         assert any(i.startswith(prefix) for i in ids), prefix
     for f in report.figures():
         assert (report.index.parent / f.file).stat().st_size > 2000
         assert f.caption and re.search(rf"\b{f.runs} runs?\b", f.caption), f.id
-    # only what has no data here is omitted: the models figure, the one-RTT remote group's profiles, and
-    # transition RTTs of the lossy groups (one stream count each)
+    # only what has no data here is omitted: the one-RTT remote group's profiles, and transition RTTs of
+    # the lossy groups (one stream count each)
     titles = [n.title for n in report.notes() if "remote links" not in n.title]
-    assert titles == ["Transition RTTs (duration=10s loss=periodic:0.002 C=10Gbit/s emulated links)",
-                      "Transition RTTs (duration=10s loss=periodic:1e-05 C=10Gbit/s emulated links)",
-                      "Model vs measurement"]
+    assert titles == ["Transition RTTs (duration=10s loss=periodic:0.002 C=10Gbit/s β=47.7MiB emulated links)",
+                      "Transition RTTs (duration=10s loss=periodic:1e-05 C=10Gbit/s β=47.7MiB emulated links)"]
 
 
 def test_run_counts_are_computed(report, full_store):
@@ -92,6 +91,9 @@ def test_run_counts_are_computed(report, full_store):
     no_loss_n4_auto = 2 * len(RTTS) * REPS               # cubic and htcp, n=4, B=auto
     assert loss_fig.runs == lossy + no_loss_n4_auto
     assert by_id["cwnd"].runs == 4
+    # every loss-free emulated (variant, buffer) dataset has a model: all of the main grid's runs
+    assert by_id["models"].runs == len(VARIANTS) * len(STREAMS) * len(BUFFERS) * len(RTTS) * REPS
+    assert by_id["models"].caption.count("E=") == len(VARIANTS) * len(BUFFERS)
     calib = next(i for s in report.sections for i in s.items if isinstance(i, Table) and i.id == "calibration")
     assert calib.runs == _count(full_store, "SELECT count(*) FROM runs WHERE status = 'ok'")
     remote = next(r for r, c in zip(calib.rows, calib.row_classes) if r[0] == "remote-1")
@@ -151,6 +153,7 @@ def test_small_store_omits_what_it_cannot_draw(tmp_path):
     assert {f.id for f in r.figures()} == {"box-g0-cubic"}
     notes = " ".join(n.message for n in r.notes())
     assert "at least two" in notes and "no per-interval throughput traces" in notes and "no tcp_probe" in notes
+    assert "at least 3 measured RTTs of a modelled variant" in notes
     html = r.index.read_text()
     assert html.count("<img") == 1 and "omitted" in html
 

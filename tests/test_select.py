@@ -55,14 +55,21 @@ def test_interpolation_between_bracketing_rtts_hand_computed():
 
 
 def test_extrapolation_refused_then_model_backed_and_flagged():
-    # exact a + b/τ^c profile with c = 1: 1 Gbit/s + 90 Gbit/s·ms / τ
-    prof = {t: [1 * G + 90 * G / t] * 3 for t in (10.0, 20.0, 40.0)}
+    prof = {t: [v * G * f for f in (0.98, 1.0, 1.02)] for t, v in ((10.0, 9.0), (20.0, 8.0), (40.0, 5.0), (80.0, 2.5))}
     store = _store_from({("cubic", 1, None, "builtin"): prof})
-    with pytest.raises(TcpProfileError, match=r"outside the measured RTTs 10–40 ms.*--extrapolate"):
-        _select(store, 60.0)
-    est = _select(store, 60.0, extrapolate=True).best
-    assert est.method == "extrapolated" and est.model and "tau" in est.model
-    assert est.throughput_bps == pytest.approx(2.5 * G, rel=1e-6)
+    with pytest.raises(TcpProfileError, match=r"outside the measured RTTs 10–80 ms.*--extrapolate"):
+        _select(store, 120.0)
+    choice = _select(store, 120.0, extrapolate=True)
+    est = choice.best
+    assert est.method == "extrapolated" and "CUBIC" in est.model and est.weights == []
+    # the same fit through tcpprofile.models directly: duration-mode size F = Θ·T
+    from tcpprofile import models
+    tau, means = np.array([10, 20, 40, 80]) / 1e3, np.array([9.0, 8.0, 5.0, 2.5]) * G
+    m = models.make_model("cubic", capacity_bps=10e9).fit(tau, means, n=1, size=means * 10 / 8)
+    assert est.throughput_bps == pytest.approx(float(m.predict(0.12, n=1, size=2.5 * G * 10 / 8)), rel=1e-6)
+    assert 0 < est.ci_low_bps <= est.throughput_bps <= est.ci_high_bps <= 10e9
+    assert est.throughput_bps < 2.5 * G                  # beyond the last RTT the profile keeps falling
+    assert choice.comparison.decision == "single"
 
 
 def test_extrapolation_needs_three_rtts():
@@ -162,9 +169,9 @@ def test_parse_ping_summary():
 
 
 # -- CLI -------------------------------------------------------------------------------------
-@pytest.fixture
-def db(tmp_path):
-    path = tmp_path / "s.duckdb"
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("select") / "s.duckdb"
     with Store.open(path) as s:
         build(s, variants=("cubic", "reno"), streams=(1, 4), rtts=(0.1, 11.8, 45.6, 91.6), reps=4)
     return str(path)
@@ -198,7 +205,8 @@ def test_cli_json_keys(db, capsys):
 def test_cli_text_and_extrapolation_refusal(db, capsys):
     assert main(["select", "--db", db, "--rtt", "200ms"]) == 2
     assert "outside the measured RTTs" in capsys.readouterr().err
-    assert main(["select", "--db", db, "--rtt", "200ms", "--extrapolate", "--boot", "200"]) == 0
+    assert main(["select", "--db", db, "--rtt", "200ms", "--extrapolate", "--boot", "200", "--variants", "cubic",
+                 "--streams", "1", "4"]) == 0
     out = capsys.readouterr().out
     assert "extrapolated" in out and "Recommended:" in out and "not applied unless --apply" in out
 
@@ -248,3 +256,9 @@ def test_apply_validates_target():
         sel.apply_settings(st)
     with pytest.raises(ValidationError, match="--netns"):
         sel.apply_settings(st, netns="tcpp-none-such")
+
+
+def test_extrapolation_without_a_model_is_refused():
+    store = _store_from({("bbr", 1, None, "builtin"): {t: [5 * G] * 2 for t in (10.0, 20.0, 40.0)}})
+    with pytest.raises(TcpProfileError, match="no model for bbr"):
+        _select(store, 80.0, extrapolate=True)

@@ -24,14 +24,16 @@ from .store import Store
 BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
 RTT_REL_TOL = 0.01      # a query RTT within max(1 %, 0.1 ms) of a measured RTT is that point
 RTT_ABS_TOL_MS = 0.1
-CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "reverse", "link_kind")
+CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "link_buffer_bytes",
+                    "reverse", "link_kind")
 TIE_BREAK = "fewest streams, then smallest socket buffer (autotuning first), then builtin variant"
 
 _RUNS_SQL = """
 SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name, r.streams,
        r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
        coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
-       l.rate_bps, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
+       l.rate_bps, l.buffer_bytes AS link_buffer_bytes, coalesce(r.reverse, false) AS reverse,
+       l.kind AS link_kind,
        coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, r.throughput_bps
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
@@ -77,6 +79,8 @@ class Profile:
     kernel_name: str | None = None
     rate_bps: float | None = None
     run_ids: list[list[str]] = field(default_factory=list)   # per RTT, aligned with samples
+    transfer_bytes: int | None = None
+    duration_s: float | None = None
 
     @property
     def means(self) -> np.ndarray:
@@ -126,6 +130,8 @@ def describe_conditions(cond: dict) -> str:
     parts.append("loss=none" if loss == "none" else f"loss={loss}:{cond['loss_rate']:g}")
     if cond.get("rate_bps"):
         parts.append(f"C={cond['rate_bps'] / 1e9:g}Gbit/s")
+    if cond.get("link_buffer_bytes"):
+        parts.append(f"β={fmt_bytes(cond['link_buffer_bytes'])}")
     if cond.get("reverse"):
         parts.append("reverse")
     if cond.get("link_kind"):
@@ -158,7 +164,8 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
         listing = "; ".join(f"{describe_conditions(dict(zip(CONDITION_FIELDS, k)))} ({len(v)} runs)"
                             for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1])))
         raise TcpProfileError(
-            "the runs span incomparable groups; pick one with --size/--duration/--loss/--rate/--reverse/--link-kind: "
+            "the runs span incomparable groups; pick one with --size/--duration/--loss/--rate/--link-buffer/"
+            "--reverse/--link-kind: "
             + listing)
     (key, rows), = groups.items()
     clusters = cluster_rtts([r["rtt_ms"] for r in rows])
@@ -175,7 +182,8 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
         pts = sorted(by_config[cfg].items())
         profiles.append(Profile(cfg, [p[0] for p in pts], [np.array([x[0] for x in p[1]]) for p in pts],
                                 kernel_name=max(names[cfg], key=names[cfg].get), rate_bps=cond["rate_bps"],
-                                run_ids=[[x[1] for x in p[1]] for p in pts]))
+                                run_ids=[[x[1] for x in p[1]] for p in pts],
+                                transfer_bytes=cond["transfer_bytes"], duration_s=cond["duration_s"]))
     return ProfileSet(cond, profiles)
 
 
@@ -195,30 +203,35 @@ def bootstrap_mean_replicates(samples: np.ndarray, n_boot: int, rng: np.random.G
     return samples[idx].mean(axis=1)
 
 
-def model_extrapolate(profile: Profile, rtt_ms: float, replicate_means: np.ndarray) -> tuple[np.ndarray, str]:
-    """Model-backed profile value outside the measured RTT range, for the point estimate and replicates.
+def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float) -> tuple[float, float, float, str]:
+    """Model-backed profile value outside the measured RTT range: (value, CI low, CI high, model name).
 
-    `replicate_means` has shape (n_boot + 1, n_rtts): row 0 the profile means, then bootstrap replicates.
-    Integration point for tcpprofile.models (placeholder until it lands on main): the generic
-    loss-driven form of §3.2, T(τ) = a + b/τ^c, c ≥ 0.25 picked on the means, (a, b) least squares per
-    replicate; clipped to [0, C].
+    The variant's first-principles model (tcpprofile.models) is fitted to this configuration's profile
+    means (β and W_max, n fixed) and predicts at `rtt_ms`; the interval is the models' residual
+    bootstrap. Transfer size per RTT: F, or mean throughput × duration for time-limited runs.
     """
-    tau = np.asarray(profile.rtts_ms, float)
-    if len(tau) < 3:
-        raise TcpProfileError(f"{profile.config.label()}: a model needs at least 3 measured RTTs, has {len(tau)}")
-    best = None
-    for c in np.linspace(0.25, 3.0, 12):
-        X = np.column_stack([np.ones_like(tau), tau ** -c])   # §3.2: T(τ) = a + b/τ^c
-        coef, *_ = np.linalg.lstsq(X, replicate_means[0], rcond=None)
-        sse = float(np.sum((X @ coef - replicate_means[0]) ** 2))
-        if best is None or sse < best[0]:
-            best = (sse, c, X)
-    _, c, X = best
-    coef, *_ = np.linalg.lstsq(X, replicate_means.T, rcond=None)        # (2, n_boot + 1)
-    q = max(rtt_ms, 1e-3)
-    pred = coef[0] + coef[1] * q ** -c
-    ceiling = profile.rate_bps or float(np.max(replicate_means))
-    return np.clip(pred, 0.0, ceiling), f"a+b/tau^c (c={c:.2f}; placeholder until tcpprofile.models)"
+    from . import models     # scipy-heavy; only --extrapolate needs it
+
+    cfg = profile.config
+    if len(profile.rtts_ms) < 3:
+        raise TcpProfileError(f"{cfg.label()}: a model needs at least 3 measured RTTs, has {len(profile.rtts_ms)}")
+    if cfg.variant.lower() not in models.MODELS:
+        raise TcpProfileError(f"{cfg.label()}: no model for {cfg.variant} (models: {', '.join(models.MODELS)})")
+    if not profile.rate_bps:
+        raise TcpProfileError(f"{cfg.label()}: the link rate C is unknown; a model needs it")
+    tau = np.asarray(profile.rtts_ms, float) / 1e3
+    means = profile.means
+    if profile.transfer_bytes:
+        size = np.full(len(tau), float(profile.transfer_bytes))
+    elif profile.duration_s:
+        size = means * profile.duration_s / 8                   # F = Θ·T  [bytes]
+    else:
+        raise TcpProfileError(f"{cfg.label()}: neither transfer size nor duration known; a model needs one")
+    edge = 0 if rtt_ms < profile.rtts_ms[0] else -1
+    model = models.make_model(cfg.variant, capacity_bps=float(profile.rate_bps))
+    pred, lo, hi = models.bootstrap_predict(model, tau, means, rtt_ms / 1e3, n=cfg.streams, size=size,
+                                            n_new=cfg.streams, size_new=size[edge], level=confidence)
+    return float(pred), float(lo), float(hi), f"{type(model).__name__} (tcpprofile.models, fitted β, W_max)"
 
 
 # -- estimation at one RTT -------------------------------------------------------------------
@@ -233,7 +246,7 @@ class Estimate:
     weights: list[float]        # their interpolation weights
     repetitions: list[int]      # runs at each of them
     runs: int                   # runs behind the whole profile
-    replicates: np.ndarray = field(repr=False)
+    replicates: np.ndarray | None = field(repr=False)   # None when extrapolated (model interval)
     model: str | None = None
     kernel_name: str | None = None
 
@@ -264,17 +277,16 @@ def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int,
             f"{tau[0]:g}–{tau[-1]:g} ms (measure there, or pass --extrapolate for a model-backed estimate)")
     else:
         used, weights, method = list(range(len(tau))), [], "extrapolated"
+    counts = [len(profile.samples[k]) for k in used]
+    if method == "extrapolated":
+        point, lo_ci, hi_ci, model = model_extrapolate(profile, rtt_ms, confidence)
+        return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used], [], counts,
+                        profile.runs, None, model, profile.kernel_name)
     reps = [bootstrap_mean_replicates(profile.samples[k], n_boot, rng) for k in used]
     means = np.array([profile.samples[k].mean() for k in used])
-    if method == "extrapolated":
-        table = np.vstack([means, np.column_stack(reps)])
-        values, model = model_extrapolate(profile, rtt_ms, table)
-        point, replicates = float(values[0]), values[1:]
-    else:
-        w = np.asarray(weights)
-        point = float(w @ means)
-        replicates = w @ np.vstack(reps)         # same weights on every replicate
-    counts = [len(profile.samples[k]) for k in used]
+    w = np.asarray(weights)
+    point = float(w @ means)
+    replicates = w @ np.vstack(reps)             # same weights on every replicate
     if min(counts) >= 2:
         lo_ci, hi_ci = np.quantile(replicates, [alpha / 2, 1 - alpha / 2])
         lo_ci, hi_ci = float(lo_ci), float(hi_ci)
@@ -292,7 +304,7 @@ class Comparison:
     ci_low_bps: float | None
     ci_high_bps: float | None
     p_value: float | None       # one-sided: P*(difference ≤ 0)
-    decision: str               # 'significant' | 'tie' | 'insufficient' | 'single'
+    decision: str               # 'significant' | 'tie' | 'insufficient' | 'extrapolated' | 'single'
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -326,6 +338,8 @@ class Selection:
 
 def _compare(a: Estimate, b: Estimate, confidence: float) -> Comparison:
     diff = a.throughput_bps - b.throughput_bps
+    if a.replicates is None or b.replicates is None:
+        return Comparison(diff, None, None, None, "extrapolated")
     if a.ci_low_bps is None or b.ci_low_bps is None:
         return Comparison(diff, None, None, None, "insufficient")
     d = a.replicates - b.replicates                 # independent resamples of disjoint runs
@@ -340,7 +354,8 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
     """Rank every configuration by its profile at `rtt_ms`; compare the best with the runner-up.
 
     Ties (difference interval contains 0) are broken towards the simpler configuration (TIE_BREAK)
-    among those not significantly worse than the best.
+    among those not significantly worse than the best. Model-backed (extrapolated) estimates carry the
+    model's interval but no replicates: their comparison is 'extrapolated' (not assessed).
     """
     if not (0.5 <= confidence < 1.0):
         raise ValidationError("confidence", f"must be in [0.5, 1), got {confidence}")
