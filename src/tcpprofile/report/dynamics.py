@@ -167,7 +167,7 @@ def throughput_vs_lyapunov(data: ReportData, out: Path, refs: list[Reference]) -
         for r in ids:
             ex = ac.local_lyapunov(data.traces(r)[2])
             if len(ex):
-                pts.append((float(ex.mean()), data.run_info(r)))
+                pts.append((float(np.median(ex)), data.run_info(r)))   # the mean telescopes towards 0
         if len(pts) < 2:
             items.append(Note(f"Throughput vs Lyapunov exponent: {ref.label} ({ref.group.label})", "fewer than 2 traced runs with "
                               "a Lyapunov estimate"))
@@ -177,11 +177,11 @@ def throughput_vs_lyapunov(data: ReportData, out: Path, refs: list[Reference]) -
         sc = ax.scatter([p[0] for p in pts], [p[1]["throughput_bps"] / G for p in pts],
                         c=[p[1]["rtt_ms"] for p in pts], s=14, cmap="plasma")
         fig.colorbar(sc, ax=ax, label="RTT (ms)")
-        label(ax, ref.label, "mean local Lyapunov exponent", "run throughput (Gbit/s)")
+        label(ax, ref.label, "median local Lyapunov exponent", "run throughput (Gbit/s)")
         name = f"thr-lyap-g{ref.group_index}"
         items.append(Figure(name, f"Throughput vs Lyapunov exponent: {ref.label} ({ref.group.label})",
                             f"Each point a traced run of {ref.label} (all stream counts and RTTs, colour: RTT): its "
-                            f"mean local Lyapunov exponent against its throughput. {runs_phrase(len(pts))}"
+                            f"median local Lyapunov exponent against its throughput. {runs_phrase(len(pts))}"
                             f"{f' (first {MAX_LYAPUNOV_RUNS} traced runs)' if len(ref.all_runs()) > len(ids) else ''}.",
                             len(pts), save(fig, out, name)))
     return Section("thr-lyap", "Throughput vs Lyapunov exponent", "HPDC'17 Fig. 14",
