@@ -115,7 +115,7 @@ def bootstrap_ci(values, stat: Callable = np.mean, *, level: float = 0.95, n_boo
     if method == "bca":
         prop = np.mean(boot < theta) + 0.5 * np.mean(boot == theta)
         z0 = ndtri(np.clip(prop, 1 / n_boot, 1 - 1 / n_boot))
-        jack = stat(x[~np.eye(n, dtype=bool)].reshape(n, n - 1), axis=-1)
+        jack = stat(np.broadcast_to(x, (n, n))[~np.eye(n, dtype=bool)].reshape(n, n - 1), axis=-1)
         d = jack.mean() - jack
         denom = 6 * np.sum(d**2) ** 1.5
         acc = np.sum(d**3) / denom if denom > 0 else 0.0
