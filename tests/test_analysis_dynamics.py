@@ -122,11 +122,11 @@ def test_iaaft_keeps_values_and_approximates_the_spectrum():
 
 
 def test_white_noise_is_indistinguishable_and_chaos_is_distinguishable():
-    rejected_noise = sum(surrogate_test(np.random.default_rng(s).normal(size=300), seed=s).distinguishable
+    rejected_noise = sum(surrogate_test(np.random.default_rng(s).normal(size=200), seed=s).distinguishable
                          for s in range(10))
     assert rejected_noise <= 1  # the test's size is 5%
     for s in range(5):
-        x = logistic(300, x0=np.random.default_rng(s).uniform(0.1, 0.9))
+        x = logistic(200, x0=np.random.default_rng(s).uniform(0.1, 0.9))
         t = surrogate_test(x, seed=s)
         assert t.distinguishable and t.p_value == pytest.approx(1 / 40)
 

@@ -194,7 +194,8 @@ class Transition:
         f = self.fit
         return {**self.key, "tau_T_ms": f.tau_T, "tau_T_grid_ms": f.tau_T_grid, "kind": f.kind,
                 "tau_T_ci_low_ms": self.ci_low, "tau_T_ci_high_ms": self.ci_high, "level": self.level,
-                "a1_per_ms": f.a1, "tau1_ms": f.tau1, "a2_per_ms": f.a2, "tau2_ms": f.tau2,
+                "a1_per_ms": float(f.a1), "tau1_ms": float(f.tau1), "a2_per_ms": float(f.a2),
+                "tau2_ms": float(f.tau2),
                 "sse_scaled": f.sse, "capacity_bps": f.capacity, "n_boot": int(self.boot_tau_T.size)}
 
 
