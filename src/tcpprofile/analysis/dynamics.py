@@ -64,7 +64,7 @@ def poincare_points(x) -> tuple[np.ndarray, np.ndarray]:
 def poincare_spread(x, *, k: int = 8) -> float:
     """How far the map's points are from a 1-D curve: median over points of sqrt(λ2/λ1) of the local
     covariance of each point and its k nearest neighbours in the (θ_i, θ_{i+1}) plane. ≈ 0 on a curve,
-    ≈ 1 for an isotropic 2-D cloud (white noise); 0 when neighbourhoods collapse to points."""
+    ≈ 0.6–0.7 for white noise (an isotropic cloud, k = 8); 0 when neighbourhoods collapse to points."""
     a, b = poincare_points(x)
     pts = np.column_stack([a, b])
     if pts.shape[0] < k + 1:
@@ -75,9 +75,11 @@ def poincare_spread(x, *, k: int = 8) -> float:
     pts = pts / sd
     _, nb = cKDTree(pts).query(pts, k=k + 1)
     local = pts[nb] - pts[nb].mean(axis=1, keepdims=True)            # (P, k+1, 2)
-    cov = np.einsum("pki,pkj->pij", local, local) / (k + 1)
-    ev = np.linalg.eigvalsh(cov)                                       # ascending
-    ratio = np.where(ev[:, 1] > 0, np.sqrt(np.clip(ev[:, 0], 0, None) / np.where(ev[:, 1] > 0, ev[:, 1], 1)), 0.0)
+    sxx, syy = (local[..., 0] ** 2).mean(1), (local[..., 1] ** 2).mean(1)
+    sxy = (local[..., 0] * local[..., 1]).mean(1)
+    half, root = (sxx + syy) / 2, np.sqrt(((sxx - syy) / 2) ** 2 + sxy**2)  # 2×2 eigenvalues
+    big, small = half + root, np.clip(half - root, 0, None)
+    ratio = np.sqrt(small / np.where(big > 0, big, 1.0))
     return float(np.median(ratio))
 
 

@@ -23,8 +23,8 @@ from scipy.special import expit
 
 from ..errors import ValidationError
 
-_A = np.geomspace(0.3, 300.0, 48)           # steepness a·span (τ normalised to [0, 1])
-_T0 = np.linspace(-1.5, 2.5, 161)           # τ0 in normalised units
+_A = np.geomspace(0.3, 300.0, 40)           # steepness a·span (τ normalised to [0, 1])
+_T0 = np.linspace(-1.5, 2.5, 121)           # τ0 in normalised units
 _CLIP = 1e-6
 _REFINE = 3                                  # candidates refined by least squares
 
@@ -102,20 +102,29 @@ def _grid_start(u, y, t0, lo, hi):
 
 
 def _refine_side(u, y, a0, t00, lo_t0, hi_t0):
-    """Bounded least squares for one piece from a grid start and two perturbed starts."""
+    """Bounded least squares (analytic Jacobian) for one piece from its grid start and two
+    perturbed starts; τ0 is fixed when its bounds coincide."""
+    pinned = lo_t0 == hi_t0
+
+    def resid(p):
+        return y - expit(-p[0] * (u - (lo_t0 if pinned else p[1])))
+
+    def jac(p):
+        t = lo_t0 if pinned else p[1]
+        g = expit(-p[0] * (u - t))
+        dg = g * (1 - g)
+        return np.column_stack([(u - t) * dg] if pinned else [(u - t) * dg, -p[0] * dg])
+
     lb, ub = np.array([_A[0], lo_t0]), np.array([_A[-1], hi_t0])
+    if pinned:
+        lb, ub = lb[:1], ub[:1]
     best = None
-    for x0 in ((a0, t00), (a0 * 3, t00), (a0 / 3, t00)):
-        x0 = np.clip(np.array(x0, float), lb, ub)
-        if lb[1] == ub[1]:  # τ0 pinned to τ_T: fit a alone
-            res = least_squares(lambda p: y - expit(-p[0] * (u - lb[1])), x0[:1],
-                                bounds=(lb[:1], ub[:1]))
-            x, cost = np.array([res.x[0], lb[1]]), 2 * res.cost
-        else:
-            res = least_squares(lambda p: y - expit(-p[0] * (u - p[1])), x0, bounds=(lb, ub))
-            x, cost = res.x, 2 * res.cost
-        if best is None or cost < best[1]:
-            best = (x, cost)
+    for a_start in (a0, a0 * 3, a0 / 3):
+        x0 = np.clip(np.array([a_start] if pinned else [a_start, t00], float), lb, ub)
+        res = least_squares(resid, x0, jac=jac, bounds=(lb, ub))
+        x = np.array([res.x[0], lo_t0]) if pinned else res.x
+        if best is None or 2 * res.cost < best[1]:
+            best = (x, 2 * res.cost)
     return best
 
 
