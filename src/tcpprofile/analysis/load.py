@@ -104,14 +104,13 @@ def load_traces(con, run_ids: Sequence[str] | None = None, *, per_stream: bool =
     streams when the sum rows are absent). Omitted (warm-up) intervals are skipped."""
     con = connection(con)
     where = "WHERE coalesce(omitted, false) = false"
-    params: list = []
     if run_ids is not None:
         con.register("_tcpp_analysis_ids", {"run_id": np.asarray(list(run_ids), dtype=object)})
         where += " AND run_id IN (SELECT run_id FROM _tcpp_analysis_ids)"
     try:
         data = con.execute(f"""
             SELECT run_id, coalesce(stream, -1) AS stream, start_s, end_s, bits_per_second
-            FROM intervals {where} ORDER BY run_id, stream, start_s""", params).fetchnumpy()
+            FROM intervals {where} ORDER BY run_id, stream, start_s""").fetchnumpy()
     finally:
         if run_ids is not None:
             con.unregister("_tcpp_analysis_ids")

@@ -43,13 +43,13 @@ def nearest_neighbours(points: np.ndarray, min_tsep: int) -> tuple[np.ndarray, n
     cols = np.arange(n)
     for a in range(0, n, rows):
         b = min(n, a + rows)
-        d = np.sqrt(((points[a:b, None, :] - points[None, :, :]) ** 2).sum(-1))
-        d[np.abs(np.arange(a, b)[:, None] - cols[None, :]) <= min_tsep] = np.inf
-        j = np.argmin(d, axis=1)
-        dj = d[np.arange(b - a), j]
+        d2 = ((points[a:b, None, :] - points[None, :, :]) ** 2).sum(-1)
+        d2[np.abs(np.arange(a, b)[:, None] - cols[None, :]) <= min_tsep] = np.inf
+        j = np.argmin(d2, axis=1)
+        dj = d2[np.arange(b - a), j]
         ok = np.isfinite(dj)
         idx[a:b] = np.where(ok, j, -1)
-        dist[a:b] = dj
+        dist[a:b] = np.sqrt(dj)
     return idx, dist
 
 
@@ -106,7 +106,10 @@ def rosenstein(x, *, emb_dim: int = 3, lag: int = 1, min_tsep: int | None = None
     sel = np.zeros(trajectory_len, bool)
     sel[lo:hi] = True
     sel &= np.isfinite(y)
-    slope = float(np.polyfit(ks[sel], y[sel], 1)[0]) if sel.sum() >= 2 else np.nan
+    slope = np.nan
+    if sel.sum() >= 2:  # least-squares slope of y on k
+        kc = ks[sel] - ks[sel].mean()
+        slope = float(np.dot(kc, y[sel] - y[sel].mean()) / np.dot(kc, kc))
     return Divergence(ks, y, (int(lo), int(hi)), slope)
 
 
