@@ -241,3 +241,23 @@ def test_progress_on_a_tty_uses_carriage_returns():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_max_runs_runs_a_slice_and_the_next_call_continues(store):
+    s = spec.parse(SPEC)
+    ids = [p.run_id(s.campaign_id) for p in s.schedule(3)]
+    first_host, second_host = FakeHost(), FakeHost()
+    out = io.StringIO()
+    campaign.run_campaign(s, store, out=out, environments=fake_environments(first_host, []), max_runs=3)
+    done = [r["run_id"] for r in store.query("SELECT run_id FROM runs ORDER BY seq")]
+    assert first_host.calls == 3 and done == ids[:3]
+    campaign.run_campaign(s, store, out=out, environments=fake_environments(second_host, []))
+    assert second_host.calls == 5
+    assert [r["run_id"] for r in store.query("SELECT run_id FROM runs ORDER BY seq")] == ids
+
+
+def test_cli_max_runs_must_be_positive(tmp_path, capsys):
+    from tcpprofile.cli import main
+    with pytest.raises(SystemExit):
+        main(["run", str(tmp_path / "x.toml"), "--db", str(tmp_path / "x.duckdb"), "--max-runs", "0"])
+    assert "--max-runs: a whole number ≥ 1, got '0'" in capsys.readouterr().err

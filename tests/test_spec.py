@@ -219,3 +219,14 @@ def test_examples_validate():
     assert len(table1.sweep()) == 3 * 10 * 3 * 4 * 7 * 10 == 25200
     assert [round(p.rtt_s * 1e3, 1) for p in table1.links] == [0.4, 11.8, 22.6, 45.6, 91.6, 183, 366]
     assert tomllib.loads((ROOT / "examples" / "hpdc17-table1.toml").read_text())["campaign"]["seed"]
+
+
+def test_eleven_variants_and_losses_examples_validate():
+    eleven = spec.load(ROOT / "examples" / "eleven-variants.toml")
+    # 12 variants × 10 stream counts × 7 RTTs × 10 repetitions, all with cwnd traces
+    assert len(eleven.sweep()) == 12 * 10 * 7 * 10 and eleven.trace_cwnd
+    assert {p.variant for p in eleven.sweep()} == {"reno", "cubic", "bbr", "htcp", "scalable", "highspeed",
+                                                   "bic", "illinois", "lp", "westwood", "yeah", "vegas"}
+    losses = spec.load(ROOT / "examples" / "losses.toml")
+    assert len(losses.sweep()) == 3 * 9 * 7 * 10
+    assert {p.link.loss.mode for p in losses.sweep()} == {"none", "periodic", "uniform"}

@@ -263,8 +263,12 @@ class Summary:
 
 
 def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
-                 environments: EnvironmentFactory | None = None) -> Summary:
-    """Run (or resume) the campaign; returns its summary. Raises TcpProfileError if it cannot run."""
+                 environments: EnvironmentFactory | None = None, max_runs: int | None = None) -> Summary:
+    """Run (or resume) the campaign; returns its summary. Raises TcpProfileError if it cannot run.
+
+    max_runs: run at most this many of the runs still to do (in schedule order); the rest stay for
+    the next invocation of the same spec.
+    """
     if environments is None:
         environments = emulated if spec.mode == "emulated" else remote
     campaign_id = spec.campaign_id
@@ -278,6 +282,7 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
     schedule = spec.schedule(seed)
     finished = store.finished_run_ids(campaign_id)
     todo = [(seq, p) for seq, p in enumerate(schedule) if p.run_id(campaign_id) not in finished]
+    todo = todo[:max_runs]
     if spec.trace_cwnd:
         require_cwnd_trace()
     if spec.mode == "emulated" and environments is emulated:

@@ -21,7 +21,19 @@ def register(sub) -> None:
                        description=__doc__.splitlines()[0])
     p.add_argument("spec", help="campaign spec (TOML, see docs/spec.md)")
     p.add_argument("--db", required=True, help="the store (a DuckDB file; created if absent)")
+    p.add_argument("--max-runs", type=_positive_int, metavar="N",
+                   help="run at most N of the remaining runs now; run the spec again to continue")
     p.set_defaults(func=main)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--max-runs: a whole number ≥ 1, got {text!r}")
+    return value
 
 
 def _terminate(signum, frame):
@@ -33,7 +45,7 @@ def main(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         with Store.open(args.db) as store:
-            summary = campaign.run_campaign(s, store, out=sys.stderr)
+            summary = campaign.run_campaign(s, store, out=sys.stderr, max_runs=args.max_runs)
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(campaign.format_summary(summary, args.db))
