@@ -72,7 +72,7 @@ def label(ax, title: str, xlabel: str, ylabel: str, *, zero: bool = False) -> No
     if ax.get_subplotspec().is_first_col():
         ax.set_ylabel(ylabel)
     if zero:
-        ax.set_ylim(bottom=0)
+        ax.axhline(0, color="black", lw=0.6)   # includes 0 in the y range; shared axes keep autoscaling
     ax.grid(alpha=0.3)
 
 
