@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -262,3 +263,28 @@ def test_extrapolation_without_a_model_is_refused():
     store = _store_from({("bbr", 1, None, "builtin"): {t: [5 * G] * 2 for t in (10.0, 20.0, 40.0)}})
     with pytest.raises(TcpProfileError, match="no model for bbr"):
         _select(store, 80.0, extrapolate=True)
+
+
+def test_apply_host_settings_reports_before_and_after(tmp_path, monkeypatch, capsys):
+    """--apply --host-settings with a stand-in `sysctl` on PATH (a unit test must not change the host)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "net.ipv4.tcp_rmem").write_text("4096 131072 6291456")
+    fake = tmp_path / "bin" / "sysctl"
+    fake.parent.mkdir()
+    fake.write_text(f"""#!/bin/sh
+if [ "$1" = "-n" ]; then cat "{state}/$2" 2>/dev/null || echo 0; exit 0; fi
+if [ "$1" = "-w" ]; then k="${{2%%=*}}"; printf '%s' "${{2#*=}}" > "{state}/$k"; exit 0; fi
+exit 1
+""")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    db = tmp_path / "s.duckdb"
+    with Store.open(db) as s:
+        build(s, variants=("cubic",), streams=(2,), buffers=(64 << 20,), rtts=(10.0, 20.0), reps=2)
+    assert main(["select", "--db", str(db), "--rtt", "15ms", "--apply", "--host-settings", "--boot", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "Applied in host:" in out
+    assert f"net.ipv4.tcp_rmem: 4096 131072 6291456 -> 4096 131072 {64 << 20}" in out
+    assert (state / "net.core.rmem_max").read_text() == str(64 << 20)
+    assert (state / "net.ipv4.tcp_congestion_control").read_text() == "cubic"
