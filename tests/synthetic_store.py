@@ -61,7 +61,7 @@ def profile_value(variant: str, streams: int, buffer, rtt_ms: float) -> float:
     return RATE * 0.94 / (1 + (rtt_ms / reach) ** 2.2)
 
 
-def trace(rng: np.random.Generator, mean_bps: float, streams: int, seconds: int = 20) -> list[dict]:
+def trace(rng: np.random.Generator, mean_bps: float, streams: int, seconds: int = 60) -> list[dict]:
     """Per-stream 1 s intervals plus their sum (stream None), with a slow-start ramp and jitter."""
     rows = []
     ramp = np.minimum(1.0, 2.0 ** (np.arange(seconds) - 3))
