@@ -87,7 +87,8 @@ def env():
         yield e
     finally:
         stack.close()
-        cc.unload(newly)
+        if newly:
+            cc.unload(newly)
     assert not ours & {m["id"] for m in bpf.struct_ops()}, "our struct_ops registrations remain"
     available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
     assert not {cc.kernel_name(n) for n in newly} & set(available)
@@ -211,8 +212,10 @@ def test_highspeed_decrease_follows_table(env):
     changes = changes[1:]
     print("highspeed (cwnd, ssthresh, table):", [(w, s, round(hstcp_factor(w), 3)) for w, s in changes])
     assert len(changes) >= 2
-    for w, s in changes:
-        assert abs(s / w - hstcp_factor(w)) <= 0.03, (w, s, hstcp_factor(w))
+    # the table row (ai) moves one step per ACK in congestion avoidance: a loss right after recovery,
+    # before any such ACK, still uses the previous reduction's row
+    for (w0, _), (w, s) in zip([changes[0]] + changes, changes):
+        assert min(abs(s / w - hstcp_factor(x)) for x in (w, w0)) <= 0.03, (w, s, hstcp_factor(w))
 
 
 # H-TCP adaptive β = RTTmin/RTTmax clamped to [0.5, 0.8] -------------------------------------------
@@ -260,7 +263,7 @@ def test_westwood_resets_to_bandwidth_times_rttmin(env):
     # the value each reduction settles at: Reno's W/2 is set on entry, COMPLETE_CWR overwrites it
     # about one RTT later with bw × RTTmin; losses are many RTTs apart
     gap = 4 * link.config.rtt_s
-    settled = [(w, s) for (t, w, s), nxt in zip(changes, changes[1:] + [None]) if nxt is None or nxt[0] - t > gap]
+    settled = [(w, s) for (t, w, s), (t_next, _, _) in zip(changes, changes[1:]) if t_next - t > gap]
     tau_ms = link.config.rtt_s * 1e3
     expected = packets(link, tau_ms / 1e3)                       # rate × τ / MSS ≈ 32.5
     with_jiffy = packets(link, jiffies(tau_ms + 0.01) * JIFFY_MS / 1e3)  # RTTmin rounded up to jiffies
