@@ -214,8 +214,8 @@ def test_highspeed_decrease_follows_table(env):
     assert len(changes) >= 2
     # the table row (ai) moves one step per ACK in congestion avoidance: a loss right after recovery,
     # before any such ACK, still uses the previous reduction's row
-    for (w0, _), (w, s) in zip([changes[0]] + changes, changes):
-        assert min(abs(s / w - hstcp_factor(x)) for x in (w, w0)) <= 0.03, (w, s, hstcp_factor(w))
+    for f0, (w, s) in zip([0.5] + [hstcp_factor(w) for w, _ in changes], changes):
+        assert min(abs(s / w - f) for f in (hstcp_factor(w), f0)) <= 0.03, (w, s, hstcp_factor(w))
 
 
 # H-TCP adaptive β = RTTmin/RTTmax clamped to [0.5, 0.8] -------------------------------------------
@@ -243,8 +243,9 @@ def test_htcp_beta_is_rttmin_over_rttmax(env, kind, clamped):
           [(w, s, round(s / w, 3), m, big, round(beta128(m, big) / 128, 3)) for w, s, m, big in rows])
     assert len(rows) >= 2
     for w, s, m, big in rows:
-        # β within one jiffy of the trace's RTTmin/RTTmax, or the bandwidth-switch reset to 0.5
-        lo, hi = beta128(m - 1, big + 1), beta128(m + 1, big - 1)
+        # β within one jiffy of the trace's RTTmin/RTTmax, or the bandwidth-switch reset to 0.5; H-TCP's
+        # RTTmax is the largest raw sample, which srtt (1/8 smoothing) understates: 2 jiffies above
+        lo, hi = beta128(m - 1, big + 2), beta128(m + 1, big - 1)
         assert ((w * lo) >> 7) - 1 <= s <= ((w * hi) >> 7) + 1 or near(w, s, 64), (w, s, m, big)
     if clamped == 102:
         assert all(m / big > 0.8 for _, _, m, big in rows)   # RTTmin/RTTmax above the upper clamp
