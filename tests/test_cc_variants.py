@@ -135,9 +135,10 @@ def reductions(series) -> list[tuple[float, int, int]]:
 
     cwnd only falls in CWR/Recovery/Loss, where the probe's ssthresh field is snd_ssthresh itself
     (elsewhere it is max(snd_ssthresh, 3/4 cwnd)): a reduction is the first fall of cwnd after the
-    previous reduction's recovery ended (cwnd came down to its ssthresh), from a cwnd at least that
-    ssthresh; falls within one loss episode are not new reductions (the cwnd the hook saw is not on
-    the trace), nor is a cut of cwnd alone in Open (ssthresh field unchanged, above the new cwnd).
+    previous reduction's recovery ended (cwnd came down to its ssthresh); falls within one loss
+    episode are not new reductions (the cwnd the hook saw is not on the trace), nor is a cut of cwnd
+    alone (ssthresh field unchanged and above the new cwnd: TCP-LP's early halving, or PRR below
+    ssthresh late in a recovery).
     Repeated equal ssthresh values are found too (unlike ssthresh_changes).
     """
     cw, ss, ts = series["snd_cwnd"], series["ssthresh"], series["t"]
@@ -146,7 +147,7 @@ def reductions(series) -> list[tuple[float, int, int]]:
         if not recovered:
             recovered = cw[j] <= s_prev or cw[j] > w_prev  # PRR done, or an undo restored cwnd
             continue
-        fell = cw[j] < cw[j - 1] and cw[j - 1] >= s_prev and ss[j] != (cw[j] >> 1) + (cw[j] >> 2)
+        fell = cw[j] < cw[j - 1] and ss[j] != (cw[j] >> 1) + (cw[j] >> 2)
         open_cut = ss[j] == s_prev and cw[j] < ss[j]  # cwnd cut in Open (TCP-LP's early halving)
         if fell and not open_cut and ss[j] < 0x7fffffff:
             if cw[j - 1] >= 16:
