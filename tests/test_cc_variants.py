@@ -114,6 +114,7 @@ def traced_transfer(env: Env, kind: str, name: str, *, seconds: float):
     assert proc.returncode == 0, proc.stdout[-500:] + proc.stderr
     link.wait_drained()  # the next flow on this link starts with an empty queue
     result = json.loads(proc.stdout)
+    assert "error" not in result, result["error"]
     assert result["end"]["sender_tcp_congestion"] == cc.kernel_name(name)
     (key,) = sender_streams(result)
     assert tracer.stats.overruns == 0 and tracer.stats.lost_events == 0
@@ -149,7 +150,7 @@ def reductions(series) -> list[tuple[float, int, int]]:
             continue
         fell = cw[j] < cw[j - 1] and ss[j] != (cw[j] >> 1) + (cw[j] >> 2)
         open_cut = ss[j] == s_prev and cw[j] < ss[j]  # cwnd cut in Open (TCP-LP's early halving)
-        if fell and not open_cut and ss[j] < 0x7fffffff:
+        if fell and not open_cut and ss[j] < cw[j - 1]:  # a reduction sets ssthresh below cwnd
             if cw[j - 1] >= 16:
                 out.append((ts[j], cw[j - 1], ss[j]))
             s_prev, w_prev, recovered = ss[j], cw[j - 1], False
