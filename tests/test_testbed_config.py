@@ -97,3 +97,20 @@ def test_tbf_burst_bounds():
     assert make(rate_bps="10Gbit").tbf_burst_bytes == 128 << 10      # GSO packets pass whole
     assert make(rate_bps="10Mbit").tbf_burst_bytes == 2 * 1514        # 1 ms at 10 Mbit/s < 2 frames
     assert make(buffer_bytes=1514).tbf_burst_bytes == 1514            # never above the buffer
+
+
+@pytest.mark.parametrize("bad", ["", "UPPER", "toolongtag", "a-b", 7])
+def test_link_tag_is_validated(bad):
+    from tcpprofile.testbed import EmulatedLink
+    with pytest.raises(ValidationError) as info:
+        EmulatedLink(make(), tag=bad)
+    assert info.value.field == "tag"
+
+
+def test_cli_reports_the_bad_field(capsys):
+    from tcpprofile.cli import main
+    assert main(["testbed", "up", "--rate", "fast", "--rtt", "10ms", "--buffer", "1MB"]) == 2
+    assert "rate_bps" in capsys.readouterr().err
+    assert main(["testbed", "up", "--rate", "1Gbit", "--rtt", "10ms", "--buffer", "1MB",
+                 "--loss-mode", "periodic", "--loss-rate", "1/2.5"]) == 2
+    assert "loss_rate" in capsys.readouterr().err

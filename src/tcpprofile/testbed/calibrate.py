@@ -1,11 +1,12 @@
 """Calibration of an emulated link: idle RTT (with delay compensation) and rate, measured end to end.
 
 RTT: `ping -U` from sender to receiver (user-to-user times; plain ping is stamped when the reply
-crosses the veth, before the PREROUTING delay, and would miss one direction). The engine's releases
+crosses the veth, before the PREROUTING delay, and would miss one direction). ping runs SCHED_FIFO,
+like the engines: with other processes on the 2 cores, a normal-priority ping woke up milliseconds
+late (0.4 ms read as 1.3 ms at load 5), measuring the CPU contention instead of the link. The engine's releases
 are late by a roughly constant amount (netlink round trips, timer wake-up), ~0.1–0.2 ms per round
 trip; we measure the idle RTT (mean without the highest 5 % of replies) with each direction delayed tau/2, lower each direction's delay
-by half the excess, and repeat (at most MAX_ITERATIONS) until the error is within a third of the
-tolerance.
+by half the excess, and repeat (at most MAX_ITERATIONS) until the error is within min(tolerance/3, 0.05 ms).
 
 Rate: a short multi-stream TCP iperf3 through the whole link (sender -> router tbf -> receiver, both
 engines in the path) with both engines temporarily at zero delay. With tau ~ 0 the streams fill the
@@ -29,9 +30,11 @@ from .config import ETH_WIRE_OVERHEAD
 PINGS = 60
 PING_INTERVAL_S = 0.01
 PING_DISCARD = 2              # first replies may include neighbour resolution
+PING_RT_PRIORITY = 10         # SCHED_FIFO like the engines: measure the link, not CPU contention
 TRIM_FRACTION = 0.05          # highest replies left out of the measured RTT (scheduling outliers)
 MAX_ITERATIONS = 4
 RTT_TOL_REL, RTT_TOL_ABS_S = 0.01, 0.1e-3
+RTT_GOOD_ENOUGH_S = 0.05e-3   # stop compensating below min(tolerance/3, this)
 RATE_LOW_FRACTION = 0.95
 PROBE_STREAMS = 4
 PROBE_SECONDS = 2.5
@@ -124,7 +127,7 @@ def summarize_ping(output: str, *, discard: int = PING_DISCARD, trim: float = TR
 def measure_rtt(link, *, count: int = PINGS) -> RttSample:
     """Idle RTT sender -> receiver by ping -U."""
     tau = link.config.rtt_s
-    argv = ["ping", "-U", "-n", "-c", str(count + PING_DISCARD), "-i", str(PING_INTERVAL_S),
+    argv = ["chrt", "-f", str(PING_RT_PRIORITY), "ping", "-U", "-n", "-c", str(count + PING_DISCARD), "-i", str(PING_INTERVAL_S),
             "-W", str(max(1, int(4 * tau) + 1)), link.receiver_addr]
     proc = link.run("sender", argv, check=False, timeout=30 + 4 * tau)
     try:
@@ -172,7 +175,7 @@ def calibrate(link) -> Calibration:
         link.set_delay_ns(int(round(delay_ns)))
         sample = measure_rtt(link)
         error_s = sample.trimmed_ms / 1e3 - cfg.rtt_s
-        if abs(error_s) <= tol / 3 or iteration == MAX_ITERATIONS:
+        if abs(error_s) <= min(tol / 3, RTT_GOOD_ENOUGH_S) or iteration == MAX_ITERATIONS:
             break
         delay_ns = max(0.0, delay_ns - error_s / 2 * 1e9)
 

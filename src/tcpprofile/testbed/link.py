@@ -42,8 +42,9 @@ SENDER_ADDR, ROUTER_SND_ADDR = "10.77.1.1", "10.77.1.2"
 ROUTER_RCV_ADDR, RECEIVER_ADDR = "10.77.2.1", "10.77.2.2"
 QUEUE = 0                      # NFQUEUE numbers are per namespace; each engine has its own namespace
 STOP_TIMEOUT_S = 5.0
+ENGINE_RT_PRIORITY = 10        # SCHED_FIFO for delayd: the emulated wire should not wait for the CPU
 TCP_BUFFER_MAX = 2147483647    # tcp_rmem/tcp_wmem max: autotuning as large as the kernel allows
-REQUIRED_TOOLS = ("ip", "tc", "iptables", "iptables-save", "ethtool", "ping", "iperf3", "sysctl")
+REQUIRED_TOOLS = ("ip", "tc", "iptables", "iptables-save", "ethtool", "ping", "iperf3", "sysctl", "ss", "chrt")
 
 _active: dict[str, "EmulatedLink"] = {}
 _previous_handlers: dict[int, object] = {}
@@ -148,9 +149,10 @@ class EmulatedLink:
         state.acquire_host_sysctls(self.tag)
 
         if not cfg.segmentation_offload:
-            # Wire-sized packets from the sender, so that loss and rate act per wire packet.
-            # (veth GRO is off by default, so nothing re-merges them on the way.)
+            # Wire-sized packets from the sender, and no GRO re-merging them at the router, so that
+            # loss and rate act per wire packet (veth GRO is off by default; we make sure).
             netns.sh(netns.in_ns(snd, ["ethtool", "-K", self.sender_dev, "tso", "off", "gso", "off"]))
+            netns.sh(netns.in_ns(rtr, ["ethtool", "-K", self.router_in_dev, "gro", "off"]))
 
         netns.sh(["tc", "-n", rtr, "qdisc", "add", "dev", self.router_out_dev, "root", "tbf",
                   "rate", f"{int(round(cfg.tbf_rate_bps))}bit", "burst", str(cfg.tbf_burst_bytes),
@@ -171,7 +173,7 @@ class EmulatedLink:
         log_dir = state.run_dir() / "links"
         for name, ns in (("forward", rcv), ("reverse", snd)):
             self._engines[name] = DelayEngine(ns, queue=QUEUE, delay_ns=int(cfg.rtt_s / 2 * 1e9),
-                                              maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf,
+                                              maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf, rt_priority=ENGINE_RT_PRIORITY,
                                               log_path=log_dir / f"{self.tag}-{name}.log")
             self._record["pids"].append([self._engines[name].pid, netns.process_start_time(self._engines[name].pid)])
         state.write_owner(self.tag, self._record)
