@@ -42,10 +42,11 @@ def main() -> int:
         if args.json:
             print(json.dumps(c.to_dict()), flush=True)
             continue
-        print(f"{rtt:>7} {c.rtt_measured_ms:>9.3f} {c.rtt_measured_ms - rtt:>+9.3f} {rtt_tolerance_s(rtt / 1e3) * 1e3:>7.3f} "
+        tol_ms = rtt_tolerance_s(rtt / 1e3) * 1e3
+        print(f"{rtt:>7} {c.rtt_measured_ms:>9.3f} {c.rtt_measured_ms - rtt:>+9.3f} {tol_ms:>7.3f} "
               f"{c.rtt_mean_ms:>9.3f} {c.rtt_min_ms:>8.3f} {c.rtt_max_ms:>8.3f} {c.rtt_mdev_ms:>6.3f} "
-              f"{c.compensation_ms:>8.3f} {c.iterations:>3} {c.rate_measured_bps / 1e9:>11.3f}  {','.join(c.flags) or 'ok'}",
-              flush=True)
+              f"{c.compensation_ms:>8.3f} {c.iterations:>3} {c.rate_measured_bps / 1e9:>11.3f}  "
+              f"{','.join(c.flags) or 'ok'}", flush=True)
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}", file=sys.stderr)
     return 0 if all_ok else 1
 

@@ -3,10 +3,11 @@
 RTT: `ping -U` from sender to receiver (user-to-user times; plain ping is stamped when the reply
 crosses the veth, before the PREROUTING delay, and would miss one direction). ping runs SCHED_FIFO,
 like the engines: with other processes on the 2 cores, a normal-priority ping woke up milliseconds
-late (0.4 ms read as 1.3 ms at load 5), measuring the CPU contention instead of the link. The engine's releases
-are late by a roughly constant amount (netlink round trips, timer wake-up), ~0.1–0.2 ms per round
-trip; we measure the idle RTT (mean without the highest 5 % of replies) with each direction delayed tau/2, lower each direction's delay
-by half the excess, and repeat (at most MAX_ITERATIONS) until the error is within min(tolerance/3, 0.05 ms).
+late (0.4 ms read as 1.3 ms at load 5), measuring CPU contention instead of the link. The engines'
+releases are late by a roughly constant amount (netlink round trips, wake-up), ~0.1-0.2 ms per round
+trip. We measure the idle RTT (mean without the highest 5 % of replies) with each direction delayed
+tau/2, lower each direction's delay by half the excess, and repeat (at most MAX_ITERATIONS) until the
+error is within min(tolerance/3, 0.05 ms).
 
 Rate: a short multi-stream TCP iperf3 through the whole link (sender -> router tbf -> receiver, both
 engines in the path) with both engines temporarily at zero delay. With tau ~ 0 the streams fill the
@@ -65,8 +66,8 @@ class RttSample:
 @dataclass(frozen=True)
 class Calibration:
     """Result of calibrating one link. rtt_measured_ms is the idle RTT after compensation: the mean
-    of `pings` ping -U replies without the highest 5 % (rtt_mean_ms keeps them); compensation_ms is how much each direction's delay was lowered below
-    tau/2. Rates in bit/s: rate_measured_bps is the line rate implied by the measured goodput."""
+    of `pings` ping -U replies without the highest 5 % (rtt_mean_ms keeps them); compensation_ms is
+    how much each direction's delay was lowered below tau/2. Rates in bit/s: rate_measured_bps is the line rate implied by the measured goodput."""
 
     rtt_target_ms: float
     rtt_measured_ms: float
@@ -127,8 +128,8 @@ def summarize_ping(output: str, *, discard: int = PING_DISCARD, trim: float = TR
 def measure_rtt(link, *, count: int = PINGS) -> RttSample:
     """Idle RTT sender -> receiver by ping -U."""
     tau = link.config.rtt_s
-    argv = ["chrt", "-f", str(PING_RT_PRIORITY), "ping", "-U", "-n", "-c", str(count + PING_DISCARD), "-i", str(PING_INTERVAL_S),
-            "-W", str(max(1, int(4 * tau) + 1)), link.receiver_addr]
+    argv = ["chrt", "-f", str(PING_RT_PRIORITY), "ping", "-U", "-n", "-c", str(count + PING_DISCARD),
+            "-i", str(PING_INTERVAL_S), "-W", str(max(1, int(4 * tau) + 1)), link.receiver_addr]
     proc = link.run("sender", argv, check=False, timeout=30 + 4 * tau)
     try:
         sample = summarize_ping(proc.stdout)
@@ -153,7 +154,8 @@ def measure_goodput(link) -> float:
     try:
         result = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        raise TcpProfileError(f"link {link.tag}: rate probe failed: {proc.stderr.strip() or proc.stdout[:300]}") from None
+        detail = proc.stderr.strip() or proc.stdout[:300]
+        raise TcpProfileError(f"link {link.tag}: rate probe failed: {detail}") from None
     if "error" in result:
         raise TcpProfileError(f"link {link.tag}: rate probe failed: {result['error']}")
     steady = [iv["sum"] for iv in result["intervals"] if iv["sum"]["start"] >= PROBE_SKIP_S - 1e-6]
