@@ -134,3 +134,20 @@ def test_cleanup_leftovers_after_sigkill():
     assert namespaces_of(t) == []
     assert all(netns.process_start_time(pid) is None for pid in pids)
     assert t not in state.host_sysctl_state()["holders"]
+
+
+def test_host_sysctls_raised_then_restored():
+    t = tag()
+    before = {key: state._read(key) for key in state.wanted_host_sysctls()}
+    state.acquire_host_sysctls(t)
+    try:
+        for key, wanted in state.wanted_host_sysctls().items():
+            assert all(v >= w for v, w in zip(state._read(key), wanted)), key
+        recorded = state.host_sysctl_state()
+        assert t in recorded["holders"]
+    finally:
+        restored = state.release_host_sysctls(t)
+    after = state.host_sysctl_state()
+    if not after["holders"]:                 # no other live link (a parallel run may hold them)
+        assert restored
+        assert {key: state._read(key) for key in before} == recorded["original"]
