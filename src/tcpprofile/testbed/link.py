@@ -24,6 +24,7 @@ import re
 import secrets
 import signal
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -153,6 +154,14 @@ class EmulatedLink:
             # loss and rate act per wire packet (veth GRO is off by default; we make sure).
             netns.sh(netns.in_ns(snd, ["ethtool", "-K", self.sender_dev, "tso", "off", "gso", "off"]))
             netns.sh(netns.in_ns(rtr, ["ethtool", "-K", self.router_in_dev, "gro", "off"]))
+
+        else:
+            # BIG TCP: larger GSO packets, fewer packets through the engines and stacks (config.py).
+            size = str(cfg.gso_max_bytes)
+            netns.sh(netns.in_ns(snd, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.sender_dev]))
+            netns.sh(netns.in_ns(rtr, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.router_in_dev,
+                                       self.router_out_dev]))
+            netns.sh(netns.in_ns(rcv, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.receiver_dev]))
 
         netns.sh(["tc", "-n", rtr, "qdisc", "add", "dev", self.router_out_dev, "root", "tbf",
                   "rate", f"{int(round(cfg.tbf_rate_bps))}bit", "burst", str(cfg.tbf_burst_bytes),
