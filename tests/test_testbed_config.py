@@ -105,3 +105,17 @@ def test_gso_size_and_tbf_burst():
     assert make(rate_bps="100Mbit").tbf_burst_bytes == int(1e8 * 1514 / 1538 / 8 * 1e-3)  # tbf segments
     assert make(rate_bps="10Mbit").tbf_burst_bytes == 2 * 1514   # 1 ms is < 2 frames; tbf segments
     assert make(buffer_bytes=1514).tbf_burst_bytes == 1514   # never above the buffer
+
+
+def test_owner_record_reserves_a_tag(tmp_path, monkeypatch):
+    from tcpprofile.errors import TcpProfileError
+    from tcpprofile.testbed import state
+    monkeypatch.setenv("TCPPROFILE_RUN_DIR", str(tmp_path))
+    state.claim_owner("abc", {"owner": state.me()})
+    with pytest.raises(TcpProfileError, match="in use"):
+        state.claim_owner("abc", {"owner": state.me()})
+    state.write_owner("dead", {"owner": {"pid": 2**22 + 1, "start": 1}})
+    with pytest.raises(TcpProfileError, match="leftovers"):
+        state.claim_owner("dead", {"owner": state.me()})
+    state.remove_owner("abc")
+    state.claim_owner("abc", {"owner": state.me()})

@@ -87,12 +87,13 @@ class EmulatedLink:
     def up(self) -> "EmulatedLink":
         """Create namespaces, links, shaping, loss, delay engines; calibrate."""
         _check_environment(self.config)
-        existing = set(netns.netns_list()) & {self.ns_sender, self.ns_router, self.ns_receiver}
-        if existing:
-            raise TcpProfileError(f"namespaces {sorted(existing)} already exist: tag {self.tag!r} is in use")
         self._record = {"owner": state.me(), "namespaces": [self.ns_sender, self.ns_router, self.ns_receiver],
                         "pids": [], "config": self.config.to_dict()}
-        state.write_owner(self.tag, self._record)
+        state.claim_owner(self.tag, self._record)        # reserves the tag (exclusive create)
+        existing = set(netns.netns_list()) & {self.ns_sender, self.ns_router, self.ns_receiver}
+        if existing:
+            state.remove_owner(self.tag)
+            raise TcpProfileError(f"namespaces {sorted(existing)} already exist: tag {self.tag!r} is in use")
         _register(self)
         self._up = True
         try:

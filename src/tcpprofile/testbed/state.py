@@ -19,6 +19,7 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import TcpProfileError
 from .netns import process_alive, process_start_time
 
 def wanted_host_sysctls() -> dict[str, list[int]]:
@@ -43,6 +44,20 @@ def _owner_path(tag: str) -> Path:
 def me() -> dict:
     pid = os.getpid()
     return {"pid": pid, "start": process_start_time(pid)}
+
+
+def claim_owner(tag: str, record: dict) -> None:
+    """Create tag's owner record; refuse if it exists (a live link, or a crashed one's leftovers)."""
+    path = _owner_path(tag)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        existing = read_owners().get(tag, {})
+        if owner_alive(existing):
+            raise TcpProfileError(f"tag {tag!r} is in use by process {existing['owner']['pid']}") from None
+        raise TcpProfileError(f"tag {tag!r} has leftovers of a crashed link: run `tcpprofile testbed down`") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(record))
 
 
 def write_owner(tag: str, record: dict) -> None:
