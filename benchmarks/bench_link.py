@@ -87,7 +87,8 @@ def emulated(rtt_ms: float) -> dict:
         result = json.loads(proc.stdout)
         whole, last = throughput(result)
         stats = link.engine_stats()
-        return {"whole": whole, "last": last, "ceiling": cfg.goodput_ceiling_bps / 1e9, "cpu": cpu, "retr": result["end"]["sum_sent"].get("retransmits"),
+        return {"whole": whole, "last": last, "ceiling": cfg.goodput_ceiling_bps / 1e9, "cpu": cpu,
+                "retr": result["end"]["sum_sent"].get("retransmits"),
                 "rtt_idle": link.calibration.rtt_measured_ms,
                 "lost": sum(s.lost for s in stats.values()), "late_us": stats["forward"].late_mean_ns / 1e3}
 
@@ -104,7 +105,8 @@ def main() -> int:
     for rtt in RTTS_MS:
         r = emulated(rtt)
         print(f"{rtt:>7} {r['rtt_idle']:>9.3f} {r['whole']:>7.2f} {r['last']:>7.2f} {r['last'] / raw_last:>6.2f} "
-              f"{r['last'] / r['ceiling']:>6.2f} {r['cpu']['forward']:>9.1f} {r['cpu']['reverse']:>9.1f} {r['retr']!s:>6} {r['lost']:>5} "
+              f"{r['last'] / r['ceiling']:>6.2f} {r['cpu']['forward']:>9.1f} {r['cpu']['reverse']:>9.1f} "
+              f"{r['retr']!s:>6} {r['lost']:>5} "
               f"{r['late_us']:>8.1f}", flush=True)
     print("Gbit/s of iperf3 goodput; ÷ceil: last half over the goodput ceiling of the 10 Gbit/s line rate at "
           "MTU 1500 (9.415); buffer = one BDP (at least 4 MB); retr: segments (a tail drop loses a whole GSO packet)")
