@@ -69,7 +69,9 @@ class RttSample:
 class Calibration:
     """Result of calibrating one link. rtt_measured_ms is the idle RTT after compensation: the mean
     of `pings` ping -U replies without the highest 5 % (rtt_mean_ms keeps them); compensation_ms is
-    how much each direction's delay was lowered below tau/2. Rates in bit/s: rate_measured_bps is the line rate implied by the measured goodput."""
+    how much each direction's delay was lowered below tau/2. Rates in bit/s: rate_measured_bps is
+    the line rate implied by the measured goodput; ok is False when flags name a problem (rtt_off:
+    |measured − target| > max(1 %, 0.1 ms); rate_low: measured < 95 % of target)."""
 
     rtt_target_ms: float
     rtt_measured_ms: float
