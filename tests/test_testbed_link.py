@@ -128,6 +128,9 @@ def test_cleanup_leftovers_after_sigkill():
     child.kill()
     child.wait()
     assert len(namespaces_of(t)) == 3       # nothing ran to remove them
+    status = subprocess.run([sys.executable, "-m", "tcpprofile.cli", "testbed", "status"], capture_output=True,
+                            text=True, check=True).stdout
+    assert any(line.startswith(f"link {t}:") and "LEFTOVER" in line for line in status.splitlines()), status
     removed = cleanup_leftovers()
     assert {f"namespace tcpp-{t}-{r}" for r in ("snd", "rtr", "rcv")} <= set(removed)
     assert f"owner record of link {t}" in removed
