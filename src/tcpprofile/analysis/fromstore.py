@@ -1,0 +1,116 @@
+"""The analyses applied to a store: one call per result table (`con` is a Store or DuckDB connection).
+
+Grouping: `by` names the configuration dimensions that define a profile (see load.DIMENSIONS); runs
+that differ only in dimensions left out are pooled. τ is always the profile's axis. Seeds: one master
+seed; each group gets an independent stream spawned from it in sorted-key order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .confidence import samples_needed, vc_bound
+from .dynamics import Relation, TraceDynamics, throughput_vs_lyapunov, trace_dynamics
+from .load import DEFAULT_BY, load_runs, load_traces
+from .profiles import Profile, profile
+from .sigmoid import Transition, transition_rtt
+
+
+def _seeds(seed, n: int) -> list[np.random.SeedSequence]:
+    return np.random.SeedSequence(seed).spawn(n)
+
+
+def profiles_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagged: bool = False,
+                        level: float = 0.95, n_boot: int = 2000, ci_method: str = "bca",
+                        seed=None) -> list[Profile]:
+    """One Profile per configuration (key = its `by` values)."""
+    runs = load_runs(con, exclude_flagged=exclude_flagged)
+    groups = runs.groups(by)
+    return [profile(runs.tau_ms[i], runs.throughput_bps[i], flagged=runs.flagged[i], key=key, level=level,
+                    n_boot=n_boot, ci_method=ci_method, seed=np.random.default_rng(s))
+            for (key, i), s in zip(groups, _seeds(seed, len(groups)))]
+
+
+def transitions_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagged: bool = False,
+                           n_boot: int = 200, level: float = 0.95, seed=None) -> list[Transition]:
+    """τ_T per configuration with at least 3 measured τ; capacity = median over the group's links of
+    the goodput ceiling (else configured rate; else the profile maximum)."""
+    runs = load_runs(con, exclude_flagged=exclude_flagged)
+    groups = runs.groups(by)
+    out = []
+    for (key, i), s in zip(groups, _seeds(seed, len(groups))):
+        grid, inv = np.unique(runs.tau_ms[i], return_inverse=True)
+        if grid.size < 3:
+            continue
+        cap = runs.capacity_bps[i]
+        cap = float(np.median(cap[np.isfinite(cap)])) if np.isfinite(cap).any() else None
+        samples = [runs.throughput_bps[i][inv == k] for k in range(grid.size)]
+        out.append(transition_rtt(samples, grid, capacity=cap, key=key, n_boot=n_boot, level=level,
+                                  seed=np.random.default_rng(s)))
+    return out
+
+
+@dataclass(frozen=True)
+class RunDynamics:
+    run_id: str
+    stream: int | None     # None: the aggregate trace
+    key: dict              # the run's configuration (DEFAULT_BY dimensions and tau_ms)
+    dynamics: TraceDynamics
+
+    def row(self) -> dict:
+        return {"run_id": self.run_id, "stream": self.stream, **self.key, **self.dynamics.row()}
+
+
+def dynamics_from_store(con, *, run_ids: Sequence[str] | None = None, per_stream: bool = False,
+                        exclude_flagged: bool = False, n_surrogates: int = 0, seed=None,
+                        **trace_kwargs) -> list[RunDynamics]:
+    """trace_dynamics for every analysable run's aggregate trace (and each stream's if per_stream);
+    traces with fewer than 4 intervals are skipped."""
+    runs = load_runs(con, exclude_flagged=exclude_flagged)
+    pos = {r: k for k, r in enumerate(runs.run_id)}
+    wanted = list(runs.run_id) if run_ids is None else [r for r in run_ids if r in pos]
+    traces = load_traces(con, wanted, per_stream=per_stream)
+    keys = sorted(traces, key=lambda k: (k[0], -1 if k[1] is None else k[1]))
+    out = []
+    for (rid, stream), s in zip(keys, _seeds(seed, len(keys))):
+        t = traces[(rid, stream)]
+        if t.bps.size < 4 or not np.all(np.isfinite(t.bps)):
+            continue
+        k = pos[rid]
+        key = {d: runs.dims[d][k] for d in DEFAULT_BY} | {"tau_ms": float(runs.tau_ms[k])}
+        dyn = trace_dynamics(t.bps, t.start_s, t.end_s, n_surrogates=n_surrogates,
+                             seed=np.random.default_rng(s), **trace_kwargs)
+        out.append(RunDynamics(rid, stream, key, dyn))
+    return out
+
+
+def relations_from_store(con, *, by: Sequence[str] = DEFAULT_BY, dynamics: Sequence[RunDynamics] | None = None,
+                         exclude_flagged: bool = False) -> list[tuple[dict, Relation]]:
+    """Per configuration and τ: run mean throughput vs Rosenstein exponent of the aggregate trace
+    (Fig. 14). Pass `dynamics` from dynamics_from_store to avoid recomputing them."""
+    if dynamics is None:
+        dynamics = dynamics_from_store(con, exclude_flagged=exclude_flagged)
+    groups: dict[tuple, list[RunDynamics]] = {}
+    for d in dynamics:
+        if d.stream is None:
+            groups.setdefault(tuple(d.key[b] for b in by) + (d.key["tau_ms"],), []).append(d)
+    out = []
+    for k in sorted(groups, key=lambda k: tuple((v is not None, v) for v in k)):
+        ds = groups[k]
+        rel = throughput_vs_lyapunov([d.dynamics.mean_bps for d in ds], [d.dynamics.lyapunov for d in ds])
+        out.append((dict(zip((*by, "tau_ms"), k)), rel))
+    return out
+
+
+def bounds_from_store(con, *, by: Sequence[str] = DEFAULT_BY, eps: float = 0.1, alpha: float = 0.05,
+                      exclude_flagged: bool = False) -> list[dict]:
+    """Per configuration: its number of measurements n, the §5.2 bound at eps (throughput scaled by
+    capacity, so C = 1) and the n the bound needs to reach alpha."""
+    runs = load_runs(con, exclude_flagged=exclude_flagged)
+    need = samples_needed(eps, 1.0, alpha)
+    return [{**key, "n": int(i.size), "eps": eps, "bound": float(vc_bound(i.size, eps, 1.0)),
+             "alpha": alpha, "samples_needed": need, "enough": bool(i.size >= need)}
+            for key, i in runs.groups(by)]

@@ -1,0 +1,147 @@
+"""`tcpprofile analyze`: profiles, regions, τ_T, dynamics, Lyapunov relation and the §5.2 bound of a store.
+
+Output: a readable table (default), or one flat JSON object per row (jsonl) / CSV with a header; the
+columns of each --what are documented in docs/analysis.md. NaN is written as null (jsonl) or empty (csv).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+
+import numpy as np
+
+from .. import analysis as A
+from ..analysis.load import check_by
+from ..errors import ValidationError
+from ..store import Store
+
+WHAT = ("profiles", "regions", "transition", "dynamics", "lyapunov", "bound")
+FORMATS = ("table", "jsonl", "csv")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("analyze", help="profiles, concave/convex regions, τ_T, dynamics, bounds",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("--db", required=True, help="the store (DuckDB file)")
+    p.add_argument("--what", default="profiles", choices=WHAT)
+    p.add_argument("--by", default=",".join(A.DEFAULT_BY),
+                   help=f"comma-separated grouping dimensions (from: {', '.join(A.DIMENSIONS)}); "
+                        "runs differing only in the others are pooled")
+    p.add_argument("--format", default="table", choices=FORMATS)
+    p.add_argument("--seed", type=int, default=0, help="master seed for bootstraps and surrogates")
+    p.add_argument("--exclude-flagged", action="store_true",
+                   help="leave out runs on links that failed calibration (default: include, counted)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level of intervals")
+    p.add_argument("--n-boot", type=int, default=None,
+                   help="bootstrap resamples (default 2000 for profiles, 200 for transition)")
+    p.add_argument("--per-stream", action="store_true", help="dynamics: also each stream's trace")
+    p.add_argument("--surrogates", type=int, default=0,
+                   help="dynamics: surrogates per trace for the IAAFT test (0: skip)")
+    p.add_argument("--eps", type=float, default=0.1, help="bound: ε as a fraction of capacity")
+    p.add_argument("--alpha", type=float, default=0.05, help="bound: target probability")
+    p.add_argument("--out", default="-", help="output file (default: stdout)")
+    p.set_defaults(func=run)
+
+
+def _by(text: str) -> tuple[str, ...]:
+    by = tuple(d.strip() for d in text.split(",") if d.strip())
+    return check_by(by)
+
+
+def rows_for(args, store: Store) -> list[dict]:
+    by = _by(args.by)
+    if not (0 < args.level < 1):
+        raise ValidationError("--level", f"must be in (0, 1), got {args.level}")
+    if args.n_boot is not None and args.n_boot < 0:
+        raise ValidationError("--n-boot", "must be >= 0")
+    if args.what in ("profiles", "regions"):
+        profiles = A.profiles_from_store(store, by=by, exclude_flagged=args.exclude_flagged, level=args.level,
+                                         n_boot=2000 if args.n_boot is None else args.n_boot, seed=args.seed)
+        if args.what == "profiles":
+            return [r for p in profiles for r in p.rows()]
+        return [{**p.key, "mean": float(m), **r}
+                for p in profiles for m, r in zip(p.mean, A.regions_of(p).rows())]
+    if args.what == "transition":
+        return [t.row() for t in A.transitions_from_store(
+            store, by=by, exclude_flagged=args.exclude_flagged, level=args.level,
+            n_boot=200 if args.n_boot is None else args.n_boot, seed=args.seed)]
+    if args.what in ("dynamics", "lyapunov"):
+        if args.surrogates < 0:
+            raise ValidationError("--surrogates", "must be >= 0")
+        dyn = A.dynamics_from_store(store, per_stream=args.per_stream and args.what == "dynamics",
+                                    exclude_flagged=args.exclude_flagged, n_surrogates=args.surrogates,
+                                    seed=args.seed)
+        if args.what == "dynamics":
+            return [d.row() for d in dyn]
+        return [{**key, "n": r.n, "spearman_rho": r.spearman_rho, "p_value": r.p_value,
+                 "mean_throughput_bps": r.mean_throughput_bps, "mean_lyapunov": r.mean_lyapunov}
+                for key, r in A.relations_from_store(store, by=by, dynamics=dyn)]
+    return A.bounds_from_store(store, by=by, eps=args.eps, alpha=args.alpha, exclude_flagged=args.exclude_flagged)
+
+
+def _plain(v):
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _text(v) -> str:
+    v = _plain(v)
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def _table(rows: list[dict], out) -> None:
+    if not rows:
+        print("(no rows)", file=out)
+        return
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    cells = [[_text(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    print("  ".join(c.rjust(w) for c, w in zip(cols, widths)), file=out)
+    for row in cells:
+        print("  ".join(v.rjust(w) for v, w in zip(row, widths)), file=out)
+
+
+def _fig10(rows: list[dict], by: tuple[str, ...], out) -> None:
+    """τ_T (last concave grid RTT, ms) with streams down and the other `by` values across (Fig. 10)."""
+    across = [k for k in by if k != "streams"]
+    cols = sorted({tuple(r[k] for k in across) for r in rows}, key=lambda t: tuple(map(str, t)))
+    value = {(r["streams"], tuple(r[k] for k in across)): r["tau_T_grid_ms"] for r in rows}
+    streams = sorted({r["streams"] for r in rows}, key=lambda v: (v is None, v))
+    table = [{"streams": n, **{"/".join(map(_text, c)) or "tau_T_ms": _text(value.get((n, c)))
+                               for c in cols}} for n in streams]
+    print(f"tau_T (ms, last concave grid RTT); columns: {'/'.join(across) or '-'}", file=out)
+    _table(table, out)
+
+
+def run(args) -> int:
+    with Store.open(args.db, read_only=True) as store:
+        rows = rows_for(args, store)
+    out = sys.stdout if args.out == "-" else open(args.out, "w", newline="")
+    try:
+        if args.format == "jsonl":
+            for r in rows:
+                out.write(json.dumps({k: _plain(v) for k, v in r.items()}) + "\n")
+        elif args.format == "csv":
+            cols = list(dict.fromkeys(k for r in rows for k in r))
+            w = csv.DictWriter(out, fieldnames=cols, lineterminator="\n")
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: "" if _plain(v) is None else _plain(v) for k, v in r.items()})
+        elif args.what == "transition" and rows and "streams" in _by(args.by):
+            _fig10(rows, _by(args.by), out)
+        else:
+            _table(rows, out)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0

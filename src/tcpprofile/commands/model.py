@@ -1,0 +1,154 @@
+"""`tcpprofile model [predict]` — predicted throughput and the model's intermediate quantities;
+`tcpprofile model fit --db DB` — fit β and W_max per dataset of a store and print E per variant and n."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+
+from .. import units
+from ..errors import ValidationError
+
+COLUMNS = (  # component, header, scale (value / scale is printed)
+    ("throughput", "Θ Gbit/s", 1e9), ("case", "case", 1), ("subcase", "sub", 1), ("T_s", "T_s s", 1),
+    ("N_s", "N_s MB", 8e6), ("W_m", "W_m MB", 8e6), ("T_a", "T_a s", 1), ("N_a", "N_a MB", 8e6), ("k", "k", 1),
+)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("model", help="predict throughput from the TCP models, or fit them to a store",
+                              description=__doc__)
+    p.add_argument("action", nargs="?", choices=("predict", "fit"), default="predict",
+                   help="predict (default) or fit")
+    p.add_argument("--variant", help="congestion control: stcp, scalable, cubic, htcp, reno")
+    p.add_argument("--capacity", default="10Gbit", help="link capacity C (default 10Gbit)")
+    p.add_argument("--rtt", nargs="+", help="minimum RTT τ; several values print a profile (e.g. 11.8ms 91.6ms)")
+    p.add_argument("--buffer", help="bottleneck buffer β (e.g. 50MB)")
+    p.add_argument("--wmax", default="inf", help="per-flow window limit W_max (default: none)")
+    p.add_argument("--wmax-hard", default="inf", help="aggregate window limit W_maxH (default: none)")
+    p.add_argument("--size", default="inf", help="transfer size F (default: infinite = sustained rate)")
+    p.add_argument("--streams", nargs="+", type=int, default=[1], help="parallel streams n (one or more)")
+    p.add_argument("--mss", type=int, default=1448, help="segment size in bytes (default 1448)")
+    p.add_argument("--initial-window", type=int, default=10, help="initial window in segments (default 10)")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                   help="a variant parameter, e.g. a=0.02 (STCP), c=0.4 (CUBIC), adaptive_backoff=false (H-TCP)")
+    p.add_argument("--db", help="store (DuckDB file) for `fit`")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=run)
+
+
+def _size(field: str, text: str) -> float:
+    return math.inf if text.strip().lower() in ("inf", "none") else float(units.size_bytes(field, text))
+
+
+def _param(text: str) -> tuple[str, object]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise ValidationError("--set", f"expected NAME=VALUE, got {text!r}")
+    low = value.strip().lower()
+    if low in ("true", "false"):
+        return name.strip(), low == "true"
+    try:
+        return name.strip(), int(value) if value.strip().isdigit() else float(value)
+    except ValueError:
+        raise ValidationError("--set", f"value of {name!r} must be a number or true/false, got {value!r}") from None
+
+
+def _clean(v):
+    v = v.item() if hasattr(v, "item") else v
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def _mb(v) -> str:
+    return "-" if v is None else f"{v / 1e6:.3g}"
+
+
+def _gb(v) -> str:
+    return "time" if v is None else f"{v / 1e9:.3g}"
+
+
+def run(args) -> int:
+    return _fit(args) if args.action == "fit" else _predict(args)
+
+
+def _predict(args) -> int:
+    from ..models import model_class
+
+    if not args.variant:
+        raise ValidationError("--variant", "required for predict")
+    if not args.rtt:
+        raise ValidationError("--rtt", "required for predict (one or more RTTs, e.g. 91.6ms)")
+    if args.buffer is None:
+        raise ValidationError("--buffer", "required for predict (bottleneck buffer, e.g. 50MB)")
+    params = dict(_param(s) for s in args.set)
+    model = model_class(args.variant)(
+        capacity_bps=units.rate_bps("--capacity", args.capacity), buffer_bytes=float(units.size_bytes("--buffer", args.buffer)),
+        wmax_bytes=_size("--wmax", args.wmax), wmax_hard_bytes=_size("--wmax-hard", args.wmax_hard),
+        size_bytes=_size("--size", args.size), mss_bytes=args.mss, initial_window=args.initial_window)
+    for name, value in params.items():
+        model.set_params(**{name: value})
+    tau = np.array([units.seconds("--rtt", r) for r in args.rtt])
+    n = np.array(args.streams, dtype=float)
+    comp = model.components(tau[:, None], n=n[None, :])
+    rows = []
+    for i, t in enumerate(tau):
+        for j, s in enumerate(n):
+            row = {"rtt_s": float(t), "streams": int(s)}
+            row.update({k: _clean(v[i, j]) for k, v in comp.items()})
+            rows.append(row)
+    if args.json:
+        json.dump({"variant": model.name, "params": {k: _clean(v) for k, v in model.get_params().items()},
+                   "units": {"T_*": "s", "N_*, W_*, thresh": "bits", "S, throughput": "bit/s"},
+                   "rows": rows}, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{model.name}: C = {model.capacity_bps / 1e9:g} Gbit/s, β = {model.buffer_bytes / 1e6:g} MB, "
+          f"W_max = {model.wmax_bytes / 1e6:g} MB/flow, F = {model.size_bytes / 1e9:g} GB")
+    head = ["RTT ms", "n"] + [h for _, h, _ in COLUMNS]
+    print("  ".join(f"{h:>10}" for h in head))
+    for row in rows:
+        cells = [f"{row['rtt_s'] * 1e3:10.2f}", f"{row['streams']:10d}"]
+        for key, _, scale in COLUMNS:
+            v = row[key]
+            cells.append(f"{'-':>10}" if v is None else f"{v / scale:10.4g}")
+        print("  ".join(cells))
+    print("case 0: ends in slow start; 1: W_max ≤ Cτ; 2: W_max > Cτ (sub 1: W_m ≤ W_max, 2: W_m > W_max)")
+    return 0
+
+
+def _fit(args) -> int:
+    import duckdb
+
+    from ..models import fit_profiles, profiles_from_store
+
+    if not args.db:
+        raise ValidationError("--db", "required for fit (a tcpprofile store)")
+    try:
+        con = duckdb.connect(args.db, read_only=True)
+    except duckdb.Error as err:
+        raise ValidationError("--db", f"cannot open {args.db!r} as a DuckDB store: {err}") from None
+    try:
+        profiles = profiles_from_store(con)
+    finally:
+        con.close()
+    fits = fit_profiles(profiles)
+    if args.json:
+        json.dump([f.as_dict() for f in fits], sys.stdout, indent=1)
+        print()
+        return 0
+    if not fits:
+        print("no successful runs of a modelled variant in the store")
+        return 0
+    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer MB':>9} {'size GB':>8} {'β fit MB':>9} {'W_max fit MB':>12}"
+          f" {'n':>3} {'E %':>6}")
+    for f in fits:
+        d = f.as_dict()
+        for s, e in d["E_percent"].items():
+            buf, size = d.get("buffer_bytes"), d.get("transfer_bytes")
+            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {_mb(buf):>9} {_gb(size):>8} "
+                  f"{d['buffer_bytes_fit'] / 1e6:9.3g} "
+                  f"{d['wmax_bytes_fit'] / 1e6:12.4g} {s:3d} {e:6.2f}")
+    return 0

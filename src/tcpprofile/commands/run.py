@@ -1,0 +1,52 @@
+"""`tcpprofile run SPEC --db DB`: run (or resume) a measurement campaign.
+
+Exit status: 0 when the campaign completed with at least one usable run (failed runs are listed in
+the summary with their reasons); 1 when it completed but every run failed; 2 with a one-line reason
+when it could not run (bad spec, missing environment); 130 when interrupted (SIGINT or SIGTERM; what
+was in flight is redone on the next run of the same spec).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from .. import campaign, spec
+from ..store.db import Store
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="run or resume a measurement campaign from a TOML spec",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("spec", help="campaign spec (TOML, see docs/spec.md)")
+    p.add_argument("--db", required=True, help="the store (a DuckDB file; created if absent)")
+    p.add_argument("--max-runs", type=_positive_int, metavar="N",
+                   help="run at most N of the remaining runs now; run the spec again to continue")
+    p.set_defaults(func=main)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--max-runs: a whole number ≥ 1, got {text!r}")
+    return value
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(args: argparse.Namespace) -> int:
+    s = spec.load(args.spec)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        with Store.open(args.db) as store:
+            summary = campaign.run_campaign(s, store, out=sys.stderr, max_runs=args.max_runs)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(campaign.format_summary(summary, args.db))
+    return campaign.exit_code(summary)

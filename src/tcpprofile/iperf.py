@@ -1,0 +1,279 @@
+"""One iperf3 run: the real iperf3 binary, its JSON output parsed into store rows.
+
+`run(...)` starts a one-off server (`iperf3 -s -1 -J`) where one is needed, waits until it listens
+(polling `ss` in the server's namespace, never a sleep), runs the client, kills whatever is left on a
+timeout or an interrupt and returns the raw JSON with its parse. `parse(doc)` is shared with the importer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .errors import TcpProfileError
+
+SYSCTLS = (
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem", "net.core.rmem_max",
+    "net.core.wmem_max", "net.ipv4.tcp_congestion_control", "net.ipv4.tcp_no_metrics_save",
+    "net.ipv4.tcp_window_scaling", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_notsent_lowat",
+    "net.ipv4.tcp_adv_win_scale", "net.ipv4.tcp_shrink_window", "net.core.default_qdisc",
+)
+
+
+class IperfError(TcpProfileError):
+    """iperf3 produced no usable result; the message is the failure reason stored with the run."""
+
+
+class Host(Protocol):
+    """Where processes run: EmulatedLink (roles sender/router/receiver) or LocalHost."""
+
+    def popen(self, ns_role: str, argv: list[str], **kw) -> subprocess.Popen: ...
+
+    def run(self, ns_role: str, argv: list[str], *, check: bool = True,
+            timeout: float | None = None) -> subprocess.CompletedProcess: ...
+
+    def stop_process(self, proc: subprocess.Popen) -> None: ...
+
+
+class LocalHost:
+    """The caller's own network namespace (remote mode): every role runs here."""
+
+    def popen(self, ns_role: str, argv: list[str], **kw) -> subprocess.Popen:
+        return subprocess.Popen(argv, **kw)
+
+    def run(self, ns_role: str, argv: list[str], *, check: bool = True,
+            timeout: float | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run(argv, check=check, timeout=timeout, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL)
+
+    def stop_process(self, proc: subprocess.Popen) -> None:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+@dataclass
+class Parsed:
+    """What one iperf3 JSON document says, keyed by store column names."""
+    run: dict
+    intervals: list[dict]
+    flags: list[str] = field(default_factory=list)
+
+
+# -- parsing ------------------------------------------------------------------------------------
+def parse(doc) -> Parsed:
+    """Parse iperf3 -J output (client side, optionally with --get-server-output). Raises IperfError."""
+    if not isinstance(doc, dict):
+        raise IperfError("not an iperf3 JSON object")
+    if doc.get("error"):
+        raise IperfError(f"iperf3 error: {doc['error']}")
+    for key in ("start", "intervals", "end"):
+        if key not in doc:
+            raise IperfError(f"no '{key}' section (iperf3 did not finish)")
+    start, end = doc["start"], doc["end"]
+    ts = start.get("test_start")
+    if not isinstance(ts, dict):
+        raise IperfError("no start.test_start (not iperf3 3.x client output)")
+    if ts.get("protocol", "TCP") != "TCP":
+        raise IperfError(f"protocol {ts.get('protocol')}: only TCP runs are supported")
+    if not doc["intervals"]:
+        raise IperfError("no intervals")
+    flags: list[str] = []
+    reverse = bool(ts.get("reverse"))
+    server = doc.get("server_output_json") if isinstance(doc.get("server_output_json"), dict) else None
+
+    total = end.get("sum_received")
+    if not (isinstance(total, dict) and total.get("bytes")):
+        if not isinstance(end.get("sum_sent"), dict):
+            raise IperfError("no end.sum_received or end.sum_sent (truncated output)")
+        total = end["sum_sent"]
+        flags.append("throughput_sender_side")
+    sent = end.get("sum_sent") or {}
+
+    # loaded RTT: the sender's smoothed RTT per stream (µs); in reverse mode the sender is the server
+    senders = [s["sender"] for s in end.get("streams", []) if isinstance(s.get("sender"), dict)]
+    if not any(s.get("mean_rtt") for s in senders) and server:
+        senders = [s["sender"] for s in server.get("end", {}).get("streams", [])
+                   if isinstance(s.get("sender"), dict)]
+    means = [s["mean_rtt"] for s in senders if s.get("mean_rtt")]
+    mins = [s["min_rtt"] for s in senders if s.get("min_rtt")]
+
+    sock = start.get("sock_bufsize") or None
+    effective = None
+    if sock:
+        granted = [start.get("sndbuf_actual"), start.get("rcvbuf_actual")]
+        if server:
+            granted += [server.get("start", {}).get("sndbuf_actual"),
+                        server.get("start", {}).get("rcvbuf_actual")]
+        granted = [g for g in granted if g]
+        effective = min(granted) if granted else None
+
+    interval_doc = doc["intervals"]
+    sender_side = not reverse
+    if reverse and server and server.get("intervals"):
+        interval_doc, sender_side = server["intervals"], True
+    if not sender_side:
+        flags.append("intervals_receiver_side")
+
+    version = start.get("version", "")
+    system = start.get("system_info", "")
+    started = start.get("timestamp", {}).get("timesecs")
+    duration = float(total["end"]) - float(total.get("start", 0))
+    run = {
+        "cc_reported": end.get("sender_tcp_congestion"),
+        "streams": int(ts.get("num_streams", len(start.get("connected", [])) or 1)),
+        "socket_buffer_bytes": sock,
+        "effective_socket_buffer_bytes": effective,
+        "transfer_bytes": ts.get("bytes") or None,
+        "duration_target_s": float(ts["duration"]) if not ts.get("bytes") and ts.get("duration") else None,
+        "reverse": reverse,
+        "throughput_bps": float(total["bits_per_second"]),
+        "bytes_transferred": int(total["bytes"]),
+        "duration_s": duration,
+        "retransmits": sent.get("retransmits"),
+        "rtt_loaded_mean_ms": sum(means) / len(means) / 1e3 if means else None,
+        "rtt_loaded_min_ms": min(mins) / 1e3 if mins else None,
+        "kernel": system.split()[2] if len(system.split()) > 2 else None,
+        "iperf3_version": version.split()[-1] if version else None,
+        "started_at": _ts(started),
+        "finished_at": _ts(started + duration) if started else None,
+    }
+    return Parsed(run, _intervals(interval_doc), flags)
+
+
+def _ts(secs):
+    if secs is None:
+        return None
+    return dt.datetime.fromtimestamp(float(secs), dt.timezone.utc).replace(tzinfo=None)
+
+
+def _intervals(items: list) -> list[dict]:
+    rows = []
+    for it in items:
+        for i, s in enumerate(it.get("streams", [])):
+            rows.append(_interval(s, i))
+        if "sum" in it:
+            rows.append(_interval(it["sum"], None))
+    return rows
+
+
+def _interval(s: dict, stream: int | None) -> dict:
+    return {
+        "stream": stream, "start_s": float(s["start"]), "end_s": float(s["end"]),
+        "bytes": s.get("bytes"), "bits_per_second": s.get("bits_per_second"),
+        "snd_cwnd_bytes": s.get("snd_cwnd"), "rtt_us": s.get("rtt"),
+        "retransmits": s.get("retransmits"), "omitted": s.get("omitted"),
+    }
+
+
+# -- running ------------------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    raw_json: str | None          # the client's -J output as produced (None if it printed nothing)
+    parsed: Parsed | None
+    failure_reason: str | None
+    argv: list[str]
+
+
+def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: int | None,
+                transfer_bytes: int | None, duration_s: int | None, reverse: bool) -> list[str]:
+    argv = ["iperf3", "-c", addr, "-p", str(port), "-C", cc, "-P", str(streams), "-i", "1", "-J",
+            "--get-server-output"]
+    if socket_buffer is not None:
+        argv += ["-w", str(socket_buffer)]
+    argv += ["-n", str(transfer_bytes)] if transfer_bytes is not None else ["-t", str(duration_s)]
+    if reverse:
+        argv.append("-R")
+    return argv
+
+
+def run(host: Host, addr: str, port: int, client: list[str], *, timeout_s: float,
+        start_server: bool = True, ready_timeout_s: float = 20.0) -> Outcome:
+    """Run one iperf3 test. A failure (timeout, iperf3 error, bad output) is reported, not raised;
+    KeyboardInterrupt propagates after both processes are killed."""
+    srv = cli = None
+    try:
+        if start_server:
+            # -J: its JSON reaches the client (--get-server-output), so its own stdout is not needed
+            srv = host.popen("receiver", ["iperf3", "-s", "-1", "-J", "-p", str(port)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            wait_listening(host, "receiver", port, srv, ready_timeout_s)
+        cli = host.popen("sender", client, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = cli.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            host.stop_process(cli)
+            return Outcome(None, None, f"timeout: iperf3 did not finish within {timeout_s:.0f} s", client)
+        raw = out.strip() or None
+        if raw is None:
+            return Outcome(None, None, f"iperf3 exited {cli.returncode} without output: "
+                                       f"{_one_line(err)}", client)
+        try:
+            doc = json.loads(raw)
+        except json.JSONDecodeError as e:
+            return Outcome(raw, None, f"iperf3 output is not JSON ({e.msg})", client)
+        try:
+            return Outcome(raw, parse(doc), None, client)
+        except IperfError as e:
+            return Outcome(raw, None, str(e), client)
+    finally:
+        for p in (cli, srv):
+            if p is not None:
+                host.stop_process(p)
+
+
+def wait_listening(host: Host, role: str, port: int, server: subprocess.Popen, timeout_s: float) -> None:
+    """Poll `ss` in the server's namespace until the port listens; fail if the server exits first."""
+    deadline = time.monotonic() + timeout_s
+    while not host.run(role, ["ss", "-Hltn", f"sport = :{port}"], check=False, timeout=10).stdout.strip():
+        if server.poll() is not None:
+            err = server.stderr.read() if server.stderr else ""
+            raise IperfError(f"iperf3 server exited {server.returncode}: {_one_line(err)}")
+        if time.monotonic() > deadline:
+            raise IperfError(f"iperf3 server not listening on port {port} after {timeout_s:.0f} s")
+        try:
+            server.wait(timeout=0.02)  # bounded poll interval; returns at once if the server dies
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _one_line(text: str | None) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else "(no message)"
+
+
+# -- host metadata -------------------------------------------------------------------------------
+def read_sysctls(host: Host, role: str) -> dict[str, str]:
+    """The TCP-relevant sysctls as seen inside `role`'s namespace (missing keys are left out)."""
+    out = host.run(role, ["sysctl", "-e", *SYSCTLS], check=False, timeout=10).stdout
+    values = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            values[key.strip()] = re.sub(r"\s+", " ", value.strip())
+    return values
+
+
+def autotuning_ceiling(sender: dict, receiver: dict) -> int | None:
+    """Without -w the kernel autotunes up to tcp_wmem[2] (sender) and tcp_rmem[2] (receiver)."""
+    try:
+        return min(int(sender["net.ipv4.tcp_wmem"].split()[2]), int(receiver["net.ipv4.tcp_rmem"].split()[2]))
+    except (KeyError, IndexError, ValueError):
+        return None
+
+
+def iperf3_version() -> str:
+    out = subprocess.run(["iperf3", "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"iperf\s+(\S+)", out)
+    return m.group(1) if m else "unknown"
+
+
+def kernel_release() -> str:
+    return os.uname().release

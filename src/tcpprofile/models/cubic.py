@@ -1,0 +1,70 @@
+"""CUBIC: window a cubic function of the time since the last loss (models paper §IV-C2, Eq. (12))."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import Constraint
+from .framework import COMMON_CONSTRAINTS, FirstPrinciplesModel
+
+
+class CUBIC(FirstPrinciplesModel):
+    """Time-since-loss variant: w(t) = c(t − K)³ + W_s, K = ∛(b·W_s/c)  (Eq. (12)).
+
+    c: cubic scaling [segments/s³] (Linux 0.4); t in seconds (the integrals N = (1/τ)∫w dt of §IV-C2
+    require seconds, although the text says "in units of RTT"); b: fraction of the window removed at a
+    loss (paper 0.2 = Linux 2.6; Linux ≥ 3.x uses 717/1024 ⇒ b ≈ 0.3, the default here).
+    n parallel flows use w(n·t) (§IV-D rule 1), which is the same curve with c → c·n³.
+    """
+
+    name = "cubic"
+    _constraints = dict(COMMON_CONSTRAINTS,
+                        c=Constraint(float, 0, math.inf, "neither", "segments/s^3"),
+                        b=Constraint(float, 0, 1, "neither", "fraction of the window removed"))
+
+    def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
+                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, c=0.4, b=0.3):
+        self.capacity_bps = capacity_bps
+        self.buffer_bytes = buffer_bytes
+        self.wmax_bytes = wmax_bytes
+        self.wmax_hard_bytes = wmax_hard_bytes
+        self.size_bytes = size_bytes
+        self.mss_bytes = mss_bytes
+        self.initial_window = initial_window
+        self.c = c
+        self.b = b
+
+    def _prepare(self, r):
+        r["ce"] = self.c * r.M * r.n ** 3  # c in bits/s³ with w(nt) = c n³ (t − K/n)³ + W  (§IV-D rule 1)
+
+    def _after_loss(self, W, r):
+        return (1 - self.b) * W  # Eq. (12) at t = 0
+
+    def _k(self, W, r):
+        return np.cbrt(self.b * W / r.ce)  # T_m = K = ∛(bW/c)  [s]
+
+    def _d(self, W, r):
+        return np.cbrt((W - r.bdp) / r.ce)  # K − T_0 = −∛((Cτ − W)/c)  [s]
+
+    def _phase1(self, Ws, r):
+        K, d = self._k(Ws, r), self._d(Ws, r)
+        T0 = K - d  # §IV-C2: T_0 = ∛((Cτ − W)/c) + ∛(bW/c)  [s]
+        full = Ws * K * (1 - self.b / 4) / r.tau  # §IV-C2: N_m over [0, K] = (W/τ)·K·(1 − b/4)  [bits]
+        return T0, full - d * (3 * Ws + r.bdp) / (4 * r.tau)  # N_0 = N_m − N_1  [bits]
+
+    def _phase2(self, W, r):
+        K, d = self._k(W, r), self._d(W, r)
+        has1 = (1 - self.b) * W < r.bdp
+        T = np.where(has1, d, K)
+        # §IV-C2: N_1 = (1/τ)∫_{T_0}^{K} w dt = d·(Cτ + 3W)/(4τ) (printed with d = −∛((Cτ−W)/c));
+        # without Phase I the whole epoch [0, K] is Phase II: (W/τ)·K·(1 − b/4).
+        N = np.where(has1, d * (r.bdp + 3 * W) / (4 * r.tau), W * K * (1 - self.b / 4) / r.tau)
+        return T, N
+
+    def _wm_closed(self, r):
+        # Correction: the paper prints W_m = Cτ − ⁴√(c(4βτ/3)³). Writing W = Cτ + c·d³, Eq. (8) reads
+        # d(Cτ + 3W)/(4τ) − C·d = 3c·d⁴/(4τ) = β ⇒ d = (4βτ/(3c))^{1/4} ⇒ W_m = Cτ + ⁴√(c(4βτ/3)³) > Cτ.
+        wm = r.bdp + (r.ce * (4 * r.beta * r.tau / 3) ** 3) ** 0.25  # [bits]
+        return np.where((1 - self.b) * wm < r.bdp, wm, np.nan)  # no Phase I: solved numerically

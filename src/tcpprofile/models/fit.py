@@ -1,0 +1,188 @@
+"""Fitting the first-principles models to measured profiles and validating them (models paper §V).
+
+As in the paper, β (bottleneck buffer) and W_max (per-flow window limit) are fitted once per dataset
+(variant, link rate, buffer, socket buffer, transfer size) over all RTTs and stream counts, by bounded
+least squares on the relative error of the profile; E = 100/|RTTs| Σ_r |M_r − P_r|/M_r per variant and n.
+Uncertainty of a prediction comes from a residual bootstrap (relative residuals resampled, refitted).
+
+Tables are plain: a dict of equal-length numpy arrays (or a list of dicts, see ``as_columns``) with
+columns variant, streams, rtt_ms, rate_bps, buffer_bytes, transfer_bytes, throughput_bps, and optionally
+socket_buffer_bytes (part of the dataset key) and size_bytes (the transfer size F used by the model when
+transfer_bytes is NULL, i.e. time-limited runs: mean throughput × duration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from ..errors import ValidationError
+from .base import positive_array
+from .framework import FirstPrinciplesModel
+from .registry import MODELS, make_model
+
+PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "buffer_bytes", "transfer_bytes", "throughput_bps")
+DATASET_KEYS = ("variant", "rate_bps", "buffer_bytes", "socket_buffer_bytes", "transfer_bytes")
+
+
+def mean_relative_error(measured, predicted) -> float:
+    """§V: E = 100/|RTTs| · Σ_r |M_r − P_r| / M_r  [%]."""
+    m, p = np.asarray(measured, float), np.asarray(predicted, float)
+    return float(100.0 * np.mean(np.abs(m - p) / m))
+
+
+def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=None,
+                    buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11), grid: int = 16, starts: int = 3):
+    """(buffer_bytes, wmax_bytes, relative residuals) minimising Σ((P − M)/M)² over the profile.
+
+    Log-spaced grids (vectorised over all grid points and profile points at once) give the start of a
+    bounded least-squares refinement in log space. tau [s], throughput [bit/s].
+    """
+    tau = positive_array("tau", tau, units="s")
+    M = positive_array("throughput", throughput, units="bit/s")
+    n = np.asarray(n, float)
+    size = model.size_bytes if size is None else size
+    size = np.asarray(size, float)
+    tau, M, n, size = (a.ravel() for a in np.broadcast_arrays(tau, M, n, size))
+    for name, (lo, hi) in (("buffer_bounds", buffer_bounds), ("wmax_bounds", wmax_bounds)):
+        if not (0 < lo < hi < np.inf):
+            raise ValidationError(name, f"need 0 < low < high < inf bytes, got {(lo, hi)}")
+    lb, lw = np.log(buffer_bounds), np.log(wmax_bounds)
+
+    def sse_of(xb, xw):  # Σ relative squared error for arrays of log-parameters, all at once
+        P = model.predict(tau, n=n, size=size, buffer=np.exp(xb)[..., None], wmax=np.exp(xw)[..., None])
+        return np.sum(((P - M) / M) ** 2, axis=-1)
+
+    def resid(x):
+        return (model.predict(tau, n=n, size=size, buffer=np.exp(x[0]), wmax=np.exp(x[1])) - M) / M
+
+    # The profile is piecewise in (β, W_max) (cases, subcases, no gradient across their borders):
+    # a coarse grid, a finer grid around its `starts` best points, then least squares from the best.
+    xb, xw = np.meshgrid(np.linspace(*lb, grid), np.linspace(*lw, grid), indexing="ij")
+    coarse = sse_of(xb, xw).ravel()
+    hb, hw = (lb[1] - lb[0]) / (grid - 1), (lw[1] - lw[0]) / (grid - 1)
+    u = np.linspace(-1, 1, grid)
+    centres = np.argsort(coarse)[:starts]
+    fb = np.clip(xb.ravel()[centres][:, None, None] + hb * u[None, :, None], *lb)
+    fw = np.clip(xw.ravel()[centres][:, None, None] + hw * u[None, None, :], *lw)
+    fb, fw = np.broadcast_arrays(fb, fw)
+    fine = sse_of(fb, fw).ravel()
+    best = int(np.argmin(fine))
+    x0 = np.array([fb.ravel()[best], fw.ravel()[best]])
+    sol = least_squares(resid, x0, bounds=([lb[0], lw[0]], [lb[1], lw[1]]), diff_step=1e-3)
+    best_x = sol.x if np.sum(sol.fun ** 2) <= fine[best] else x0
+    return float(np.exp(best_x[0])), float(np.exp(best_x[1])), resid(best_x)
+
+
+def bootstrap_predict(model: FirstPrinciplesModel, tau, throughput, tau_new, *, n=1, size=None, n_new=1,
+                      size_new=None, repeats: int = 50, level: float = 0.9, seed: int = 0, grid: int = 12):
+    """Residual bootstrap: (prediction, low, high) in bit/s at tau_new for a model fitted to (tau, throughput).
+
+    The model is fitted (if not already), its relative residuals are resampled onto the fitted profile,
+    the model is refitted ``repeats`` times and the central ``level`` interval of its predictions returned.
+    """
+    if not hasattr(model, "buffer_bytes_"):
+        model.fit(tau, throughput, n=n, size=size)
+    tau, M, n_a, s_a = np.broadcast_arrays(np.asarray(tau, float), np.asarray(throughput, float), np.asarray(n, float),
+                                           np.asarray(model.size_bytes if size is None else size, float))
+    P = model.predict(tau, n=n_a, size=s_a)
+    pred = model.predict(tau_new, n=n_new, size=size_new)
+    rng = np.random.default_rng(seed)
+    e = M / P - 1.0
+    twin = type(model)(**model.get_params())
+    sims = []
+    for _ in range(repeats):
+        Mb = P * (1.0 + rng.choice(e.ravel(), size=e.shape))
+        bb, wb, _ = fit_buffer_wmax(twin, tau, np.maximum(Mb, 1.0), n=n_a, size=s_a, grid=grid, starts=1)
+        sims.append(twin.predict(tau_new, n=n_new, size=size_new, buffer=bb, wmax=wb))
+    q = (1 - level) / 2
+    lo, hi = np.quantile(np.array(sims), [q, 1 - q], axis=0)
+    return pred, lo, hi
+
+
+def as_columns(table) -> dict[str, np.ndarray]:
+    """A dict of arrays from a dict of sequences or a list of row dicts."""
+    if isinstance(table, dict):
+        cols = {k: np.asarray(v) for k, v in table.items()}
+    else:
+        rows = list(table)
+        cols = {k: np.asarray([row[k] for row in rows]) for k in (rows[0] if rows else PROFILE_COLUMNS)}
+    missing = [c for c in PROFILE_COLUMNS if c not in cols]
+    if missing:
+        raise ValidationError("profiles", f"missing columns {missing}; need {list(PROFILE_COLUMNS)}")
+    return cols
+
+
+@dataclass
+class DatasetFit:
+    """One dataset's fit: its key, the fitted model, and E [%] per stream count."""
+
+    key: dict
+    model: FirstPrinciplesModel
+    errors: dict[int, float] = field(default_factory=dict)
+    points: int = 0
+
+    def as_dict(self) -> dict:
+        return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()},
+                "buffer_bytes_fit": self.model.buffer_bytes_, "wmax_bytes_fit": self.model.wmax_bytes_,
+                "points": self.points, "E_percent": {int(k): v for k, v in self.errors.items()},
+                "E_mean_percent": float(np.mean(list(self.errors.values())))}
+
+
+def fit_profiles(table, **model_params) -> list[DatasetFit]:
+    """Fit β and W_max per dataset (same variant, rate, buffer, socket buffer, transfer size) and report
+    E per stream count. Rows with a variant that has no model are skipped."""
+
+    cols = as_columns(table)
+    keys = [k for k in DATASET_KEYS if k in cols]
+    nrows = len(cols["variant"])
+    groups: dict[tuple, list[int]] = {}
+    for i in range(nrows):
+        if str(cols["variant"][i]).lower() in MODELS:
+            groups.setdefault(tuple(cols[k][i] for k in keys), []).append(i)
+    fits = []
+    for key, idx in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        idx = np.asarray(idx)
+        kd = dict(zip(keys, key))
+        size = cols["size_bytes" if "size_bytes" in cols else "transfer_bytes"][idx].astype(float)
+        model = make_model(str(kd["variant"]), capacity_bps=float(kd["rate_bps"]), **model_params)
+        tau = cols["rtt_ms"][idx].astype(float) / 1e3
+        n = cols["streams"][idx].astype(float)
+        M = cols["throughput_bps"][idx].astype(float)
+        model.fit(tau, M, n=n, size=size)
+        P = model.predict(tau, n=n, size=size)
+        errors = {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
+        fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size))
+    return fits
+
+
+_RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
+    buffer_bytes, throughput_bps, status FROM runs"""
+# The store keeps the link (τ, C, β) in `links`; each run names its link.
+_RUNS_JOINED = """SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s, l.rtt_ms,
+    l.rate_bps, l.buffer_bytes, r.throughput_bps, r.status FROM runs r JOIN links l ON r.link_id = l.link_id"""
+
+PROFILE_SQL = """
+SELECT variant, streams, rtt_ms, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes,
+       coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
+       avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs
+FROM ({source}) AS runs
+WHERE status = 'ok' AND throughput_bps > 0
+GROUP BY variant, streams, rtt_ms, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes
+ORDER BY variant, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes, streams, rtt_ms
+"""
+
+
+def profiles_from_store(con) -> dict[str, np.ndarray]:
+    """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
+    rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links``. Columns returned: the
+    configuration, transfer_bytes (NULL for time-limited runs), size_bytes, throughput_bps (mean),
+    std_bps, runs (count)."""
+    run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
+    source = _RUNS_FLAT if "rtt_ms" in run_cols else _RUNS_JOINED
+    cur = con.execute(PROFILE_SQL.format(source=source))
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    return {name: np.asarray([row[i] for row in rows]) for i, name in enumerate(names)}

@@ -1,0 +1,252 @@
+"""First-principles framework of Vardoyan, Rao & Towsley, "Models of TCP in High-BDP Environments and
+Their Experimental Validation" (§IV): slow start, congestion-avoidance epochs (Case 1, Case 2 with
+Phase I / Phase II and subcases W_m ≤ W_max, W_m > W_max), parallel flows (§IV-D) and the sending rate S.
+
+Units: windows, buffers and data in bits; times in seconds; rates in bits/s. Public arguments are SI
+with sizes in bytes (tau in s, buffer/size/wmax in bytes); they are converted to bits once, here.
+
+A variant (stcp.py, cubic.py, htcp.py, reno.py) supplies five vectorised pieces (arrays over rows):
+``_prepare`` (per-row constants), ``_after_loss(W)`` (window right after a loss at peak W),
+``_phase1(W_s)`` → (T_0, N_0) from the window after loss up to the BDP Cτ, ``_phase2(W)`` → (T_m, N_m)
+from max(Cτ, after-loss window) up to the peak W, and ``_wm_closed`` (closed-form W_m or NaN where the
+closed form does not apply; NaN rows are solved by bisection of Eq. (8)).
+
+Deviations from the printed paper, all documented where they occur:
+* Phase I can be empty: when the window after a loss is still ≥ Cτ (buffer larger than about the BDP),
+  the paper's T_0 = … ln(Cτ/(bW)) would be negative. Phase II then starts at the after-loss window and
+  W_m solves the same Eq. (8) with that start.
+* The paper's S counts data sent into the bottleneck buffer and can exceed C (Phase I is modelled at
+  rate w/τ although the queue of the previous epoch still drains at C). ``throughput`` is min(S, C);
+  ``S`` is kept in the components.
+* A transfer that ends within slow start (F ≤ N_s) has S = F / (τ·log2(1 + F·ln2/(n·w0))) (inverting
+  Eq. (3)); the paper assumes F > N_s.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import ValidationError
+from .base import Constraint, Model, positive_array
+
+LN2 = math.log(2.0)
+BITS = 8.0
+
+
+class Rows(dict):
+    """Per-row arrays of one evaluation (all the same length); attribute access and row selection."""
+
+    __getattr__ = dict.__getitem__
+
+    def take(self, mask: np.ndarray) -> "Rows":
+        return Rows({k: v[mask] for k, v in self.items()})
+
+
+def bisect_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 80) -> np.ndarray:
+    """Root of an increasing vectorised function g on [lo, hi] per row (g(lo) ≤ 0 ≤ g(hi))."""
+    lo, hi = lo.copy(), hi.copy()
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        pos = g(mid) > 0
+        hi = np.where(pos, mid, hi)
+        lo = np.where(pos, lo, mid)
+    return 0.5 * (lo + hi)
+
+
+COMMON_CONSTRAINTS: dict[str, Constraint] = {
+    "capacity_bps": Constraint(float, 0, math.inf, "neither", "bit/s"),
+    "buffer_bytes": Constraint(float, 0, math.inf, "left", "bytes (bottleneck buffer β)", optional=True),
+    "wmax_bytes": Constraint(float, 0, math.inf, "right", "bytes (per-flow window limit W_max)", optional=True),
+    "wmax_hard_bytes": Constraint(float, 0, math.inf, "right", "bytes (aggregate limit W_maxH)"),
+    "size_bytes": Constraint(float, 0, math.inf, "right", "bytes (transfer size F)"),
+    "mss_bytes": Constraint(int, 1, 65535, "both", "bytes"),
+    "initial_window": Constraint(int, 1, 1000, "both", "segments"),
+}
+
+COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",
+                   "N_beta", "T_a", "N_a", "k", "case", "subcase", "phase1", "S", "throughput")
+
+
+class FirstPrinciplesModel(Model):
+    """Base class of the first-principles variants. Learned by ``fit``: ``buffer_bytes_``, ``wmax_bytes_``
+    (and ``residuals_``); ``predict`` uses them when present, else the constructor's values."""
+
+    name = ""
+
+    # -- variant interface -------------------------------------------------------------------------
+    def _prepare(self, r: Rows) -> None:
+        """Add per-row variant constants to r (default: none)."""
+
+    def _after_loss(self, W, r):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _phase1(self, Ws, r):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _phase2(self, W, r):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _wm_closed(self, r):
+        return np.full(r.tau.shape, np.nan)
+
+    # -- shared machinery --------------------------------------------------------------------------
+    def _rows(self, tau, n, beta_bits, C=None) -> Rows:
+        tau, n, beta = np.broadcast_arrays(np.asarray(tau, float), np.asarray(n, float), np.asarray(beta_bits, float))
+        cap = float(self.capacity_bps if C is None else C)
+        r = Rows(tau=tau.ravel().copy(), n=n.ravel().copy(), beta=beta.ravel().copy())
+        r["C"] = np.full(r["tau"].shape, cap)
+        r["bdp"] = r["C"] * r["tau"]  # Cτ [bits]
+        r["M"] = np.full(r["tau"].shape, self.mss_bytes * BITS)  # one segment [bits]
+        self._prepare(r)
+        return r
+
+    def _residual(self, W, r):
+        """Eq. (8): N_m − C·T_m − β  [bits], with Phase II from max(Cτ, after-loss window) to W."""
+        Tm, Nm = self._phase2(W, r)
+        return Nm - r.C * Tm - r.beta
+
+    def _solve_wm(self, r: Rows) -> np.ndarray:
+        """W_m ≥ Cτ solving Eq. (8): the variant's closed form, else bisection."""
+        with np.errstate(all="ignore"):
+            wm = np.asarray(self._wm_closed(r), float).copy()
+        todo = ~np.isfinite(wm)
+        if todo.any():
+            s = r.take(todo)
+            lo = s.bdp.copy()
+            hi = s.bdp + np.maximum(s.beta, s.M)
+            with np.errstate(all="ignore"):
+                for _ in range(200):  # grow the bracket until Eq. (8) changes sign
+                    low = self._residual(hi, s) <= 0
+                    if not low.any():
+                        break
+                    hi = np.where(low, s.bdp + 4.0 * (hi - s.bdp), hi)
+                wm[todo] = bisect_increasing(lambda w: self._residual(w, s), lo, hi)
+        return wm
+
+    def epoch_residual(self, w_bytes, tau, *, n=1, buffer=None) -> np.ndarray:
+        """Eq. (8) residual N_m − C·T_m − β in bits at peak window w_bytes (0 at W_m)."""
+        self._validate_params()
+        beta = self._param_array("buffer", buffer, self._buffer_default()) * BITS
+        w = np.asarray(w_bytes, float) * BITS
+        shape = np.broadcast_shapes(w.shape, np.shape(tau), np.shape(n), beta.shape)
+        r = self._rows(np.broadcast_to(tau, shape), np.broadcast_to(n, shape), np.broadcast_to(beta, shape))
+        with np.errstate(all="ignore"):
+            return self._residual(np.broadcast_to(w, shape).ravel(), r).reshape(shape)
+
+    def _compute(self, tau, n, beta_bits, size_bits, wmax_bits) -> dict:
+        """All quantities for broadcast inputs (validated, in bits/seconds)."""
+        shape = np.broadcast_shapes(np.shape(tau), np.shape(n), np.shape(beta_bits), np.shape(size_bits),
+                                    np.shape(wmax_bits))
+        b = lambda x: np.broadcast_to(np.asarray(x, float), shape).ravel()  # noqa: E731
+        r = self._rows(b(tau), b(n), b(beta_bits))
+        F, wmax = b(size_bits), b(wmax_bits)
+        tau, n, C, bdp, M = r.tau, r.n, r.C, r.bdp, r.M
+        Wagg = np.minimum(n * wmax, self.wmax_hard_bytes * BITS)  # §IV-D rule 2: W_max = min(n·W_max, W_maxH)
+
+        # Slow start (§IV-A), per flow, with the §IV-D threshold.
+        w0 = self.initial_window * M
+        ssthresh = bdp / 2.0 + r.beta  # §IV-A: ssthresh = Cτ/2 + β  [bits]
+        thresh = np.maximum(np.minimum.reduce([ssthresh, bdp / n, Wagg / n]), w0)  # §IV-D rule 3
+        Ts = tau * np.log2(thresh / w0)  # Eq. (2), generalised to w(0) = w0: T_s = τ·log2(thresh/w0)  [s]
+        Ns = n * (thresh - w0) / LN2  # Eq. (3) × n (§IV-D rule 3): N_s = n·(thresh − w0)/ln 2  [bits]
+
+        nan = np.full(shape=tau.shape, fill_value=np.nan)
+        out = {k: nan.copy() for k in ("W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta", "N_beta")}
+        Na, Ta = nan.copy(), nan.copy()
+        case = np.where(Wagg > bdp, 2, 1)
+        subcase = np.zeros(tau.shape, dtype=int)
+        phase1 = np.zeros(tau.shape, dtype=bool)
+
+        # Case 1 (§IV-B): W_max ≤ Cτ — window flat at W_max after slow start, rate W_max/τ.
+        c1 = case == 1
+        Na[c1] = F[c1] - Ns[c1]  # N_a = F − N_s  [bits]
+        Ta[c1] = Na[c1] * tau[c1] / Wagg[c1]  # T_a = N_a·τ/W_max  [s]
+
+        c2 = case == 2
+        if c2.any():
+            s = r.take(c2)
+            Wmax2 = Wagg[c2]
+            with np.errstate(all="ignore"):
+                Wm = self._solve_wm(s)
+                sub2 = Wm > Wmax2  # subcase 2: the peak is capped at W_max (Fig. 5b)
+                Ws = np.where(sub2, Wmax2, Wm)  # Eq. (11): W_s = min(W_m, W_max)
+                Tm, Nm = self._phase2(Ws, s)
+                g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
+                Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
+                Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
+                has1 = self._after_loss(Ws, s) < s.bdp
+                T0, N0 = self._phase1(Ws, s)
+                T0, N0 = np.where(has1, T0, 0.0), np.where(has1, N0, 0.0)
+            out["W_m"][c2], out["W_s"][c2] = Wm, Ws
+            out["T_0"][c2], out["N_0"][c2], out["T_m"][c2], out["N_m"][c2] = T0, N0, Tm, Nm
+            out["T_beta"][c2], out["N_beta"][c2] = Tb, Nb
+            subcase[c2] = np.where(sub2, 2, 1)
+            phase1[c2] = has1
+            Na[c2] = N0 + Nm + Nb  # N_a = N_0 + N_m (+ N_β)  [bits]
+            Ta[c2] = T0 + Tm + Tb  # T_a = T_0 + T_m (+ T_β)  [s]
+
+        # Sending rate S = (N_s + k·N_a)/(T_s + k·T_a), k = (F − N_s)/N_a  (§IV-B).
+        in_ss = F <= Ns
+        with np.errstate(all="ignore"):
+            k = np.where(in_ss, 0.0, (F - Ns) / Na)
+            sustained = np.where(case == 1, Wagg / tau, Na / Ta)  # F → ∞: W_max/τ (Case 1), N_a/T_a (Case 2)
+            S = np.where(np.isinf(F), sustained, F / (Ts + k * Ta))
+            # Transfer ends within slow start: invert Eq. (3) for the time that carries F.
+            t_ss = tau * np.log2(1.0 + F * LN2 / (n * w0))
+            S = np.where(in_ss, F / t_ss, S)
+        case = np.where(in_ss, 0, case)
+        res = dict(out, T_s=Ts, N_s=Ns, thresh=thresh, W_max=Wagg, T_a=Ta, N_a=Na, k=k, case=case,
+                   subcase=subcase, phase1=phase1, S=S, throughput=np.minimum(S, C))
+        return {name: res[name].reshape(shape) for name in COMPONENT_NAMES}
+
+    # -- public API --------------------------------------------------------------------------------
+    def _buffer_default(self):
+        return getattr(self, "buffer_bytes_", self.buffer_bytes)
+
+    def _wmax_default(self):
+        return getattr(self, "wmax_bytes_", self.wmax_bytes)
+
+    @staticmethod
+    def _param_array(name, value, default):
+        if value is None:
+            value = default
+        if value is None:
+            raise ValidationError(name, "not given here, in the constructor, or learned by fit()")
+        allow_zero = name == "buffer"
+        return positive_array(name, value, units="bytes", allow_zero=allow_zero, allow_inf=name != "buffer")
+
+    def components(self, tau, *, n=1, buffer=None, size=None, wmax=None) -> dict[str, np.ndarray]:
+        """Intermediate quantities as arrays of the broadcast shape of (tau, n, buffer, size, wmax).
+
+        tau in s; buffer (β), size (F), wmax (per-flow W_max) in bytes (default: learned or constructor
+        values). Returned: T_s, T_0, T_m, T_beta, T_a [s]; N_s, N_0, N_m, N_beta, N_a, thresh, W_max
+        (aggregate), W_m, W_s [bits]; k (epochs); case (0: ends in slow start, 1, 2); subcase (1: W_m ≤
+        W_max, 2: W_m > W_max, 0: n/a); phase1 (Phase I non-empty); S and throughput = min(S, C) [bit/s].
+        """
+        self._validate_params()
+        tau = positive_array("tau", tau, units="s")
+        n = positive_array("n", n, units="streams")
+        if np.any(n != np.round(n)):
+            raise ValidationError("n", "must be a whole number of streams ≥ 1")
+        beta = self._param_array("buffer", buffer, self._buffer_default()) * BITS
+        F = self._param_array("size", size, self.size_bytes) * BITS
+        W = self._param_array("wmax", wmax, self._wmax_default()) * BITS
+        return self._compute(tau, n, beta, F, W)
+
+    def predict(self, tau, *, n=1, buffer=None, size=None, wmax=None) -> np.ndarray:
+        """Predicted throughput min(S, C) in bits/s, broadcast over tau [s], n, buffer, size, wmax [bytes]."""
+        return self.components(tau, n=n, buffer=buffer, size=size, wmax=wmax)["throughput"]
+
+    def fit(self, tau, throughput, *, n=1, size=None, buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11)):
+        """Least-squares fit of β (buffer_bytes_) and W_max (wmax_bytes_) to a measured profile.
+
+        tau [s], throughput [bit/s], n and size [bytes] broadcast together; bounds in bytes.
+        """
+        from .fit import fit_buffer_wmax
+
+        self._validate_params()
+        self.buffer_bytes_, self.wmax_bytes_, self.residuals_ = fit_buffer_wmax(
+            self, tau, throughput, n=n, size=size, buffer_bounds=buffer_bounds, wmax_bounds=wmax_bounds)
+        return self

@@ -1,0 +1,58 @@
+"""Reno: ACK-based AIMD (+a segments per RTT, ×b at a loss), in the framework of the models paper §IV."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import Constraint
+from .framework import COMMON_CONSTRAINTS, FirstPrinciplesModel
+
+
+class Reno(FirstPrinciplesModel):
+    """Phase I (no queue, RTT = τ): dw/dt = n·a·M/τ. Phase II (queue, RTT = w/C): each ACK adds a·M²/w
+    bits at C/M ACKs per second, so dw/dt = a·M·C/w  (Eq. (4)–(5) with ∂w/∂A = a·M/w)."""
+
+    name = "reno"
+    _constraints = dict(COMMON_CONSTRAINTS,
+                        a=Constraint(float, 0, math.inf, "neither", "segments per RTT"),
+                        b=Constraint(float, 0, 1, "neither", "fraction of the window kept"))
+
+    def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
+                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, a=1.0, b=0.5):
+        self.capacity_bps = capacity_bps
+        self.buffer_bytes = buffer_bytes
+        self.wmax_bytes = wmax_bytes
+        self.wmax_hard_bytes = wmax_hard_bytes
+        self.size_bytes = size_bytes
+        self.mss_bytes = mss_bytes
+        self.initial_window = initial_window
+        self.a = a
+        self.b = b
+
+    def _after_loss(self, W, r):
+        return self.b * W
+
+    def _phase1(self, Ws, r):
+        slope = r.n * self.a * r.M / r.tau  # §IV-D rule 1: increase × n  [bits/s]
+        T0 = (r.bdp - self.b * Ws) / slope  # w(T_0) = bW_s + slope·T_0 = Cτ  [s]
+        N0 = (self.b * Ws * T0 + slope * T0 * T0 / 2) / r.tau  # N_0 = (1/τ)∫_0^{T_0} w dt  [bits]
+        return T0, N0
+
+    def _phase2(self, W, r):
+        w2 = np.maximum(r.bdp, self.b * W)
+        k = self.a * r.M * r.C  # Eq. (5) for Reno: w·dw/dt = a·M·C ⇒ w² = w2² + 2aMC·t
+        Tm = (W * W - w2 * w2) / (2 * k)  # Eq. (6)  [s]
+        Nm = (W ** 3 - w2 ** 3) / (3 * k * r.tau)  # Eq. (7): (1/τ)∫w dt = (1/τ)∫w²/(aMC) dw  [bits]
+        return Tm, Nm
+
+    def _wm_closed(self, r):
+        # Eq. (8) with w2 = Cτ and W = x·Cτ: (Cτ)²/(aM)·(x−1)²(2x+1)/6 = β, i.e. y²(2y+3) = q with
+        # y = x − 1, q = 6βaM/(Cτ)². Its root y ≥ 0 is y = z − 1/2 with z = cos(arccos(2q−1)/3) for q ≤ 1
+        # and z = cosh(arccosh(2q−1)/3) for q > 1 (trigonometric / hyperbolic Cardano).
+        q = 6 * r.beta * self.a * r.M / (r.bdp * r.bdp)
+        u = 2 * q - 1
+        z = np.where(q <= 1, np.cos(np.arccos(np.clip(u, -1, 1)) / 3), np.cosh(np.arccosh(np.maximum(u, 1)) / 3))
+        wm = (z + 0.5) * r.bdp  # [bits]
+        return np.where(self.b * wm < r.bdp, wm, np.nan)  # no Phase I: solved numerically

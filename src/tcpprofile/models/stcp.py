@@ -1,0 +1,55 @@
+"""Scalable TCP (STCP): per-ACK increase a, multiplicative decrease to b·W (models paper §IV-C1)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import Constraint
+from .framework import COMMON_CONSTRAINTS, FirstPrinciplesModel
+
+
+class STCP(FirstPrinciplesModel):
+    """ACK-based MIMD. a: window increase per ACK [segments per acked segment]; b: window kept after a
+    loss (cwnd ← b·cwnd). Closed form in both regimes (with and without Phase I)."""
+
+    name = "stcp"
+    _constraints = dict(COMMON_CONSTRAINTS,
+                        a=Constraint(float, 0, 1, "right", "segments per ACK"),
+                        b=Constraint(float, 0, 1, "neither", "fraction of the window kept"))
+
+    def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
+                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, a=0.01, b=0.875):
+        self.capacity_bps = capacity_bps
+        self.buffer_bytes = buffer_bytes
+        self.wmax_bytes = wmax_bytes
+        self.wmax_hard_bytes = wmax_hard_bytes
+        self.size_bytes = size_bytes
+        self.mss_bytes = mss_bytes
+        self.initial_window = initial_window
+        self.a = a
+        self.b = b
+
+    def _after_loss(self, W, r):
+        return self.b * W
+
+    def _phase1(self, Ws, r):
+        an = self.a * r.n  # §IV-D rule 1: increase factor × n in Phase I
+        T0 = r.tau / an * np.log(r.bdp / (self.b * Ws))  # Eq. (10): w(t) = bW_s·e^{a n t/τ} = Cτ  [s]
+        N0 = (r.bdp - self.b * Ws) / an  # N_0 = (Cτ − bW_s)/(a n)  [bits]
+        return T0, N0
+
+    def _phase2(self, W, r):
+        w2 = np.maximum(r.bdp, self.b * W)  # Phase II starts at Cτ (or at bW when Phase I is empty)
+        Tm = (W - w2) / (r.C * self.a)  # Eq. (9): w_2(t) = w2 + C·a·t  ⇒  T_m = (W_m − Cτ)/(Ca)  [s]
+        Nm = (W * W - w2 * w2) / (2 * r.C * self.a * r.tau)  # Eq. (7): N_m = (W_m² − (Cτ)²)/(2Caτ)  [bits]
+        return Tm, Nm
+
+    def _wm_closed(self, r):
+        a, b, C, bdp, beta = self.a, self.b, r.C, r.bdp, r.beta
+        wm = bdp + np.sqrt(2 * C * a * r.tau * beta)  # §IV-C1: W_m = Cτ + sqrt(2Caτβ)  [bits]
+        # No Phase I (bW_m ≥ Cτ): Phase II from bW: (1−b²)W²/(2Caτ) − (1−b)W/a = β, the positive root of
+        # (1+b)W² − 2CτW − 2aCτβ/(1−b) = 0 (derived here; not in the paper).
+        wm_no1 = (bdp + np.sqrt(bdp * bdp + 2 * (1 + b) * a * bdp * beta / (1 - b))) / (1 + b)
+        return np.where(b * wm < bdp, wm, wm_no1)

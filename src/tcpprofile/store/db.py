@@ -1,0 +1,130 @@
+"""The embedded store: a DuckDB file with a written, versioned schema (schema_vN.sql beside this file).
+
+`Store.open(path)` creates or migrates the file and returns a Store; `store.con` is the DuckDB
+connection for queries. Writers use the insert_* methods, which take plain dicts keyed by column name
+(unknown keys are an error, absent keys take the column default).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+
+from ..errors import TcpProfileError
+
+SCHEMA_VERSION = 1
+TABLES = ("campaigns", "links", "runs", "intervals", "cwnd")
+
+
+def _schema_sql(version: int) -> str:
+    return resources.files(__package__).joinpath(f"schema_v{version}.sql").read_text()
+
+
+class Store:
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str):
+        self.con = con
+        self.path = path
+        self._columns = {t: [r[0] for r in con.execute(f"DESCRIBE {t}").fetchall()] for t in TABLES}
+
+    @classmethod
+    def open(cls, path: str | Path, *, read_only: bool = False) -> "Store":
+        path = str(path)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            con = duckdb.connect(path, read_only=read_only)
+        except duckdb.Error as err:
+            raise TcpProfileError(f"cannot open store {path}: {err}") from err
+        version = cls._version(con)
+        if version is None:
+            if read_only:
+                raise TcpProfileError(f"{path} is not a tcpprofile store (no schema_version table)")
+            con.execute(_schema_sql(SCHEMA_VERSION))
+            con.execute("INSERT INTO schema_version (version) VALUES (?)", [SCHEMA_VERSION])
+        elif version > SCHEMA_VERSION:
+            raise TcpProfileError(
+                f"{path} has schema version {version}; this tcpprofile reads up to {SCHEMA_VERSION}")
+        return cls(con, path)
+
+    @staticmethod
+    def _version(con) -> int | None:
+        exists = con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+        ).fetchone()[0]
+        if not exists:
+            return None
+        return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def columns(self, table: str) -> list[str]:
+        return list(self._columns[table])
+
+    # -- writing -----------------------------------------------------------------------------
+    def _insert(self, table: str, rows: Iterable[Mapping], *, replace: bool = False) -> int:
+        """Insert rows; each row names its columns (absent ones take the column default)."""
+        known = set(self._columns[table])
+        groups: dict[tuple, list[list]] = {}
+        for row in rows:
+            unknown = set(row) - known
+            if unknown:
+                raise TcpProfileError(f"{table}: unknown columns {sorted(unknown)}")
+            groups.setdefault(tuple(row), []).append(list(row.values()))
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        for cols, data in groups.items():
+            marks = ", ".join("?" for _ in cols)
+            self.con.executemany(f"{verb} INTO {table} ({', '.join(cols)}) VALUES ({marks})", data)
+        return sum(len(d) for d in groups.values())
+
+    def insert_campaign(self, row: Mapping) -> None:
+        """Insert a campaign unless one with that campaign_id exists (resuming keeps the original)."""
+        if not self.con.execute("SELECT 1 FROM campaigns WHERE campaign_id = ?",
+                                [row["campaign_id"]]).fetchone():
+            self._insert("campaigns", [row])
+
+    def insert_link(self, row: Mapping) -> None:
+        self._insert("links", [row])
+
+    def put_run(self, row: Mapping, intervals: Iterable[Mapping] = (), cwnd: Iterable[Mapping] = ()) -> None:
+        """Write a run with its intervals and cwnd samples atomically, replacing an earlier attempt."""
+        run_id = row["run_id"]
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            for table in ("intervals", "cwnd", "runs"):
+                self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+            self._insert("runs", [row])
+            self._insert("intervals", ({**r, "run_id": run_id} for r in intervals))
+            self._insert("cwnd", ({**r, "run_id": run_id} for r in cwnd))
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
+    # -- reading -----------------------------------------------------------------------------
+    def finished_run_ids(self, campaign_id: str) -> set[str]:
+        """Runs that need no further attempt: succeeded, or failed after their retry."""
+        rows = self.con.execute(
+            "SELECT run_id FROM runs WHERE campaign_id = ? AND status IN ('ok', 'failed')",
+            [campaign_id]).fetchall()
+        return {r[0] for r in rows}
+
+    def query(self, sql: str, params: list | None = None) -> list[dict]:
+        cur = self.con.execute(sql, params or [])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+
+def dumps(obj) -> str:
+    """JSON for the *_json columns (sorted keys, so equal content stores equal text)."""
+    return json.dumps(obj, sort_keys=True, default=str)

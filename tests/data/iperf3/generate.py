@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Regenerate the iperf3 JSON fixtures: real iperf3 over loopback in a throwaway namespace (root).
+
+    .venv/bin/python tests/data/iperf3/generate.py
+
+Writes one_stream.json, four_streams.json (with -w and --get-server-output), reverse.json (-R, two
+streams, --get-server-output), size_mode.json (-n), refused.json (a closed port: iperf3's error
+object) and truncated.json (one_stream.json cut in half).
+"""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PORT = 5399
+
+RUNS = {
+    "one_stream.json": ["-t", "2", "-i", "0.5", "-C", "cubic"],
+    "four_streams.json": ["-t", "2", "-i", "0.5", "-P", "4", "-w", "1M", "-C", "bbr", "--get-server-output"],
+    "reverse.json": ["-t", "2", "-i", "0.5", "-P", "2", "-R", "-C", "cubic", "--get-server-output"],
+    "size_mode.json": ["-n", "200M", "-b", "1G", "-i", "0.5", "-C", "reno"],
+}
+
+
+def main() -> None:
+    ns = f"tcpp-gen{secrets.token_hex(2)}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+        for name, args in RUNS.items():
+            server = subprocess.Popen(["ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-J", "-p", str(PORT)],
+                                      stdout=subprocess.DEVNULL)
+            try:
+                while not subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{PORT}"],
+                                         capture_output=True, text=True).stdout.strip():
+                    if server.poll() is not None:
+                        raise SystemExit("iperf3 server exited")
+                out = subprocess.run(["ip", "netns", "exec", ns, "iperf3", "-c", "127.0.0.1", "-p", str(PORT),
+                                      "-J", *args], capture_output=True, text=True, timeout=60).stdout
+                (HERE / name).write_text(out)
+            finally:
+                server.wait(timeout=30)
+        out = subprocess.run(["ip", "netns", "exec", ns, "iperf3", "-c", "127.0.0.1", "-p", str(PORT + 1),
+                              "-t", "2", "-J"], capture_output=True, text=True, timeout=60).stdout
+        (HERE / "refused.json").write_text(out)
+        text = (HERE / "one_stream.json").read_text()
+        (HERE / "truncated.json").write_text(text[: len(text) // 2])
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Dynamics: known Lyapunov exponents, Poincaré spread, surrogate test, ramp-up, Fig. 14 relation."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from tcpprofile.analysis import (local_lyapunov, lyap_rosenstein, poincare_points, poincare_spread,
+                                 ramp_up, rosenstein, surrogate_test, throughput_vs_lyapunov,
+                                 trace_dynamics)
+from tcpprofile.analysis.surrogates import iaaft, phase_randomise
+
+
+def _iterate(f, n, x0, burn=100):
+    x = np.empty(n + burn)
+    x[0] = x0
+    for i in range(1, x.size):
+        x[i] = f(x[i - 1])
+    return x[burn:]
+
+
+def logistic(n=3000, x0=0.3):
+    return _iterate(lambda v: 4.0 * v * (1 - v), n, x0)
+
+
+def tent(mu, n=3000, x0=0.3):
+    return _iterate(lambda v: mu * min(v, 1 - v), n, x0)
+
+
+def henon_x(n=3000, a=1.4, b=0.3):
+    x, y, out = 0.1, 0.0, np.empty(n + 100)
+    for i in range(out.size):
+        x, y = 1 - a * x * x + y, b * x
+        out[i] = x
+    return out[100:]
+
+
+# -- known values -------------------------------------------------------------------------------
+@pytest.mark.parametrize("x0", [0.3, 0.123, 0.77])
+def test_logistic_map_exponent_is_ln2(x0):
+    x = logistic(x0=x0)
+    assert lyap_rosenstein(x, emb_dim=1, min_tsep=10, trajectory_len=20) == pytest.approx(math.log(2), abs=0.05)
+    assert lyap_rosenstein(x, emb_dim=2, min_tsep=10, trajectory_len=20) == pytest.approx(math.log(2), abs=0.05)
+    # the paper's L = ln|dM/dX| with dM/dX from a secant of the map between nearby states
+    assert local_lyapunov(x, pairing="neighbour", min_tsep=10).mean() == pytest.approx(math.log(2), abs=0.05)
+
+
+def test_paper_successive_difference_estimate_telescopes_to_zero():
+    """L_i = ln|Δ_{i+1}/Δ_i|: its mean is (ln|Δ_last| − ln|Δ_first|)/count, not the exponent."""
+    x = logistic()
+    L = local_lyapunov(x)
+    d = np.diff(x)
+    assert L.size == x.size - 2
+    assert L.mean() == pytest.approx((math.log(abs(d[-1])) - math.log(abs(d[0]))) / L.size, abs=1e-9)
+    assert abs(L.mean()) < 0.01
+    assert L.std() > 1.0  # a wide distribution (Fig. 13), centred far from ln 2 on average
+
+
+def test_successive_estimate_drops_zero_differences():
+    x = np.array([1.0, 2.0, 2.0, 4.0, 3.0, 5.0])
+    L = local_lyapunov(x)  # ratios: 0/1 (drop), 2/0 (drop), -1/2, 2/-1
+    assert np.allclose(L, [math.log(0.5), math.log(2.0)])
+
+
+@pytest.mark.parametrize("mu", [1.5, 1.9])
+def test_tent_map_exponent_is_ln_mu(mu):
+    x = tent(mu)
+    assert lyap_rosenstein(x, emb_dim=1, min_tsep=10, trajectory_len=20) == pytest.approx(math.log(mu), abs=0.05)
+    assert local_lyapunov(x, pairing="neighbour", min_tsep=10).mean() == pytest.approx(math.log(mu), abs=0.05)
+
+
+def test_henon_largest_exponent():
+    x = henon_x()
+    for m in (2, 3):
+        assert lyap_rosenstein(x, emb_dim=m, min_tsep=10, trajectory_len=20) == pytest.approx(0.42, abs=0.03)
+
+
+def test_divergence_curve_is_linear_in_the_fitted_region():
+    d = rosenstein(logistic(), emb_dim=1, min_tsep=10, trajectory_len=20)
+    lo, hi = d.fit_range
+    assert hi - lo >= 5
+    assert np.allclose(np.diff(d.y[lo:hi]), math.log(2), atol=0.05)
+    assert d.y[-1] - d.y[-4] < 0.5  # saturated at the end
+
+
+def test_rosenstein_agrees_with_nolds_on_the_same_settings():
+    nolds = pytest.importorskip("nolds")
+    rng = np.random.default_rng(2)
+    for x in (henon_x(600), logistic(600), rng.normal(size=300).cumsum()):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = nolds.lyap_r(x, emb_dim=4, lag=1, min_tsep=5, trajectory_len=12, fit="poly")
+        ours = lyap_rosenstein(x, emb_dim=4, lag=1, min_tsep=5, trajectory_len=12, fit_range=(0, 12))
+        assert ours == pytest.approx(ref, rel=1e-6, abs=1e-9)
+
+
+def test_periodic_trace_has_no_positive_exponent_and_a_curve_map():
+    t = np.arange(2000)
+    x = np.sin(0.7 * t) + 0.5 * np.sin(1.3 * t + 0.4)  # quasi-periodic, fills a closed curve
+    assert lyap_rosenstein(x, emb_dim=3, min_tsep=10, trajectory_len=20) == pytest.approx(0.0, abs=0.02)
+    assert poincare_spread(np.sin(0.7 * t)) < 0.05
+    assert poincare_spread(np.random.default_rng(0).normal(size=2000)) > 0.4
+    assert poincare_spread(logistic()) < 0.05  # chaotic but one-dimensional map
+    a, b = poincare_points(x)
+    assert np.array_equal(a[1:], b[:-1])
+
+
+# -- surrogates ----------------------------------------------------------------------------------
+def test_iaaft_keeps_values_and_approximates_the_spectrum():
+    rng = np.random.default_rng(3)
+    x = np.zeros(512)
+    for i in range(1, x.size):
+        x[i] = 0.9 * x[i - 1] + rng.standard_exponential()
+    s = iaaft(x, 5, np.random.default_rng(4))
+    assert np.allclose(np.sort(s, axis=1), np.sort(x))
+    amp = np.abs(np.fft.rfft(x))
+    err = np.abs(np.abs(np.fft.rfft(s, axis=1)) - amp).sum(axis=1) / amp.sum()
+    assert np.all(err < 0.1)
+    p = phase_randomise(x, 3, np.random.default_rng(5))
+    assert np.allclose(np.abs(np.fft.rfft(p - p.mean(axis=1, keepdims=True), axis=1))[:, 1:], amp[1:], rtol=1e-6)
+
+
+def test_white_noise_is_indistinguishable_and_chaos_is_distinguishable():
+    rejected_noise = sum(surrogate_test(np.random.default_rng(s).normal(size=200), seed=s).distinguishable
+                         for s in range(10))
+    assert rejected_noise <= 1  # the test's size is 5%
+    for s in range(5):
+        x = logistic(200, x0=np.random.default_rng(s).uniform(0.1, 0.9))
+        t = surrogate_test(x, seed=s)
+        assert t.distinguishable and t.p_value == pytest.approx(1 / 40)
+
+
+# -- ramp-up and the trace summary -----------------------------------------------------------------
+def test_ramp_up_splits_and_satisfies_the_model_identity():
+    y = np.r_[1e8, 4e8, 1.6e9, 6.4e9, np.full(96, 9e9)]
+    r = ramp_up(y)
+    assert (r.T_R, r.T_O, r.f_R) == (4.0, 100.0, 0.04)
+    assert r.theta_R == pytest.approx(np.mean(y[:4]))
+    assert r.theta_S == pytest.approx(9e9)
+    # §3.1: Θ_O = θ̄_S − f_R (θ̄_S − θ̄_R)
+    assert r.theta_O == pytest.approx(r.theta_S - r.f_R * (r.theta_S - r.theta_R))
+    assert ramp_up(np.full(10, 5.0)).T_R == 0.0
+
+
+def test_ramp_up_uses_interval_durations():
+    y = np.array([1.0, 10.0, 10.0, 10.0])
+    r = ramp_up(y, start_s=[0, 0.5, 1.5, 2.5], end_s=[0.5, 1.5, 2.5, 3.5])
+    assert (r.T_R, r.T_O) == (0.5, 3.5)
+    assert r.theta_O == pytest.approx((0.5 * 1 + 3 * 10) / 3.5)
+
+
+def test_trace_dynamics_of_a_ramp_then_noise():
+    rng = np.random.default_rng(0)
+    y = np.r_[np.geomspace(1e8, 9e9, 8), 9e9 + rng.normal(0, 3e8, 92)]
+    d = trace_dynamics(y, n_surrogates=19, seed=1)
+    assert d.ramp.T_R == 7.0
+    assert d.poincare_spread > 0.3
+    assert d.surrogate_p > 0.05
+    assert d.n_local == 100 - 7 - 2  # successive ratios on the sustained 93 points
+    assert math.isnan(trace_dynamics(y).surrogate_p)
+
+
+def test_throughput_vs_lyapunov_rank_correlation():
+    rel = throughput_vs_lyapunov([9, 8, 7, 6, 5], [0.1, 0.2, 0.25, 0.4, 0.9])
+    assert rel.spearman_rho == pytest.approx(-1.0)
+    assert rel.n == 5
+    assert math.isnan(throughput_vs_lyapunov([1, 2], [3, 4]).spearman_rho)

@@ -1,0 +1,305 @@
+"""The campaign runner for real: `tcpprofile run` in subprocesses, real iperf3, throwaway namespaces.
+
+Remote mode runs against an iperf3 server in a namespace standing in for a remote host, with the whole
+`tcpprofile run` inside a second throwaway namespace (`ip netns exec`), so nothing touches the host
+network. Emulated mode needs the testbed (tcpprofile.testbed); its tests skip until it is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tcpprofile.store.db import Store
+
+pytestmark = pytest.mark.privileged
+
+TCPPROFILE = [sys.executable, "-m", "tcpprofile.cli"]
+KILL_WAIT_S = 120
+
+
+def sh(*argv, check=True):
+    return subprocess.run(list(argv), check=check, capture_output=True, text=True)
+
+
+def ns_pids(ns: str) -> list[int]:
+    out = sh("ip", "netns", "pids", ns, check=False).stdout
+    return [int(x) for x in out.split()]
+
+
+def comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def wait_for(predicate, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)  # polling interval of a readiness check, not a wait for readiness itself
+    return value
+
+
+@pytest.fixture
+def remote_pair():
+    """Two namespaces joined by veth: 'server' (10.203.x.2, iperf3 -s) and 'client' (10.203.x.1)."""
+    tag = secrets.token_hex(2)
+    srv, cli = f"tcpp-cr{tag}-s", f"tcpp-cr{tag}-c"
+    octet = int(tag, 16) % 250 + 1
+    server = None
+    try:
+        for ns in (srv, cli):
+            sh("ip", "netns", "add", ns)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "link", "add", f"tcppcr{tag}a", "netns", cli, "type", "veth", "peer", "name", f"tcppcr{tag}b",
+           "netns", srv)
+        sh("ip", "-n", cli, "addr", "add", f"10.203.{octet}.1/24", "dev", f"tcppcr{tag}a")
+        sh("ip", "-n", srv, "addr", "add", f"10.203.{octet}.2/24", "dev", f"tcppcr{tag}b")
+        sh("ip", "-n", cli, "link", "set", f"tcppcr{tag}a", "up")
+        sh("ip", "-n", srv, "link", "set", f"tcppcr{tag}b", "up")
+        server = subprocess.Popen(["ip", "netns", "exec", srv, "iperf3", "-s", "-p", "5410"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: sh("ip", "netns", "exec", srv, "ss", "-Hltn", "sport = :5410").stdout.strip(), 20,
+                 "iperf3 server")
+        yield {"client": cli, "host": f"10.203.{octet}.2", "port": 5410}
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        for ns in (cli, srv):
+            for pid in ns_pids(ns):       # only processes in our own throwaway namespaces
+                os.kill(pid, signal.SIGKILL)
+            sh("ip", "netns", "del", ns, check=False)
+
+
+def remote_spec(pair, tmp_path, *, reps=3, duration="2s", retries=1) -> Path:
+    p = tmp_path / "remote.toml"
+    p.write_text(f"""
+[campaign]
+name = "remote-test"
+seed = 11
+repetitions = {reps}
+retries = {retries}
+[remote]
+host = "{pair['host']}"
+port = {pair['port']}
+rate = "10Gbit"
+[transfer]
+variant = ["cubic", "bbr"]
+streams = [1, 2]
+duration = "{duration}"
+""")
+    return p
+
+
+def tcpprofile_in(ns: str | None, *args) -> list[str]:
+    prefix = ["ip", "netns", "exec", ns] if ns else []
+    return prefix + TCPPROFILE + list(args)
+
+
+def test_remote_mode_end_to_end(remote_pair, tmp_path):
+    spec_path = remote_spec(remote_pair, tmp_path, reps=1, duration="1s")
+    db = tmp_path / "r.duckdb"
+    r = subprocess.run(tcpprofile_in(remote_pair["client"], "run", str(spec_path), "--db", str(db)),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "4 runs, 4 ok, 0 failed" in r.stdout and f"store: {db}" in r.stdout
+    with Store.open(db, read_only=True) as s:
+        link = s.query("SELECT * FROM links")[0]
+        assert link["kind"] == "remote" and link["host"] == remote_pair["host"] and link["port"] == 5410
+        assert 0 < link["rtt_measured_ms"] < 5 and link["calibration_ok"]
+        assert s.query("SELECT mode FROM campaigns")[0]["mode"] == "remote"
+        runs = s.query("SELECT * FROM runs")
+        assert len(runs) == 4 and {r["status"] for r in runs} == {"ok"}
+        for run in runs:
+            assert run["cc_reported"] == run["variant"] and run["cc_impl"]
+            assert run["throughput_bps"] > 1e8
+            total = s.query("SELECT sum(bytes) AS b FROM intervals WHERE run_id = ? AND stream IS NULL",
+                            [run["run_id"]])[0]["b"]
+            assert abs(total - run["bytes_transferred"]) <= 0.05 * run["bytes_transferred"]
+
+
+def _kill_after_first_run(cmd: list[str]) -> str:
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    try:
+        deadline = time.monotonic() + KILL_WAIT_S
+        for line in proc.stderr:
+            lines.append(line)
+            if "] ok " in line:
+                break
+            assert time.monotonic() < deadline, "no run finished in time"
+        assert proc.poll() is None, "".join(lines)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    return "".join(lines)
+
+
+def _check_resumed(db: Path, before: list[dict], expected: int):
+    with Store.open(db, read_only=True) as s:
+        after = s.query("SELECT * EXCLUDE (raw_json) FROM runs ORDER BY run_id")
+        keys = s.query("SELECT variant, streams, repetition, count(*) AS n FROM runs "
+                       "GROUP BY ALL HAVING n > 1")
+    assert len(after) == expected and len({r["run_id"] for r in after}) == expected
+    assert keys == []
+    assert {r["status"] for r in after} == {"ok"}
+    by_id = {r["run_id"]: r for r in after}
+    for r in before:
+        assert by_id[r["run_id"]] == r      # finished before the kill: unchanged
+
+
+def test_resume_after_sigkill_remote(remote_pair, tmp_path):
+    spec_path = remote_spec(remote_pair, tmp_path)
+    db = tmp_path / "k.duckdb"
+    cmd = tcpprofile_in(remote_pair["client"], "run", str(spec_path), "--db", str(db))
+    _kill_after_first_run(cmd)
+    for pid in ns_pids(remote_pair["client"]):   # the orphaned iperf3 client of the killed run
+        os.kill(pid, signal.SIGKILL)
+    with Store.open(db, read_only=True) as s:
+        before = s.query("SELECT * EXCLUDE (raw_json) FROM runs WHERE status = 'ok' ORDER BY run_id")
+    assert 1 <= len(before) < 12
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert f"{len(before)} were already done" in r.stdout
+    _check_resumed(db, before, 12)
+
+
+def test_sigint_remote_exits_nonzero_and_leaves_nothing(remote_pair, tmp_path):
+    spec_path = remote_spec(remote_pair, tmp_path, reps=1, duration="30s")
+    proc = subprocess.Popen(tcpprofile_in(remote_pair["client"], "run", str(spec_path), "--db",
+                                          str(tmp_path / "i.duckdb")),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: any(comm(p) == "iperf3" for p in ns_pids(remote_pair["client"])), 60, "iperf3 client")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert err.strip().splitlines()[-1] == "tcpprofile run: interrupted"
+    assert ns_pids(remote_pair["client"]) == []
+    with Store.open(tmp_path / "i.duckdb", read_only=True) as s:
+        assert [r["status"] for r in s.query("SELECT status FROM runs")] == ["running"]
+
+
+# -- emulated mode (needs the testbed) --------------------------------------------------------------
+def _testbed():
+    return pytest.importorskip("tcpprofile.testbed", reason="the testbed (tcpprofile.testbed) is not installed")
+
+
+def link_namespaces() -> set[str]:
+    return {line.split()[0] for line in sh("ip", "netns", "list").stdout.splitlines()
+            if line.startswith("tcpp-c") and line.split()[0].endswith(("-snd", "-rtr", "-rcv"))}
+
+
+def emulated_spec(tmp_path, *, duration="3s", reps=1, streams="[1, 2]", rtts='["10ms"]') -> Path:
+    p = tmp_path / "emulated.toml"
+    p.write_text(f"""
+[campaign]
+name = "emulated-test"
+seed = 5
+repetitions = {reps}
+[link]
+rate = "1Gbit"
+rtt = {rtts}
+buffer = "BDP"
+mtu = 9000
+[transfer]
+variant = ["cubic"]
+streams = {streams}
+duration = "{duration}"
+""")
+    return p
+
+
+def test_emulated_end_to_end_against_calibration(tmp_path):
+    _testbed()
+    before = link_namespaces()
+    db = tmp_path / "e.duckdb"
+    r = subprocess.run(TCPPROFILE + ["run", str(emulated_spec(tmp_path)), "--db", str(db)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert link_namespaces() <= before
+    with Store.open(db, read_only=True) as s:
+        link = s.query("SELECT * FROM links")[0]
+        runs = s.query("SELECT * FROM runs")
+        assert link["kind"] == "emulated" and link["rtt_ms"] == pytest.approx(10)
+        assert len(runs) == 2
+        tol_ms = max(0.01 * link["rtt_measured_ms"], 0.1)
+        for run in runs:
+            assert run["status"] == "ok", run["failure_reason"]
+            assert run["throughput_bps"] <= link["rate_measured_bps"] * 1.02
+            assert run["throughput_bps"] >= 0.5 * link["goodput_ceiling_bps"]
+            assert run["rtt_loaded_min_ms"] >= link["rtt_measured_ms"] - tol_ms
+            assert run["effective_socket_buffer_bytes"] >= 2**30   # autotuning ceiling set by the testbed
+            # intervals are the sender's: they add up to what it sent; the receiver got at most that
+            summed = s.query("SELECT sum(bytes) AS b FROM intervals WHERE run_id = ? AND stream IS NULL",
+                             [run["run_id"]])[0]["b"]
+            sent = json.loads(run["raw_json"])["end"]["sum_sent"]["bytes"]
+            assert summed == pytest.approx(sent, rel=1e-3)
+            assert 0.9 * sent <= run["bytes_transferred"] <= sent
+            sysctls = run["sysctls_json"]
+            assert "net.ipv4.tcp_rmem" in sysctls and "net.core.wmem_max" in sysctls
+
+
+def test_resume_after_sigkill_emulated(tmp_path):
+    testbed = _testbed()
+    before_ns = link_namespaces()
+    db = tmp_path / "k.duckdb"
+    cmd = TCPPROFILE + ["run", str(emulated_spec(tmp_path, duration="2s", reps=3)), "--db", str(db)]
+    try:
+        _kill_after_first_run(cmd)
+        with Store.open(db, read_only=True) as s:
+            before = s.query("SELECT * EXCLUDE (raw_json) FROM runs WHERE status = 'ok' ORDER BY run_id")
+        assert 1 <= len(before) < 6
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        _check_resumed(db, before, 6)
+    finally:
+        testbed.cleanup_leftovers()
+    assert link_namespaces() <= before_ns
+
+
+def test_sigint_emulated_exits_nonzero_and_leaves_nothing(tmp_path):
+    testbed = _testbed()
+    before_ns = link_namespaces()
+    proc = subprocess.Popen(TCPPROFILE + ["run", str(emulated_spec(tmp_path, duration="30s", streams="[1]")),
+                                          "--db", str(tmp_path / "i.duckdb")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def sender_iperf():
+            for ns in link_namespaces() - before_ns:
+                if ns.endswith("-snd") and any(comm(p) == "iperf3" for p in ns_pids(ns)):
+                    return ns
+            return None
+        ns = wait_for(sender_iperf, 120, "the first run's iperf3 client")
+        tag = ns[len("tcpp-"):-len("-snd")]
+        tag_namespaces = {ns[:-4] + s for s in ("-snd", "-rtr", "-rcv")}
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        leftovers = testbed.cleanup_leftovers()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "tcpprofile run: interrupted"
+    assert not (tag_namespaces & link_namespaces())
+    mine = [x for x in leftovers if tag in x]   # other processes' leftovers are not ours to judge
+    assert not mine, f"the runner left {mine} for cleanup_leftovers"

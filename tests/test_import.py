@@ -1,0 +1,218 @@
+"""Importer on real iperf3 3.12 JSON (tests/data/iperf3/, made by generate.py there) and the export
+round trip: the numbers that come out are the JSON's numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tcpprofile import export, importer, iperf
+from tcpprofile.cli import main as cli
+from tcpprofile.store.db import Store
+
+DATA = Path(__file__).resolve().parent / "data" / "iperf3"
+GOOD = ["one_stream.json", "four_streams.json", "reverse.json", "size_mode.json"]
+
+
+def doc(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store.open(tmp_path / "s.duckdb")
+    yield s
+    s.close()
+
+
+def exported(store, what: str) -> list[dict]:
+    buf = io.StringIO()
+    export.export(store, what, "jsonl", buf)
+    return [json.loads(line) for line in buf.getvalue().splitlines()]
+
+
+@pytest.mark.parametrize("name", GOOD)
+def test_parse_matches_the_json(name):
+    d = doc(name)
+    p = iperf.parse(d)
+    end, ts = d["end"], d["start"]["test_start"]
+    assert p.run["bytes_transferred"] == end["sum_received"]["bytes"]
+    assert p.run["throughput_bps"] == end["sum_received"]["bits_per_second"]
+    assert p.run["streams"] == ts["num_streams"] == len(d["start"]["connected"])
+    assert p.run["reverse"] == bool(ts["reverse"])
+    assert p.run["cc_reported"] == end["sender_tcp_congestion"]
+    assert p.run["retransmits"] == end["sum_sent"]["retransmits"]
+    assert p.run["kernel"] == d["start"]["system_info"].split()[2]
+    assert p.run["iperf3_version"] == "3.12"
+    # intervals: every stream 0..n-1 once per interval, plus one sum row (stream None) per interval
+    source = d["server_output_json"]["intervals"] if ts["reverse"] else d["intervals"]
+    streams = [r["stream"] for r in p.intervals]
+    for k in range(ts["num_streams"]):
+        assert streams.count(k) == len(source)
+    assert streams.count(None) == len(source)
+    assert set(streams) == set(range(ts["num_streams"])) | {None}
+    # stream k is iperf3's k-th stream in every interval
+    for j, it in enumerate(source):
+        for k, s in enumerate(it["streams"]):
+            row = [r for r in p.intervals if r["stream"] == k][j]
+            assert (row["bytes"], row["start_s"], row["end_s"]) == (s["bytes"], s["start"], s["end"])
+    sums = sum(r["bytes"] for r in p.intervals if r["stream"] is None)
+    assert sums == sum(it["sum"]["bytes"] for it in source)
+    # sender-side intervals carry cwnd and RTT
+    assert all(r["snd_cwnd_bytes"] for r in p.intervals if r["stream"] is not None)
+    assert p.flags == []
+
+
+def test_many_streams_socket_buffer_and_loaded_rtt():
+    d = doc("four_streams.json")
+    p = iperf.parse(d)
+    assert p.run["socket_buffer_bytes"] == d["start"]["sock_bufsize"] == 2**20
+    # the kernel doubles SO_SNDBUF/SO_RCVBUF: what it granted is what iperf3 read back
+    assert p.run["effective_socket_buffer_bytes"] == min(d["start"]["sndbuf_actual"], d["start"]["rcvbuf_actual"])
+    assert p.run["effective_socket_buffer_bytes"] == 2 * 2**20
+    means = [s["sender"]["mean_rtt"] for s in d["end"]["streams"]]
+    assert p.run["rtt_loaded_mean_ms"] == pytest.approx(sum(means) / len(means) / 1e3)
+    assert p.run["rtt_loaded_min_ms"] == min(s["sender"]["min_rtt"] for s in d["end"]["streams"]) / 1e3
+    assert p.run["duration_target_s"] == 2.0 and p.run["transfer_bytes"] is None
+
+
+def test_reverse_takes_the_server_side_as_sender():
+    d = doc("reverse.json")
+    p = iperf.parse(d)
+    assert p.run["reverse"] is True
+    # the client received: its own per-stream RTTs are zero, the server's (the sender's) are used
+    assert all(s["sender"]["mean_rtt"] == 0 for s in d["end"]["streams"])
+    server_means = [s["sender"]["mean_rtt"] for s in d["server_output_json"]["end"]["streams"]]
+    assert p.run["rtt_loaded_mean_ms"] == pytest.approx(sum(server_means) / len(server_means) / 1e3)
+
+
+def test_reverse_without_server_output_flags_receiver_side_intervals():
+    d = doc("reverse.json")
+    del d["server_output_json"]
+    p = iperf.parse(d)
+    assert "intervals_receiver_side" in p.flags
+    assert p.run["rtt_loaded_mean_ms"] is None
+    assert len([r for r in p.intervals if r["stream"] is None]) == len(d["intervals"])
+
+
+def test_size_mode():
+    p = iperf.parse(doc("size_mode.json"))
+    assert p.run["transfer_bytes"] == 200 * 2**20 and p.run["duration_target_s"] is None
+    assert p.run["bytes_transferred"] >= 200 * 2**20
+
+
+@pytest.mark.parametrize("mutate,reason", [
+    (lambda d: d.pop("end"), "no 'end' section"),
+    (lambda d: d.pop("intervals"), "no 'intervals' section"),
+    (lambda d: d["intervals"].clear(), "no intervals"),
+    (lambda d: d["start"].pop("test_start"), "test_start"),
+    (lambda d: (d["end"].pop("sum_received"), d["end"].pop("sum_sent")), "truncated"),
+])
+def test_parse_rejects_incomplete_documents(mutate, reason):
+    d = doc("one_stream.json")
+    mutate(d)
+    with pytest.raises(iperf.IperfError, match=reason):
+        iperf.parse(d)
+
+
+def test_import_keeps_valid_files_and_rejects_bad_ones(store):
+    files = [DATA / n for n in GOOD + ["refused.json", "truncated.json"]]
+    campaign_id, results = importer.import_files(store, files)
+    by_name = {Path(r.path).name: r for r in results}
+    assert all(by_name[n].run_id for n in GOOD)
+    assert "Connection refused" in by_name["refused.json"].reason
+    assert by_name["truncated.json"].reason.startswith("not JSON")
+    assert store.query("SELECT mode FROM campaigns")[0]["mode"] == "import"
+    assert {r["kind"] for r in store.query("SELECT kind FROM links")} == {"unknown"}
+    runs = exported(store, "runs")
+    assert len(runs) == len(GOOD)
+    for r in runs:
+        d = doc(Path(r["source_file"]).name)
+        assert r["throughput_bps"] == d["end"]["sum_received"]["bits_per_second"]
+        assert r["bytes_transferred"] == d["end"]["sum_received"]["bytes"]
+        assert r["streams"] == d["start"]["test_start"]["num_streams"]
+        assert r["variant"] == d["end"]["sender_tcp_congestion"]
+        assert r["rtt_ms"] is None and r["rate_bps"] is None and r["status"] == "ok"
+        assert r["rtt_measured_ms"] == r["rtt_loaded_mean_ms"]
+        assert r["repetition"] == 0
+    # importing the same files again replaces, never duplicates
+    importer.import_files(store, files)
+    assert store.query("SELECT count(*) AS n FROM runs")[0]["n"] == len(GOOD)
+
+
+def test_export_intervals_round_trip(store):
+    _, results = importer.import_files(store, [DATA / "four_streams.json"])
+    d = doc("four_streams.json")
+    rows = exported(store, "intervals")
+    assert {r["run_id"] for r in rows} == {results[0].run_id}
+    for k in range(4):
+        mine = [r for r in rows if r["stream"] == k]
+        theirs = [it["streams"][k] for it in d["intervals"]]
+        assert [r["bytes"] for r in mine] == [s["bytes"] for s in theirs]
+        assert [r["snd_cwnd_bytes"] for r in mine] == [s["snd_cwnd"] for s in theirs]
+        assert [r["rtt_us"] for r in mine] == [s["rtt"] for s in theirs]
+        assert [r["retransmits"] for r in mine] == [s["retransmits"] for s in theirs]
+    sums = [r for r in rows if r["stream"] is None]
+    assert [r["bits_per_second"] for r in sums] == [it["sum"]["bits_per_second"] for it in d["intervals"]]
+    # csv carries the same rows
+    buf = io.StringIO()
+    export.export(store, "intervals", "csv", buf)
+    table = list(csv.DictReader(io.StringIO(buf.getvalue())))
+    assert len(table) == len(rows) and int(table[0]["bytes"]) == rows[0]["bytes"]
+
+
+def test_parquet_export(store, tmp_path):
+    importer.import_files(store, [DATA / n for n in GOOD])
+    out = str(tmp_path / "runs.parquet")
+    assert export.export(store, "runs", "parquet", out) == len(GOOD)
+    back = store.con.execute(f"SELECT sum(bytes_transferred) FROM read_parquet('{out}')").fetchone()[0]
+    assert back == sum(doc(n)["end"]["sum_received"]["bytes"] for n in GOOD)
+
+
+def test_overrides_and_inferred_repetitions(store, tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    d = doc("one_stream.json")
+    a.write_text(json.dumps(d))
+    d["start"]["timestamp"]["timesecs"] -= 100   # b ran first
+    b.write_text(json.dumps(d))
+    ov = importer.Overrides(variant="cubic", rtt_s=45.6e-3, rate_bps=10e9, buffer_bytes=57_000_000)
+    importer.import_files(store, [a, b], ov)
+    runs = {Path(r["source_file"]).name: r for r in exported(store, "runs")}
+    assert runs["b.json"]["repetition"] == 0 and runs["a.json"]["repetition"] == 1
+    assert runs["a.json"]["rtt_ms"] == pytest.approx(45.6) and runs["a.json"]["rate_bps"] == 10e9
+    assert runs["a.json"]["buffer_bytes"] == 57_000_000
+
+
+def test_cli_exit_codes_and_lines(tmp_path, capsys):
+    db = str(tmp_path / "c.duckdb")
+    assert cli(["import", str(DATA / "refused.json"), str(DATA / "truncated.json"), "--db", db]) == 1
+    out = capsys.readouterr()
+    assert out.out.count("rejected ") == 2 and "no file could be imported" in out.err
+    assert cli(["import", str(DATA / "one_stream.json"), str(DATA / "refused.json"), "--db", db,
+                "--rtt", "45.6ms"]) == 0
+    assert "1 stored, 1 rejected" in capsys.readouterr().out
+    assert cli(["import", str(DATA / "one_stream.json"), "--db", db, "--rtt", "soon"]) == 2
+    assert "--rtt" in capsys.readouterr().err
+    assert cli(["export", "--db", db, "--what", "runs", "--format", "parquet"]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert cli(["export", "--db", db, "--what", "runs"]) == 0
+    line = json.loads(capsys.readouterr().out.splitlines()[0])
+    contract = {"run_id", "variant", "streams", "socket_buffer_bytes", "effective_socket_buffer_bytes",
+                "transfer_bytes", "duration_s", "rtt_ms", "rtt_measured_ms", "rate_bps", "rate_measured_bps",
+                "buffer_bytes", "loss_mode", "loss_rate", "repetition", "throughput_bps", "status"}
+    assert contract <= set(line)
+    assert line["rtt_ms"] == pytest.approx(45.6)
+
+
+def test_unreadable_and_non_json_files(store, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b"\xff\xfe")
+    shutil.copy(DATA / "one_stream.json", tmp_path / "ok.json")
+    _, results = importer.import_files(store, [bad, tmp_path / "missing.json", tmp_path / "ok.json"])
+    reasons = [r.reason for r in results]
+    assert reasons[0].startswith("not JSON") and reasons[1].startswith("cannot read") and reasons[2] is None

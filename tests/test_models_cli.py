@@ -1,0 +1,74 @@
+"""`tcpprofile model` and `tcpprofile model fit` through the real CLI entry point."""
+
+import json
+import math
+
+import duckdb
+import numpy as np
+import pytest
+
+from tcpprofile.cli import main
+from tcpprofile.models import make_model
+
+
+def test_model_json_matches_api(capsys):
+    rc = main(["model", "--variant", "cubic", "--capacity", "10Gbit", "--rtt", "91.6ms", "--buffer", "50MB",
+               "--wmax", "1GB", "--size", "20GB", "--streams", "4", "--json"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    (row,) = out["rows"]
+    c = make_model("cubic", capacity_bps=10e9, buffer_bytes=50e6, wmax_bytes=1e9, size_bytes=20e9).components(
+        0.0916, n=4)
+    assert row["throughput"] == pytest.approx(float(c["throughput"]), rel=1e-12)
+    for key in ("T_s", "N_s", "W_m", "T_a", "N_a", "k"):
+        assert row[key] == pytest.approx(float(c[key]), rel=1e-12)
+    assert (row["case"], row["subcase"], row["streams"]) == (2, 1, 4)
+
+
+def test_model_profile_table(capsys):
+    rc = main(["model", "predict", "--variant", "stcp", "--rtt", "11.8ms", "91.6ms", "366ms", "--buffer", "5MB",
+               "--wmax", "50MB", "--streams", "1", "2", "--set", "a=0.02"])
+    assert rc == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "Θ Gbit/s" in lines[1]
+    body = [ln.split() for ln in lines[2:-1]]
+    assert len(body) == 6 and [b[0] for b in body] == ["11.80", "11.80", "91.60", "91.60", "366.00", "366.00"]
+    expected = make_model("stcp", buffer_bytes=5e6, wmax_bytes=5e7, a=0.02).predict(0.366, n=2) / 1e9
+    assert float(body[-1][2]) == pytest.approx(float(expected), rel=1e-3)
+
+
+@pytest.mark.parametrize("argv,field", [
+    (["model", "--rtt", "10ms", "--buffer", "1MB"], "--variant"),
+    (["model", "--variant", "bbr", "--rtt", "10ms", "--buffer", "1MB"], "variant"),
+    (["model", "--variant", "cubic", "--rtt", "10parsecs", "--buffer", "1MB"], "--rtt"),
+    (["model", "--variant", "cubic", "--rtt", "10ms"], "--buffer"),
+    (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "b=0.9"], "b"),
+    (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "nonsense=1"], "nonsense"),
+    (["model", "fit"], "--db"),
+])
+def test_model_errors_name_the_field(argv, field, capsys):
+    assert main(argv) == 2
+    assert f"tcpprofile model: {field}:" in capsys.readouterr().err
+
+
+def test_model_fit_reads_store(tmp_path, capsys):
+    db = str(tmp_path / "store.duckdb")
+    con = duckdb.connect(db)
+    con.execute("""CREATE TABLE runs (variant VARCHAR, streams INTEGER, socket_buffer_bytes BIGINT,
+        transfer_bytes BIGINT, duration_s DOUBLE, rtt_ms DOUBLE, rate_bps DOUBLE, buffer_bytes BIGINT,
+        throughput_bps DOUBLE, status VARCHAR, repetition INTEGER)""")
+    m = make_model("htcp", buffer_bytes=5e6, wmax_bytes=5e7, size_bytes=20e9)
+    tau = np.array([0.0118, 0.0456, 0.183, 0.366])
+    for n in (1, 2):
+        for t, th in zip(tau, m.predict(tau, n=n)):
+            con.execute("INSERT INTO runs VALUES ('htcp', ?, 1073741824, 20000000000, ?, ?, 1e10, 5000000, ?, 'ok', 0)",
+                        [n, 1.6e11 / th, t * 1e3, th])
+    con.close()
+    assert main(["model", "fit", "--db", db, "--json"]) == 0
+    (fit,) = json.loads(capsys.readouterr().out)
+    assert fit["variant"] == "htcp" and set(fit["E_percent"]) == {"1", "2"}
+    assert fit["E_mean_percent"] < 0.5 and fit["wmax_bytes_fit"] == pytest.approx(5e7, rel=0.01)
+    assert main(["model", "fit", "--db", db]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert len(table) == 3 and table[1].split()[0] == "htcp"
+    assert math.isfinite(float(table[1].split()[-1]))

@@ -1,0 +1,232 @@
+"""Campaign spec: every field's validation error names the field; sweep size; order determinism."""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tcpprofile import spec
+from tcpprofile.errors import ValidationError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BASE = {
+    "campaign": {"name": "t", "seed": 7, "repetitions": 2},
+    "link": {"rate": ["1Gbit", "10Gbit"], "rtt": ["0.4ms", "45.6ms"], "buffer": ["BDP", "50MB"],
+             "loss": [{"mode": "none"}, {"mode": "periodic", "every": 1000}], "mtu": 9000},
+    "transfer": {"variant": ["cubic", "bbr"], "streams": [1, 4], "socket_buffer": ["default", "64MB"],
+                 "duration": ["5s"]},
+}
+
+
+def dump(doc: dict) -> str:
+    """Minimal TOML writer for the test documents (tables of scalars, lists and inline tables)."""
+    def val(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"' + v + '"'
+        if isinstance(v, list):
+            return "[" + ", ".join(val(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k} = {val(x)}" for k, x in v.items()) + "}"
+        return repr(v)
+    out = []
+    for table, body in doc.items():
+        if not isinstance(body, dict):
+            out.insert(0, f"{table} = {val(body)}")
+            continue
+        out.append(f"[{table}]")
+        out += [f"{k} = {val(v)}" for k, v in body.items()]
+    return "\n".join(out) + "\n"
+
+
+def mutated(path: str, value) -> str:
+    doc = copy.deepcopy(BASE)
+    *parents, last = path.split(".")
+    node = doc
+    for p in parents:
+        node = node.setdefault(p, {})
+    if value is DELETE:
+        del node[last]
+    else:
+        node[last] = value
+    return dump(doc)
+
+
+DELETE = object()
+
+# (path to change, new value, field the error must name)
+CASES = [
+    ("campaign.name", DELETE, "campaign.name"),
+    ("campaign.name", "has space", "campaign.name"),
+    ("campaign.name", 3, "campaign.name"),
+    ("campaign.seed", -1, "campaign.seed"),
+    ("campaign.seed", "x", "campaign.seed"),
+    ("campaign.order", "sorted", "campaign.order"),
+    ("campaign.repetitions", 0, "campaign.repetitions"),
+    ("campaign.repetitions", 1001, "campaign.repetitions"),
+    ("campaign.repetitions", 1.5, "campaign.repetitions"),
+    ("campaign.trace_cwnd", "yes", "campaign.trace_cwnd"),
+    ("campaign.retries", -1, "campaign.retries"),
+    ("campaign.retries", 11, "campaign.retries"),
+    ("campaign.colour", 1, "campaign.colour"),
+    ("link.rate", DELETE, "link.rate"),
+    ("link.rate", ["1Gbit", "20Gbit"], "link.rate[1]"),
+    ("link.rate", ["0Gbit"], "link.rate[0]"),
+    ("link.rate", ["fast"], "link.rate[0]"),
+    ("link.rate", [], "link.rate"),
+    ("link.rate", ["1Gbit", "1Gbit"], "link.rate[1]"),
+    ("link.rtt", DELETE, "link.rtt"),
+    ("link.rtt", ["0.1ms"], "link.rtt[0]"),
+    ("link.rtt", ["1ms", "401ms"], "link.rtt[1]"),
+    ("link.rtt", ["10 parsecs"], "link.rtt[0]"),
+    ("link.buffer", ["BDP", "lots"], "link.buffer[1]"),
+    ("link.buffer", ["0xBDP"], "link.buffer[0]"),
+    ("link.buffer", ["0"], "link.buffer[0]"),
+    ("link.loss", ["none"], "link.loss[0]"),
+    ("link.loss", [{"mode": "bursty"}], "link.loss[0].mode"),
+    ("link.loss", [{"mode": "periodic"}], "link.loss[0].every"),
+    ("link.loss", [{"mode": "none"}, {"mode": "periodic", "every": 1}], "link.loss[1].every"),
+    ("link.loss", [{"mode": "uniform"}], "link.loss[0].p"),
+    ("link.loss", [{"mode": "uniform", "p": 1.5}], "link.loss[0].p"),
+    ("link.loss", [{"mode": "uniform", "p": 0.01, "every": 3}], "link.loss[0].every"),
+    ("link.mtu", 1400, "link.mtu"),
+    ("link.mtu", [1500, 1400], "link.mtu[1]"),
+    ("link.delay", "1ms", "link.delay"),
+    ("remote.host", "x", "link"),                 # [link] and [remote] together
+    ("transfer.variant", DELETE, "transfer.variant"),
+    ("transfer.variant", ["cubic", "Bad-Name"], "transfer.variant[1]"),
+    ("transfer.variant", ["cubic", "cubic"], "transfer.variant[1]"),
+    ("transfer.streams", [1, 0], "transfer.streams[1]"),
+    ("transfer.streams", [1, 4, 129], "transfer.streams[2]"),
+    ("transfer.streams", ["4"], "transfer.streams[0]"),
+    ("transfer.socket_buffer", ["default", "1GB"], "transfer.socket_buffer[1]"),
+    ("transfer.socket_buffer", ["huge"], "transfer.socket_buffer[0]"),
+    ("transfer.duration", ["2.5s"], "transfer.duration[0]"),
+    ("transfer.duration", ["0s"], "transfer.duration[0]"),
+    ("transfer.duration", ["2 days"], "transfer.duration[0]"),
+    ("transfer.size", ["1GB"], "transfer.size"),  # size and duration together
+    ("transfer.duration", DELETE, "transfer.size"),  # neither
+    ("transfer.reverse", 1, "transfer.reverse"),
+    ("transfer.window", "1MB", "transfer.window"),
+    ("extra.x", 1, "extra"),
+]
+
+
+@pytest.mark.parametrize("path,value,field", CASES, ids=[f"{c[0]}={c[1]!r}"[:60] for c in CASES])
+def test_field_validation_names_the_field(path, value, field):
+    with pytest.raises(ValidationError) as err:
+        spec.parse(mutated(path, value))
+    assert err.value.field == field
+    assert str(err.value).startswith(field + ":")
+
+
+def test_every_spec_key_has_a_case():
+    covered = {c[0] for c in CASES}
+    for table, keys in spec._KEYS.items():
+        if table == "remote":
+            continue
+        for key in keys:
+            assert f"{table}.{key}" in covered, f"no validation case for {table}.{key}"
+
+
+@pytest.mark.parametrize("body,field", [
+    ('[campaign]\nname="r"\n[remote]\nport=5201\n[transfer]\nvariant="cubic"\nduration="2s"\n', "remote.host"),
+    ('[campaign]\nname="r"\n[remote]\nhost="a b"\n[transfer]\nvariant="cubic"\nduration="2s"\n', "remote.host"),
+    ('[campaign]\nname="r"\n[remote]\nhost="h"\nport=70000\n[transfer]\nvariant="cubic"\nduration="2s"\n',
+     "remote.port"),
+    ('[campaign]\nname="r"\n[remote]\nhost="h"\nrate="x"\n[transfer]\nvariant="cubic"\nduration="2s"\n',
+     "remote.rate"),
+    ('[campaign]\nname="r"\n[remote]\nhost="h"\nuser="x"\n[transfer]\nvariant="cubic"\nduration="2s"\n',
+     "remote.user"),
+    ('[link]\nrate="1Gbit"\nrtt="1ms"\n[transfer]\nvariant="cubic"\nduration="2s"\n', "campaign"),
+    ('[campaign]\nname="r"\n[link]\nrate="1Gbit"\nrtt="1ms"\n', "transfer"),
+    ('[campaign]\nname="r"\n[transfer]\nvariant="cubic"\nduration="2s"\n', "link"),
+    ('campaign = 3\n', "campaign"),
+    ('[campaign\n', "spec"),
+])
+def test_table_level_errors(body, field):
+    with pytest.raises(ValidationError) as err:
+        spec.parse(body)
+    assert err.value.field == field
+
+
+def test_normalised_values_and_sweep_size():
+    s = spec.parse(dump(BASE))
+    # links: 2 rates × 2 RTTs × 2 buffers × 2 losses × 1 MTU
+    assert len(s.links) == 16
+    bdp = [p for p in s.links if p.buffer_label == "BDP" and p.rate_bps == 10e9 and p.rtt_s == 45.6e-3]
+    assert bdp[0].buffer_bytes == round(10e9 * 45.6e-3 / 8)
+    assert {p.loss for p in s.links} == {spec.Loss("none", 0.0), spec.Loss("periodic", 1e-3, 1000)}
+    assert s.socket_buffers == (None, 64_000_000)
+    assert s.durations == (5,) and s.sizes == ()
+    # runs: 16 links × 2 variants × 2 streams × 2 socket buffers × 1 duration × 2 repetitions
+    runs = s.sweep()
+    assert len(runs) == 16 * 2 * 2 * 2 * 2 == 256
+    ids = {p.run_id(s.campaign_id) for p in runs}
+    assert len(ids) == len(runs)
+
+
+def test_scalars_stand_for_one_element_lists():
+    s = spec.parse('[campaign]\nname="x"\n[link]\nrate="1Gbit"\nrtt="10ms"\n'
+                   '[transfer]\nvariant="cubic"\nsize="1GB"\n')
+    assert len(s.links) == 1 and s.links[0].buffer_bytes == 1_250_000 and s.links[0].mtu == 9000
+    assert s.sizes == (10**9,) and s.streams == (1,) and s.socket_buffers == (None,)
+    assert s.seed is None and s.order == "random" and s.retries == 1 and s.repetitions == 1
+
+
+def test_order_is_deterministic_in_the_seed_and_grouped_by_link():
+    s = spec.parse(dump(BASE))
+    a, b, c = s.schedule(7), s.schedule(7), s.schedule(8)
+    assert a == b and a != c
+    assert sorted(map(repr, a)) == sorted(map(repr, s.sweep()))
+    # each link appears as one contiguous block
+    seen, last = set(), None
+    for p in a:
+        if p.link != last:
+            assert p.link not in seen
+            seen.add(p.link)
+            last = p.link
+    given = spec.parse(dump({**BASE, "campaign": {**BASE["campaign"], "order": "given"}}))
+    assert given.schedule(1) == given.sweep()
+
+
+def test_campaign_id_ignores_layout_but_not_content():
+    s1 = spec.parse(dump(BASE))
+    s2 = spec.parse("# a comment\n" + dump(BASE))
+    assert s1.campaign_id == s2.campaign_id
+    other = copy.deepcopy(BASE)
+    other["transfer"]["streams"] = [1, 5]
+    assert spec.parse(dump(other)).campaign_id != s1.campaign_id
+
+
+def test_remote_spec():
+    s = spec.parse('[campaign]\nname="r"\n[remote]\nhost="10.0.0.2"\n'
+                   '[transfer]\nvariant=["cubic"]\nduration="2s"\nreverse=true\n')
+    assert s.mode == "remote" and s.links[0].host == "10.0.0.2" and s.links[0].port == 5201
+    assert all(p.reverse for p in s.sweep())
+
+
+def test_examples_validate():
+    smoke = spec.load(ROOT / "examples" / "smoke.toml")
+    assert smoke.mode == "emulated" and len(smoke.sweep()) >= 4
+    table1 = spec.load(ROOT / "examples" / "hpdc17-table1.toml")
+    # 3 variants × 10 streams × 3 buffers × 4 sizes × 7 RTTs × 10 repetitions
+    assert len(table1.sweep()) == 3 * 10 * 3 * 4 * 7 * 10 == 25200
+    assert [round(p.rtt_s * 1e3, 1) for p in table1.links] == [0.4, 11.8, 22.6, 45.6, 91.6, 183, 366]
+    assert tomllib.loads((ROOT / "examples" / "hpdc17-table1.toml").read_text())["campaign"]["seed"]
+
+
+def test_eleven_variants_and_losses_examples_validate():
+    eleven = spec.load(ROOT / "examples" / "eleven-variants.toml")
+    # 12 variants × 10 stream counts × 7 RTTs × 10 repetitions, all with cwnd traces
+    assert len(eleven.sweep()) == 12 * 10 * 7 * 10 and eleven.trace_cwnd
+    assert {p.variant for p in eleven.sweep()} == {"reno", "cubic", "bbr", "htcp", "scalable", "highspeed",
+                                                   "bic", "illinois", "lp", "westwood", "yeah", "vegas"}
+    losses = spec.load(ROOT / "examples" / "losses.toml")
+    assert len(losses.sweep()) == 3 * 9 * 7 * 10
+    assert {p.link.loss.mode for p in losses.sweep()} == {"none", "periodic", "uniform"}
