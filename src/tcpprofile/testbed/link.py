@@ -13,7 +13,12 @@ receiving namespace keeps them off the sending socket's account (TCP small queue
 Per-namespace sysctls: tcp_rmem/tcp_wmem max 2 GiB (autotuning; see set_tcp_buffer_max),
 tcp_no_metrics_save=1. The default congestion control is inherited from the host and cannot be changed
 inside a namespace to a restricted algorithm: runs must choose theirs (iperf3 -C). The global
-net.core.rmem_max/wmem_max are raised while links are up and restored (see state.py).
+net.core.rmem_max/wmem_max and tcp_mem are raised while links are up and restored (see state.py).
+
+Offloads on (no loss): GSO super-packets of up to config.gso_max_bytes (BIG TCP, up to 400 kB) cross
+the link whole; tbf charges each as its segments' frames, but a tail drop discards a whole super-packet
+(one loss event, many retransmitted segments). Offloads off (loss): every packet is a wire packet.
+One run directory per machine (/run/tcpprofile): links of every checkout see each other there.
 """
 
 from __future__ import annotations
