@@ -96,7 +96,7 @@ def test_offloads_auto_follows_loss():
 def test_gso_size_and_tbf_burst():
     cfg = make()                                         # 10 Gbit/s, 45.6 ms: BDP 57 MB
     assert cfg.gso_max_bytes == 400_000                  # BIG TCP, capped
-    assert cfg.tbf_burst_bytes >= 400_000 * 1514 / 1448  # one GSO packet as tbf charges it
+    assert cfg.tbf_burst_bytes >= 2 * 400_000 * 1514 / 1448   # two GSO packets as tbf charges them
     small = make(rtt_s="0.4ms", buffer_bytes="500kB")    # BDP 500 kB: 1/16 is below 64 KiB
     assert small.gso_max_bytes == 65536
     assert make(buffer_bytes="300kB").gso_max_bytes == 75_000   # a quarter of the buffer

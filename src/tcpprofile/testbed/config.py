@@ -145,15 +145,17 @@ class LinkConfig:
 
     @property
     def tbf_burst_bytes(self) -> int:
-        """Token bucket depth: 1 ms at line rate up to 128 KiB; with offloads, one GSO packet as tbf
-        charges it (per-segment headers included) if that is at most 1 ms at line rate, so that tbf
-        does not segment it (slower links: tbf segments). Never above the buffer, never below one
-        frame (two if the buffer holds them)."""
+        """Token bucket depth: 1 ms at line rate up to 128 KiB; with offloads, two GSO packets as tbf
+        charges them (per-segment headers included), up to 1 ms at line rate, if one is at most 1 ms,
+        so that tbf does not segment them (slower links: tbf segments). Two, not one: with a bucket
+        of exactly one packet, tokens overflow whenever the queue is briefly empty (measured at
+        10 Gbit/s with 400 kB packets: 8.86-8.91 Gbit/s of goodput instead of the 9.415 ceiling).
+        Never above the buffer, never below one frame (two if the buffer holds them)."""
         one_ms = int(self.tbf_rate_bps / 8 * 1e-3)
         burst = min(one_ms, 128 << 10)
         gso_charge = math.ceil(self.gso_max_bytes * self.frame_bytes / self.mss_bytes)
         if self.segmentation_offload and gso_charge <= one_ms:
-            burst = max(burst, gso_charge)
+            burst = max(burst, min(2 * gso_charge, one_ms))
         burst = min(burst, self.buffer_bytes)
         return max(burst, 2 * self.frame_bytes if self.buffer_bytes >= 2 * self.frame_bytes else self.frame_bytes)
 
