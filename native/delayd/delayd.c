@@ -25,7 +25,7 @@
  *  - Timer wake-ups were measured ~50 us late per direction; part of that is the default 50 us timer
  *    slack, which we set to 1 ns (PR_SET_TIMERSLACK).  Busy-polling the last 100 us was measured to
  *    gain little for up to a core of CPU, and at SCHED_FIFO would starve the machine: not done.
- *    The remaining, roughly constant lateness (~0.08-0.17 ms per direction here, netlink round
+ *    The remaining, roughly constant lateness (~0.12-0.23 ms per direction here, netlink round
  *    trips included) is compensated by the caller: it measures the idle RTT through the link and
  *    lowers the per-direction delay (testbed/calibrate.py).
  *  - With other processes competing for the 2 cores, wake-ups were late by 0.7-1.9 ms on average
