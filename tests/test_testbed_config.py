@@ -93,7 +93,29 @@ def test_offloads_auto_follows_loss():
     assert not make(offloads="off").segmentation_offload
 
 
-def test_tbf_burst_bounds():
-    assert make(rate_bps="10Gbit").tbf_burst_bytes == 128 << 10      # GSO packets pass whole
-    assert make(rate_bps="10Mbit").tbf_burst_bytes == 2 * 1514        # 1 ms at 10 Mbit/s < 2 frames
-    assert make(buffer_bytes=1514).tbf_burst_bytes == 1514            # never above the buffer
+def test_gso_size_and_tbf_burst():
+    cfg = make()                                         # 10 Gbit/s, 45.6 ms: BDP 57 MB
+    assert cfg.gso_max_bytes == 400_000                  # BIG TCP, capped
+    assert cfg.tbf_burst_bytes >= 2 * 400_000 * 1514 / 1448   # two GSO packets as tbf charges them
+    small = make(rtt_s="0.4ms", buffer_bytes="500kB")    # BDP 500 kB: 1/16 is below 64 KiB
+    assert small.gso_max_bytes == 65536
+    assert make(buffer_bytes="300kB").gso_max_bytes == 75_000   # a quarter of the buffer
+    assert make(rate_bps="1Gbit").gso_max_bytes == 65536       # 0.5 ms at 1 Gbit/s is below 64 KiB
+    assert make(rate_bps="1Gbit").tbf_burst_bytes == int(1e9 * 1514 / 1538 / 8 * 1e-3)   # 1 ms > GSO
+    assert make(rate_bps="100Mbit").tbf_burst_bytes == int(1e8 * 1514 / 1538 / 8 * 1e-3)  # tbf segments
+    assert make(rate_bps="10Mbit").tbf_burst_bytes == 2 * 1514   # 1 ms is < 2 frames; tbf segments
+    assert make(buffer_bytes=1514).tbf_burst_bytes == 1514   # never above the buffer
+
+
+def test_owner_record_reserves_a_tag(tmp_path, monkeypatch):
+    from tcpprofile.errors import TcpProfileError
+    from tcpprofile.testbed import state
+    monkeypatch.setenv("TCPPROFILE_RUN_DIR", str(tmp_path))
+    state.claim_owner("abc", {"owner": state.me()})
+    with pytest.raises(TcpProfileError, match="in use"):
+        state.claim_owner("abc", {"owner": state.me()})
+    state.write_owner("dead", {"owner": {"pid": 2**22 + 1, "start": 1}})
+    with pytest.raises(TcpProfileError, match="leftovers"):
+        state.claim_owner("dead", {"owner": state.me()})
+    state.remove_owner("abc")
+    state.claim_owner("abc", {"owner": state.me()})

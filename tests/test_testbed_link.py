@@ -128,9 +128,29 @@ def test_cleanup_leftovers_after_sigkill():
     child.kill()
     child.wait()
     assert len(namespaces_of(t)) == 3       # nothing ran to remove them
+    status = subprocess.run([sys.executable, "-m", "tcpprofile.cli", "testbed", "status"], capture_output=True,
+                            text=True, check=True).stdout
+    assert any(line.startswith(f"link {t}:") and "LEFTOVER" in line for line in status.splitlines()), status
     removed = cleanup_leftovers()
     assert {f"namespace tcpp-{t}-{r}" for r in ("snd", "rtr", "rcv")} <= set(removed)
     assert f"owner record of link {t}" in removed
     assert namespaces_of(t) == []
     assert all(netns.process_start_time(pid) is None for pid in pids)
     assert t not in state.host_sysctl_state()["holders"]
+
+
+def test_host_sysctls_raised_then_restored():
+    t = tag()
+    before = {key: state._read(key) for key in state.wanted_host_sysctls()}
+    state.acquire_host_sysctls(t)
+    try:
+        for key, wanted in state.wanted_host_sysctls().items():
+            assert all(v >= w for v, w in zip(state._read(key), wanted)), key
+        recorded = state.host_sysctl_state()
+        assert t in recorded["holders"]
+    finally:
+        restored = state.release_host_sysctls(t)
+    after = state.host_sysctl_state()
+    if not after["holders"]:                 # no other live link (a parallel run may hold them)
+        assert restored
+        assert {key: state._read(key) for key in before} == recorded["original"]

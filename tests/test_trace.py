@@ -6,6 +6,8 @@ import json
 import re
 import secrets
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -73,11 +75,18 @@ def test_bad_input_names_the_field():
 
 
 def _instances() -> list[str]:
+    """Our tracing instances, read through an existing tracefs mount or a temporary one of the test's
+    own (instances outlive mounts, so "no mount" must not read as "no instance")."""
     for line in Path("/proc/self/mounts").read_text().splitlines():
         p = line.split()
         if p[2] == "tracefs":
             return [d.name for d in (Path(p[1]) / "instances").iterdir() if d.name.startswith("tcpp-")]
-    return []
+    with tempfile.TemporaryDirectory() as root:
+        subprocess.run(["mount", "-t", "tracefs", "nodev", root], check=True)
+        try:
+            return [d.name for d in (Path(root) / "instances").iterdir() if d.name.startswith("tcpp-")]
+        finally:
+            subprocess.run(["umount", root], check=True)
 
 
 @pytest.mark.privileged
@@ -119,4 +128,33 @@ def test_instance_removed_when_the_body_raises():
         with CwndTracer(ports=[9], tag=tag):
             raise RuntimeError("boom")
     assert f"tcpp-{tag}" not in _instances()
-    assert not re.search(r"tracefs-tcpp", Path("/proc/self/mounts").read_text())
+    assert f"tracefs-tcpp-{tag} " not in Path("/proc/self/mounts").read_text()
+
+
+CRASHING_TRACER = """
+import sys
+from tcpprofile.trace import CwndTracer
+with CwndTracer(ports=[9], tag=sys.argv[1]):
+    print("ready", flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.mark.privileged
+def test_cleanup_leftovers_removes_a_killed_tracers_instance_and_mount():
+    from tcpprofile.testbed import cleanup_leftovers
+    tag = f"t{secrets.token_hex(3)}"
+    child = subprocess.Popen([sys.executable, "-c", CRASHING_TRACER, tag], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        assert f"tcpp-{tag}" in _instances()
+    finally:
+        child.kill()
+        child.wait()
+    assert f"tcpp-{tag}" in _instances()  # SIGKILL: nothing ran to remove it
+    removed = cleanup_leftovers()
+    assert f"tracing instance tcpp-{tag}" in removed
+    assert f"tcpp-{tag}" not in _instances()
+    assert f"tracefs-tcpp-{tag} " not in Path("/proc/self/mounts").read_text()
+    assert not list(Path("/run/tcpprofile/tracers").glob(f"tcpp-{tag}.json"))

@@ -16,6 +16,7 @@ The instance (and a tracefs mount, if this tracer had to make one) is always rem
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import secrets
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from .testbed import state
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .paths import PREFIX
 
@@ -85,6 +87,68 @@ def _tracefs_mount() -> Path | None:
     return None
 
 
+def _record_path(name: str) -> Path:
+    return state.run_dir() / "tracers" / f"{name}.json"
+
+
+def _write_record(name: str, record: dict) -> None:
+    path = _record_path(name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
+def _unmount(path: Path) -> None:
+    """Unmount a private tracefs mount; lazily if a reader still holds it (EBUSY), then remove the dir."""
+    if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
+def cleanup_stale_tracers() -> list[str]:
+    """Remove what tracers of dead processes left: their tracing instance and private tracefs mount."""
+    stale = []
+    for path in sorted((state.run_dir() / "tracers").glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            record = {}
+        if not state.owner_alive(record):
+            stale.append((path, record))
+    if not stale:
+        return []
+    removed: list[str] = []
+    root = _tracefs_mount()
+    temporary = None
+    if root is None:  # instances outlive mounts: look at them through a mount of our own
+        temporary = state.run_dir() / f"tracefs-{PREFIX}-cleanup-{os.getpid()}"
+        temporary.mkdir(exist_ok=True)
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(temporary)], check=True, capture_output=True)
+        root = temporary
+    try:
+        for path, _ in stale:
+            inst = root / "instances" / path.stem
+            if inst.is_dir():
+                try:
+                    (inst / "events/tcp/tcp_probe/enable").write_text("0")
+                    inst.rmdir()
+                    removed.append(f"tracing instance {path.stem}")
+                except OSError as err:
+                    removed.append(f"tracing instance {path.stem} (not removed: {err.strerror})")
+    finally:
+        if temporary is not None:
+            _unmount(temporary)
+    for path, record in stale:
+        mount = record.get("mount")
+        if mount and Path(mount).exists():
+            _unmount(Path(mount))
+            removed.append(f"tracefs mount {mount}")
+        path.unlink(missing_ok=True)
+    return removed
+
+
 def port_filter(ports: Sequence[int]) -> str:
     """Tracepoint filter keeping segments of sockets with one of `ports` as local or remote port."""
     return " || ".join(f"sport == {p} || dport == {p}" for p in ports)
@@ -129,6 +193,7 @@ class CwndTracer:
             inst = root / "instances" / self.name
             inst.mkdir()  # fails if another tracer uses the same tag
             self._inst = inst
+            _write_record(self.name, {"owner": state.me(), "mount": str(self._mounted or "")})
             (inst / "buffer_size_kb").write_text(str(self.buffer_kb))
             (inst / "trace_clock").write_text("mono")
             ev = inst / "events/tcp/tcp_probe"
@@ -177,9 +242,9 @@ class CwndTracer:
                 inst.rmdir()
             self._inst = None
         if self._mounted is not None:
-            subprocess.run(["umount", str(self._mounted)], check=False, capture_output=True)
-            self._mounted.rmdir()
+            _unmount(self._mounted)
             self._mounted = None
+        _record_path(self.name).unlink(missing_ok=True)
         self.stats.events = len(self.events)
 
     @staticmethod

@@ -69,7 +69,8 @@ def _status(args) -> int:
         print("no tcpprofile links")
     for row in rows:
         state = "alive" if row["alive"] else "LEFTOVER (owner dead: run `tcpprofile testbed down`)"
-        print(f"link {row['tag']}: owner pid {row['owner_pid']} {state}; namespaces {', '.join(row['namespaces']) or '-'}")
+        spaces = ", ".join(row["namespaces"]) or "-"
+        print(f"link {row['tag']}: owner pid {row['owner_pid']} {state}; namespaces {spaces}")
         for proc in row["processes"]:
             print(f"  {proc['ns']} pid {proc['pid']}: {proc['cmdline']}")
     return 0

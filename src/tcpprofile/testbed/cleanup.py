@@ -94,4 +94,6 @@ def cleanup_leftovers() -> list[str]:
         for log in Path(state.run_dir(), "links").glob(f"{tag}-*.log"):
             log.unlink(missing_ok=True)
     removed += state.release_host_sysctls("")
+    from ..trace import cleanup_stale_tracers  # tracers run beside links; their leftovers go too
+    removed += cleanup_stale_tracers()
     return removed

@@ -68,13 +68,16 @@ class EngineStats:
 class DelayEngine:
     """A running delayd bound to NFQUEUE `queue` inside namespace `ns`."""
 
-    def __init__(self, ns: str, *, queue: int, delay_ns: int, maxlen: int, rcvbuf: int, log_path):
+    def __init__(self, ns: str, *, queue: int, delay_ns: int, maxlen: int, rcvbuf: int, log_path,
+                 rt_priority: int = 0):
         self.ns, self.queue = ns, queue
         self._lock = threading.Lock()
         self._buf = b""
         self.final_stats: EngineStats | None = None
         argv = [delayd_path(), "--queue", str(queue), "--delay-ns", str(int(delay_ns)),
                 "--maxlen", str(maxlen), "--rcvbuf", str(rcvbuf), "--control-stdin"]
+        if rt_priority:
+            argv += ["--rt-priority", str(rt_priority)]
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(in_ns(ns, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=log, start_new_session=True)

@@ -13,7 +13,12 @@ receiving namespace keeps them off the sending socket's account (TCP small queue
 Per-namespace sysctls: tcp_rmem/tcp_wmem max 2 GiB (autotuning; see set_tcp_buffer_max),
 tcp_no_metrics_save=1. The default congestion control is inherited from the host and cannot be changed
 inside a namespace to a restricted algorithm: runs must choose theirs (iperf3 -C). The global
-net.core.rmem_max/wmem_max are raised while links are up and restored (see state.py).
+net.core.rmem_max/wmem_max and tcp_mem are raised while links are up and restored (see state.py).
+
+Offloads on (no loss): GSO super-packets of up to config.gso_max_bytes (BIG TCP, up to 400 kB) cross
+the link whole; tbf charges each as its segments' frames, but a tail drop discards a whole super-packet
+(one loss event, many retransmitted segments). Offloads off (loss): every packet is a wire packet.
+One run directory per machine (/run/tcpprofile): links of every checkout see each other there.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import re
 import secrets
 import signal
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -42,8 +48,9 @@ SENDER_ADDR, ROUTER_SND_ADDR = "10.77.1.1", "10.77.1.2"
 ROUTER_RCV_ADDR, RECEIVER_ADDR = "10.77.2.1", "10.77.2.2"
 QUEUE = 0                      # NFQUEUE numbers are per namespace; each engine has its own namespace
 STOP_TIMEOUT_S = 5.0
+ENGINE_RT_PRIORITY = 10        # SCHED_FIFO for delayd: the emulated wire should not wait for the CPU
 TCP_BUFFER_MAX = 2147483647    # tcp_rmem/tcp_wmem max: autotuning as large as the kernel allows
-REQUIRED_TOOLS = ("ip", "tc", "iptables", "iptables-save", "ethtool", "ping", "iperf3", "sysctl")
+REQUIRED_TOOLS = ("ip", "tc", "iptables", "iptables-save", "ethtool", "ping", "iperf3", "sysctl", "ss", "chrt")
 
 _active: dict[str, "EmulatedLink"] = {}
 _previous_handlers: dict[int, object] = {}
@@ -85,12 +92,13 @@ class EmulatedLink:
     def up(self) -> "EmulatedLink":
         """Create namespaces, links, shaping, loss, delay engines; calibrate."""
         _check_environment(self.config)
-        existing = set(netns.netns_list()) & {self.ns_sender, self.ns_router, self.ns_receiver}
-        if existing:
-            raise TcpProfileError(f"namespaces {sorted(existing)} already exist: tag {self.tag!r} is in use")
         self._record = {"owner": state.me(), "namespaces": [self.ns_sender, self.ns_router, self.ns_receiver],
                         "pids": [], "config": self.config.to_dict()}
-        state.write_owner(self.tag, self._record)
+        state.claim_owner(self.tag, self._record)        # reserves the tag (exclusive create)
+        existing = set(netns.netns_list()) & {self.ns_sender, self.ns_router, self.ns_receiver}
+        if existing:
+            state.remove_owner(self.tag)
+            raise TcpProfileError(f"namespaces {sorted(existing)} already exist: tag {self.tag!r} is in use")
         _register(self)
         self._up = True
         try:
@@ -148,9 +156,18 @@ class EmulatedLink:
         state.acquire_host_sysctls(self.tag)
 
         if not cfg.segmentation_offload:
-            # Wire-sized packets from the sender, so that loss and rate act per wire packet.
-            # (veth GRO is off by default, so nothing re-merges them on the way.)
+            # Wire-sized packets from the sender, and no GRO re-merging them at the router, so that
+            # loss and rate act per wire packet (veth GRO is off by default; we make sure).
             netns.sh(netns.in_ns(snd, ["ethtool", "-K", self.sender_dev, "tso", "off", "gso", "off"]))
+            netns.sh(netns.in_ns(rtr, ["ethtool", "-K", self.router_in_dev, "gro", "off"]))
+
+        else:
+            # BIG TCP: larger GSO packets, fewer packets through the engines and stacks (config.py).
+            size = str(cfg.gso_max_bytes)
+            netns.sh(netns.in_ns(snd, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.sender_dev]))
+            netns.sh(netns.in_ns(rtr, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.router_in_dev,
+                                       self.router_out_dev]))
+            netns.sh(netns.in_ns(rcv, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.receiver_dev]))
 
         netns.sh(["tc", "-n", rtr, "qdisc", "add", "dev", self.router_out_dev, "root", "tbf",
                   "rate", f"{int(round(cfg.tbf_rate_bps))}bit", "burst", str(cfg.tbf_burst_bytes),
@@ -171,7 +188,7 @@ class EmulatedLink:
         log_dir = state.run_dir() / "links"
         for name, ns in (("forward", rcv), ("reverse", snd)):
             self._engines[name] = DelayEngine(ns, queue=QUEUE, delay_ns=int(cfg.rtt_s / 2 * 1e9),
-                                              maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf,
+                                              maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf, rt_priority=ENGINE_RT_PRIORITY,
                                               log_path=log_dir / f"{self.tag}-{name}.log")
             self._record["pids"].append([self._engines[name].pid, netns.process_start_time(self._engines[name].pid)])
         state.write_owner(self.tag, self._record)
