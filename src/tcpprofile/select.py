@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import analysis
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .store import Store
 
@@ -195,10 +196,9 @@ def _same(a, b) -> bool:
 
 # -- statistics ------------------------------------------------------------------------------
 def bootstrap_mean_replicates(samples: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Bootstrap replicates of the mean of `samples` (resampling repetitions with replacement).
-
-    Integration point for tcpprofile.analysis.confidence (placeholder until it lands on main).
-    """
+    """Bootstrap replicates of the mean of `samples` (resampling repetitions with replacement): what the
+    interpolated estimate and the best-vs-runner-up difference are resampled from (analysis.bootstrap_ci
+    returns only an interval)."""
     idx = rng.integers(0, len(samples), size=(n_boot, len(samples)))
     return samples[idx].mean(axis=1)
 
@@ -287,11 +287,12 @@ def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int,
     w = np.asarray(weights)
     point = float(w @ means)
     replicates = w @ np.vstack(reps)             # same weights on every replicate
-    if min(counts) >= 2:
-        lo_ci, hi_ci = np.quantile(replicates, [alpha / 2, 1 - alpha / 2])
-        lo_ci, hi_ci = float(lo_ci), float(hi_ci)
-    else:
+    if min(counts) < 2:
         lo_ci = hi_ci = None                      # one repetition: no interval
+    elif method == "exact":                       # the profile's own interval, as `tcpprofile analyze` gives it
+        lo_ci, hi_ci = analysis.bootstrap_ci(profile.samples[used[0]], level=confidence, n_boot=n_boot, seed=rng)
+    else:
+        lo_ci, hi_ci = (float(x) for x in np.quantile(replicates, [alpha / 2, 1 - alpha / 2]))
     return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used],
                     [float(x) for x in weights], counts, profile.runs, replicates, model, profile.kernel_name)
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import analysis
 from .. import select as sel
 from ..store import Store
 
@@ -51,26 +52,15 @@ class ReportData:
         return {r[0] for r in rows}
 
     def traces(self, run_id: str) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
-        """(interval start times, per-stream bits/s, aggregate bits/s) of one run, omitted intervals left out.
-
-        The aggregate is iperf3's sum rows when present, else the per-stream sum.
-        """
-        rows = self.store.con.execute(
-            "SELECT stream, start_s, bits_per_second FROM intervals WHERE run_id = ? "
-            "AND NOT coalesce(omitted, false) AND bits_per_second IS NOT NULL ORDER BY start_s, stream",
-            [run_id]).fetchall()
-        per: dict[int, list] = {}
-        total: dict[float, float] = {}
-        summed: dict[float, float] = {}
-        for stream, t, bps in rows:
-            if stream is None:
-                total[t] = bps
-            else:
-                per.setdefault(stream, []).append((t, bps))
-                summed[t] = summed.get(t, 0.0) + bps
-        agg = total or summed
-        times = np.array(sorted(agg))
-        return times, {s: np.array(v) for s, v in sorted(per.items())}, np.array([agg[t] for t in times])
+        """(interval start times, per-stream [[start_s, bits/s], ...], aggregate bits/s) of one run, read by
+        analysis.load_traces (omitted intervals left out; aggregate = iperf3's sum, else the streams' sum)."""
+        got = analysis.load_traces(self.store.con, [run_id], per_stream=True)
+        per = {s: np.column_stack([t.start_s, t.bps]) for (_, s), t in sorted(
+            got.items(), key=lambda kv: -1 if kv[0][1] is None else kv[0][1]) if s is not None}
+        agg = got.get((run_id, None))
+        if agg is None:
+            return np.empty(0), per, np.empty(0)
+        return agg.start_s, per, agg.bps
 
     def cwnd_runs(self, limit: int) -> list[str]:
         rows = self.store.con.execute(

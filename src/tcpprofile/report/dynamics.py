@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .. import select as sel
-from . import analysis_calls as ac
+from .. import analysis
 from .common import G, Figure, Note, Section, label, runs_phrase, save, subplots
 from .data import Group, ReportData
 
@@ -140,7 +140,7 @@ def lyapunov(data: ReportData, out: Path, refs: list[Reference]) -> Section:
             for n in ns:
                 ids = ref.runs[rtt][n][:20]
                 used += len(ids)
-                dists.append(np.concatenate([ac.local_lyapunov(data.traces(r)[2]) for r in ids]))
+                dists.append(np.concatenate([analysis.local_lyapunov(data.traces(r)[2]) for r in ids]))
             keep = [(n, d) for n, d in zip(ns, dists) if len(d)]
             if keep:
                 ax.boxplot([d for _, d in keep], positions=range(len(keep)), widths=0.6, showfliers=False)
@@ -165,23 +165,28 @@ def throughput_vs_lyapunov(data: ReportData, out: Path, refs: list[Reference]) -
         ids = ref.all_runs()[:MAX_LYAPUNOV_RUNS]
         pts = []
         for r in ids:
-            ex = ac.local_lyapunov(data.traces(r)[2])
-            if len(ex):
-                pts.append((float(np.median(ex)), data.run_info(r)))   # the mean telescopes towards 0
+            agg = data.traces(r)[2]
+            if agg.size < 8 or not np.all(np.isfinite(agg)):
+                continue
+            lyap = analysis.trace_dynamics(agg).lyapunov     # Rosenstein, sustainment phase (nan if too short)
+            if np.isfinite(lyap):
+                pts.append((lyap, data.run_info(r)))
         if len(pts) < 2:
-            items.append(Note(f"Throughput vs Lyapunov exponent: {ref.label} ({ref.group.label})", "fewer than 2 traced runs with "
-                              "a Lyapunov estimate"))
+            items.append(Note(f"Throughput vs Lyapunov exponent: {ref.label} ({ref.group.label})",
+                              "fewer than 2 traced runs long enough for a Rosenstein exponent"))
             continue
+        rel = analysis.throughput_vs_lyapunov([p[1]["throughput_bps"] for p in pts], [p[0] for p in pts])
         fig, axes = subplots(1, w=6.0, h=4.0)
         ax = axes[0]
         sc = ax.scatter([p[0] for p in pts], [p[1]["throughput_bps"] / G for p in pts],
                         c=[p[1]["rtt_ms"] for p in pts], s=14, cmap="plasma")
         fig.colorbar(sc, ax=ax, label="RTT (ms)")
-        label(ax, ref.label, "median local Lyapunov exponent", "run throughput (Gbit/s)")
+        label(ax, ref.label, "largest Lyapunov exponent (Rosenstein, 1/s)", "run throughput (Gbit/s)")
         name = f"thr-lyap-g{ref.group_index}"
         items.append(Figure(name, f"Throughput vs Lyapunov exponent: {ref.label} ({ref.group.label})",
                             f"Each point a traced run of {ref.label} (all stream counts and RTTs, colour: RTT): its "
-                            f"median local Lyapunov exponent against its throughput. {runs_phrase(len(pts))}"
+                            f"largest Lyapunov exponent (Rosenstein, sustainment phase) against its throughput; Spearman "
+                            f"ρ = {rel.spearman_rho:.2f} (p = {rel.p_value:.2g}). {runs_phrase(len(pts))}"
                             f"{f' (first {MAX_LYAPUNOV_RUNS} traced runs)' if len(ref.all_runs()) > len(ids) else ''}.",
                             len(pts), save(fig, out, name)))
     return Section("thr-lyap", "Throughput vs Lyapunov exponent", "HPDC'17 Fig. 14",

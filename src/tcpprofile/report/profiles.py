@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import select as sel
-from . import analysis_calls as ac
+from .. import analysis
+from ..errors import ValidationError
 from .common import G, Figure, Note, Section, label, runs_phrase, save, slug, subplots
 from .data import Group, ReportData
 
@@ -83,7 +84,7 @@ def box_plots(data: ReportData, out: Path) -> Section:
             fig, axes = subplots(len(panels), cols=len(ns))
             for ax, (b, n) in zip(axes, panels):
                 p = next(p for p in shown if p.config.buffer_bytes == b and p.config.streams == n)
-                stats = [ac.box_stats(s / G) for s in p.samples]
+                stats = [_bxp(s / G) for s in p.samples]
                 ax.bxp(stats, positions=range(len(stats)), showmeans=True, widths=0.6)
                 ax.set_xticks(range(len(stats)), [f"{t:g}" for t in p.rtts_ms], rotation=45, fontsize=7)
                 label(ax, f"{v}, n={n}, B={_buf(b)}", "RTT (ms)", "throughput (Gbit/s)", zero=True)
@@ -98,21 +99,28 @@ def box_plots(data: ReportData, out: Path) -> Section:
     return Section("boxplots", "Throughput box plots", "HPDC'17 Figs. 7–8", items)
 
 
-def _scaled(p: sel.Profile) -> np.ndarray:
-    """Profile means scaled into (0, 1) by the link rate C (1.05 × the largest mean when unknown)."""
-    top = p.rate_bps or 1.05 * float(p.means.max())
-    return np.clip(p.means / top, 1e-3, 1 - 1e-3)
+def _bxp(samples: np.ndarray) -> dict:
+    """analysis.box_stats in the form matplotlib's bxp draws (plus the mean)."""
+    b = analysis.box_stats(samples)
+    return {"med": b.median, "q1": b.q1, "q3": b.q3, "whislo": b.whisker_low, "whishi": b.whisker_high,
+            "fliers": b.outliers, "mean": float(samples.mean())}
 
 
 class SigmoidFits:
-    """Dual-sigmoid fits per profile, computed once for Figs. 9 and 10."""
+    """analysis.fit_dual_sigmoid per profile (≥ 3 RTTs), computed once for Figs. 9 and 10."""
 
     def __init__(self):
-        self._fits: dict[int, dict | None] = {}
+        self._fits: dict[int, analysis.DualSigmoidFit | None] = {}
 
-    def get(self, p: sel.Profile) -> dict | None:
+    def get(self, p: sel.Profile) -> analysis.DualSigmoidFit | None:
         if id(p) not in self._fits:
-            self._fits[id(p)] = ac.dual_sigmoid(np.asarray(p.rtts_ms), _scaled(p))
+            fit = None
+            if len(p.rtts_ms) >= 3:
+                try:
+                    fit = analysis.fit_dual_sigmoid(np.asarray(p.rtts_ms), p.means, capacity=p.rate_bps)
+                except ValidationError:
+                    fit = None
+            self._fits[id(p)] = fit
         return self._fits[id(p)]
 
 
@@ -129,14 +137,14 @@ def sigmoid_fits(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
             fig, axes = subplots(len(chosen))
             for ax, p in zip(axes, chosen):
                 f = fits.get(p)
-                ax.plot(p.rtts_ms, _scaled(p), "ko", ms=4, label="scaled mean")
-                if "concave" in f:
-                    x = np.linspace(p.rtts_ms[0], f["tau_t"], 60)
-                    ax.plot(x, ac.sigmoid_curve(*f["concave"], x), "b-", label="concave fit")
-                if "convex" in f:
-                    x = np.linspace(f["tau_t"], p.rtts_ms[-1], 60)
-                    ax.plot(x, ac.sigmoid_curve(*f["convex"], x), "k--", label="convex fit")
-                ax.axvline(f["tau_t"], color="r", lw=1, label=rf"$\tau_T$ = {f['tau_t']:g} ms")
+                ax.plot(p.rtts_ms, np.clip(p.means / f.capacity, 0, 1), "ko", ms=4, label="scaled mean")
+                if f.kind in ("dual", "concave"):
+                    x = np.linspace(p.rtts_ms[0], f.tau_T if f.kind == "dual" else p.rtts_ms[-1], 60)
+                    ax.plot(x, analysis.flipped_sigmoid(x, f.a1, f.tau1), "b-", label="concave fit")
+                if f.kind in ("dual", "convex"):
+                    x = np.linspace(f.tau_T if f.kind == "dual" else p.rtts_ms[0], p.rtts_ms[-1], 60)
+                    ax.plot(x, analysis.flipped_sigmoid(x, f.a2, f.tau2), "k--", label="convex fit")
+                ax.axvline(f.tau_T, color="r", lw=1, label=rf"$\tau_T$ = {f.tau_T:.3g} ms ({f.kind})")
                 label(ax, f"{v}, n={n}, B={_buf(p.config.buffer_bytes)}", "RTT (ms)", "scaled throughput")
                 ax.set_ylim(0, 1.05)
                 ax.legend(fontsize=7)
@@ -145,7 +153,8 @@ def sigmoid_fits(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
             items.append(Figure(name, f"Dual-sigmoid fits: {v}, n={n} ({g.label})",
                                 f"Mean throughput of {v} with n={n} scaled by the link rate, with the flipped-"
                                 f"sigmoid concave fit (τ ≤ τ_T, solid) and convex fit (τ ≥ τ_T, dashed) minimising "
-                                f"the summed squared error; red: transition RTT τ_T; one panel per socket buffer. "
+                                f"the summed squared error (tcpprofile.analysis.fit_dual_sigmoid); red: transition "
+                                f"RTT τ_T; one panel per socket buffer. "
                                 f"{runs_phrase(runs)}; runs with {g.label}.", runs, save(fig, out, name)))
     return Section("sigmoid", "Concave–convex fits", "HPDC'17 Fig. 9", items)
 
@@ -163,14 +172,15 @@ def transition_rtts(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
         runs = 0
         for ax, (v, ps) in zip(axes, sorted(by_v.items())):
             for b in _buffers(ps):
-                line = sorted((p.config.streams, fits.get(p)["tau_t"]) for p in ps if p.config.buffer_bytes == b)
+                line = sorted((p.config.streams, fits.get(p).tau_T_grid) for p in ps if p.config.buffer_bytes == b)
                 ax.plot([x[0] for x in line], [x[1] for x in line], "o-", label=f"B={_buf(b)}")
-            label(ax, v, "streams n", r"$\tau_T$ (ms)")
+            label(ax, v, "streams n", r"$\tau_T$ (ms, last concave RTT)")
             ax.legend(fontsize=7)
             runs += sum(p.runs for p in ps)
         name = f"transition-g{gi}"
         items.append(Figure(name, f"Transition RTT τ_T over n, B and V ({g.label})",
-                            f"Transition RTT τ_T of the dual-sigmoid fit (Fig. 9) per stream count n, one line per "
+                            f"Transition RTT τ_T of the dual-sigmoid fit (Fig. 9), as the last measured RTT on the "
+                            f"concave side (min RTT when all convex), per stream count n, one line per "
                             f"socket buffer B, one panel per variant; {len(sum(by_v.values(), []))} profiles from "
                             f"{runs_phrase(runs)}; runs with {g.label}.", runs, save(fig, out, name)))
     return Section("transition", "Transition RTTs", "HPDC'17 Fig. 10", items)
