@@ -106,22 +106,31 @@ def _bxp(samples: np.ndarray) -> dict:
             "fliers": b.outliers, "mean": float(samples.mean())}
 
 
+TRANSITION_BOOT = 200     # bootstrap refits of τ_T per profile (Fig. 10 intervals)
+
+
 class SigmoidFits:
-    """analysis.fit_dual_sigmoid per profile (≥ 3 RTTs), computed once for Figs. 9 and 10."""
+    """analysis.transition_rtt per profile (≥ 3 RTTs): the dual-sigmoid fit and τ_T's bootstrap interval,
+    computed once for Figs. 9 and 10."""
 
     def __init__(self):
-        self._fits: dict[int, analysis.DualSigmoidFit | None] = {}
+        self._fits: dict[int, analysis.Transition | None] = {}
 
-    def get(self, p: sel.Profile) -> analysis.DualSigmoidFit | None:
+    def transition(self, p: sel.Profile) -> analysis.Transition | None:
         if id(p) not in self._fits:
-            fit = None
+            tr = None
             if len(p.rtts_ms) >= 3:
                 try:
-                    fit = analysis.fit_dual_sigmoid(np.asarray(p.rtts_ms), p.means, capacity=p.rate_bps)
+                    tr = analysis.transition_rtt(list(p.samples), np.asarray(p.rtts_ms), capacity=p.rate_bps,
+                                                 n_boot=TRANSITION_BOOT, seed=0)
                 except ValidationError:
-                    fit = None
-            self._fits[id(p)] = fit
+                    tr = None
+            self._fits[id(p)] = tr
         return self._fits[id(p)]
+
+    def get(self, p: sel.Profile) -> analysis.DualSigmoidFit | None:
+        tr = self.transition(p)
+        return None if tr is None else tr.fit
 
 
 def sigmoid_fits(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
@@ -172,16 +181,21 @@ def transition_rtts(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
         runs = 0
         for ax, (v, ps) in zip(axes, sorted(by_v.items())):
             for b in _buffers(ps):
-                line = sorted((p.config.streams, fits.get(p).tau_T_grid) for p in ps if p.config.buffer_bytes == b)
-                ax.plot([x[0] for x in line], [x[1] for x in line], "o-", label=f"B={_buf(b)}")
-            label(ax, v, "streams n", r"$\tau_T$ (ms, last concave RTT)")
+                trs = sorted(((p.config.streams, fits.transition(p)) for p in ps if p.config.buffer_bytes == b),
+                             key=lambda x: x[0])
+                n = np.array([x[0] for x in trs])
+                t = np.array([x[1].fit.tau_T for x in trs])
+                err = np.array([[x[1].fit.tau_T - x[1].ci_low, x[1].ci_high - x[1].fit.tau_T] for x in trs]).T
+                ax.errorbar(n, t, yerr=np.clip(np.nan_to_num(err), 0, None), fmt="o-", capsize=3, label=f"B={_buf(b)}")
+            label(ax, v, "streams n", r"$\tau_T$ (ms)")
             ax.legend(fontsize=7)
             runs += sum(p.runs for p in ps)
         name = f"transition-g{gi}"
         items.append(Figure(name, f"Transition RTT τ_T over n, B and V ({g.label})",
-                            f"Transition RTT τ_T of the dual-sigmoid fit (Fig. 9), as the last measured RTT on the "
-                            f"concave side (min RTT when all convex), per stream count n, one line per "
-                            f"socket buffer B, one panel per variant; {len(sum(by_v.values(), []))} profiles from "
+                            f"Transition RTT τ_T of the dual-sigmoid fit (Fig. 9) per stream count n, with its 95 % "
+                            f"bootstrap interval ({TRANSITION_BOOT} resamples of the runs within each RTT, refitted; "
+                            f"tcpprofile.analysis.transition_rtt), one line per socket buffer B, one panel per "
+                            f"variant; {len(sum(by_v.values(), []))} profiles from "
                             f"{runs_phrase(runs)}; runs with {g.label}.", runs, save(fig, out, name)))
     return Section("transition", "Transition RTTs", "HPDC'17 Fig. 10", items)
 
