@@ -288,3 +288,16 @@ exit 1
     assert f"net.ipv4.tcp_rmem: 4096 131072 6291456 -> 4096 131072 {64 << 20}" in out
     assert (state / "net.core.rmem_max").read_text() == str(64 << 20)
     assert (state / "net.ipv4.tcp_congestion_control").read_text() == "cubic"
+
+
+def test_bdp_sized_link_buffers_form_one_profile():
+    """A spec's buffer = "BDP" gives every RTT its own β; the profile still spans the RTTs."""
+    s = Store.open(":memory:")
+    for rtt in (10.0, 40.0):
+        s.insert_link({"link_id": f"L{rtt:g}", "campaign_id": "c1", "kind": "emulated", "rate_bps": 1e9,
+                       "rtt_ms": rtt, "buffer_bytes": int(1e9 * rtt / 1e3 / 8), "loss_mode": "none"})
+        for i in range(2):
+            add_run(s, f"r{rtt:g}-{i}", f"L{rtt:g}", "cubic", 1, None, (0.9 - rtt / 100 + 0.01 * i) * G)
+    (prof,) = sel.load_profiles(s).profiles
+    assert prof.rtts_ms == [10.0, 40.0]
+    assert _select(s, 25.0).best.method == "interpolated"

@@ -26,7 +26,6 @@ def register(subparsers) -> None:
     p.add_argument("--loss", help="condition: none | periodic:RATE | uniform:RATE")
     p.add_argument("--rate", help="condition: link rate C (e.g. 10Gbit)")
     p.add_argument("--reverse", action="store_true", default=None, help="condition: reverse-direction runs")
-    p.add_argument("--link-buffer", help="condition: the link's bottleneck buffer β (e.g. 50MB)")
     p.add_argument("--link-kind", choices=("emulated", "remote", "unknown"), help="condition: kind of link")
     p.add_argument("--top", type=int, default=5, help="configurations to print (default 5)")
     p.add_argument("--extrapolate", action="store_true",
@@ -71,8 +70,6 @@ def _conditions(args) -> dict:
         cond["rate_bps"] = units.rate_bps("--rate", args.rate)
     if args.reverse:
         cond["reverse"] = True
-    if args.link_buffer is not None:
-        cond["link_buffer_bytes"] = units.size_bytes("--link-buffer", args.link_buffer)
     if args.link_kind is not None:
         cond["link_kind"] = args.link_kind
     return cond
@@ -138,7 +135,7 @@ def print_text(choice: sel.Selection, settings: sel.Settings, applied, ping, top
     pct = round(choice.confidence * 100)
     print(f"\n{'rank':>4}  {'configuration':<34} {'Gbit/s':>8}  {f'{pct}% CI':>17}  {'method':<12} profile runs")
     for i, e in enumerate(choice.ranking[:top]):
-        ci = f"{_gbps(e.ci_low_bps)}–{_gbps(e.ci_high_bps)}"
+        ci = "–" if e.ci_low_bps is None else f"{_gbps(e.ci_low_bps)}–{_gbps(e.ci_high_bps)}"
         where = "model fit" if e.method == "extrapolated" else "at " + ",".join(f"{t:g}" for t in e.rtts_ms) + " ms"
         print(f"{i + 1:>4}  {e.config.label():<34} {_gbps(e.throughput_bps):>8}  {ci:>17}  "
               f"{e.method:<12} {e.runs} ({where})")

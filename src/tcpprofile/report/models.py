@@ -22,7 +22,7 @@ def _table(profiles: list[sel.Profile], cond: dict) -> dict[str, np.ndarray]:
             mean = float(s.mean())
             size = cond["transfer_bytes"] or mean * (cond["duration_s"] or 0) / 8     # F = Θ·T  [bytes]
             rows.append({"variant": p.config.variant, "streams": p.config.streams, "rtt_ms": t,
-                         "rate_bps": float(cond["rate_bps"]), "buffer_bytes": cond["link_buffer_bytes"],
+                         "rate_bps": float(cond["rate_bps"]), "buffer_bytes": None,   # β is fitted
                          "socket_buffer_bytes": p.config.buffer_bytes, "transfer_bytes": cond["transfer_bytes"],
                          "size_bytes": size, "throughput_bps": mean})
     return {k: np.array([r[k] for r in rows], dtype=object if k in ("buffer_bytes", "socket_buffer_bytes",
