@@ -76,6 +76,16 @@ def test_link_state_traffic_and_teardown():
     assert set(link.final_engine_stats) == {"forward", "reverse"}
 
 
+def test_rate_calibration_at_a_low_rate_reads_what_crossed_the_link():
+    # 20 Mbit/s: the probe's socket buffers hold seconds of data, so only the receiver's count is the rate.
+    cfg = LinkConfig.checked(rate_bps="20Mbit", rtt_s="20ms", buffer_bytes="30KB")
+    with EmulatedLink(cfg, tag=tag()) as link:
+        c = link.calibration
+        assert c.ok and not c.flags
+        assert 0.95 * cfg.goodput_ceiling_bps <= c.goodput_measured_bps <= 1.01 * cfg.goodput_ceiling_bps
+        assert abs(c.rate_measured_bps - cfg.rate_bps) <= 0.05 * cfg.rate_bps
+
+
 def test_periodic_loss_matches_rule_counters():
     cfg = LinkConfig.checked(rate_bps="1Gbit", rtt_s="10ms", buffer_bytes="2MB",
                              loss_mode="periodic", loss_rate="1/500")

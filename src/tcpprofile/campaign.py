@@ -61,7 +61,7 @@ def emulated(point: LinkPoint) -> Iterator[Environment]:
             "mtu": point.mtu, "rtt_measured_ms": cal.rtt_measured_ms, "rtt_measured_mdev_ms": cal.rtt_mdev_ms,
             "rate_measured_bps": cal.rate_measured_bps, "goodput_ceiling_bps": cal.goodput_ceiling_bps,
             "calibration_ok": cal.ok, "flags": ",".join(cal.flags) or None,
-            "calibration_json": dumps(cal.to_dict()),
+            "calibration_json": dumps({**cal.to_dict(), "testbed_tag": tag}),
         }
         sysctls = {role: iperf.read_sysctls(link, role) for role in ("sender", "receiver")}
         yield Environment(link, link.receiver_addr, 5301 + int(tag[1:], 16) % 20000, True, row,

@@ -145,14 +145,15 @@ def measure_rtt(link, *, count: int = PINGS) -> RttSample:
 
 
 def measure_goodput(link) -> float:
-    """Goodput [bit/s] of PROBE_STREAMS TCP streams over the link, intervals after PROBE_SKIP_S."""
-    server = link.popen("receiver", ["iperf3", "-s", "-1", "-p", str(IPERF_PORT)],
+    """Goodput [bit/s] of PROBE_STREAMS TCP streams over the link, as received, after PROBE_SKIP_S."""
+    server = link.popen("receiver", ["iperf3", "-s", "-1", "-J", "-i", "0.25", "-p", str(IPERF_PORT)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         link.wait_listening("receiver", IPERF_PORT)
         proc = link.run("sender", ["iperf3", "-c", link.receiver_addr, "-p", str(IPERF_PORT), "-J",
                                    "-C", PROBE_CC, "-P", str(PROBE_STREAMS), "-t", str(PROBE_SECONDS), "-i", "0.25",
-                                   "-w", PROBE_WINDOW], check=False, timeout=PROBE_SECONDS + 30)
+                                   "-w", PROBE_WINDOW, "--get-server-output"],
+                        check=False, timeout=PROBE_SECONDS + 30)
     finally:
         link.stop_process(server)
     try:
@@ -162,7 +163,12 @@ def measure_goodput(link) -> float:
         raise TcpProfileError(f"link {link.tag}: rate probe failed: {detail}") from None
     if "error" in result:
         raise TcpProfileError(f"link {link.tag}: rate probe failed: {result['error']}")
-    steady = [iv["sum"] for iv in result["intervals"] if iv["sum"]["start"] >= PROBE_SKIP_S - 1e-6]
+    # The receiver's intervals: the sender's count bytes written into its socket buffers, which at low
+    # rates run seconds ahead of what crosses the link.
+    received = result.get("server_output_json", {}).get("intervals") or []
+    steady = [iv["sum"] for iv in received if iv["sum"]["start"] >= PROBE_SKIP_S - 1e-6]
+    if not steady:
+        raise TcpProfileError(f"link {link.tag}: rate probe: the receiver reported no intervals")
     seconds = sum(s["seconds"] for s in steady)
     return sum(s["bytes"] for s in steady) * 8 / seconds
 
