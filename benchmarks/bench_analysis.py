@@ -2,7 +2,7 @@
 
 Store: 11 variants × 10 streams × 3 socket buffers × 7 RTTs × 10 repetitions = 23 100 runs, each with a
 100-interval aggregate 1 s trace (2.31 M interval rows; per-stream rows are not generated), written
-with the bulk path (tcpprofile.store.bulk.insert_columns). Traces: slow-start ramp-up to a level that
+with the bulk path (Store.insert_columns). Traces: slow-start ramp-up to a level that
 follows a concave-then-convex profile, then a noisy AIMD-like sawtooth.
 
 Prints the time of each analysis step, then our Rosenstein estimator against nolds.lyap_r on the same
@@ -22,7 +22,6 @@ from tcpprofile.analysis import (dynamics_from_store, load_traces, lyap_rosenste
                                  ramp_up, regions_of, surrogate_test, transitions_from_store)
 from tcpprofile.analysis.lyapunov import mean_period
 from tcpprofile.store import Store
-from tcpprofile.store.bulk import insert_columns
 
 GRID = np.array([0.4, 11.8, 22.6, 45.6, 91.6, 183.0, 366.0])
 CAP = 9.4e9
@@ -52,7 +51,7 @@ def build(store: Store, variants: int, streams: int, reps: int, n_iv: int, seed:
         store.insert_link({"link_id": f"L{k}", "campaign_id": "bench", "kind": "emulated", "rate_bps": 1e10,
                            "goodput_ceiling_bps": CAP, "rtt_ms": float(tt), "loss_mode": "none", "loss_rate": 0.0,
                            "calibration_ok": True})
-    insert_columns(store, "runs", {
+    store.insert_columns("runs", {
         "run_id": run_id, "campaign_id": np.full(V.size, "bench", dtype=object),
         "link_id": np.array([f"L{k}" for k in T], dtype=object),
         "variant": np.array([f"variant{v:02d}" for v in V], dtype=object), "streams": N,
@@ -60,7 +59,7 @@ def build(store: Store, variants: int, streams: int, reps: int, n_iv: int, seed:
         "duration_target_s": np.full(V.size, float(n_iv)), "status": np.full(V.size, "ok", dtype=object),
         "throughput_bps": trace.mean(axis=1)})
     starts = np.tile(np.arange(n_iv, dtype=float), V.size)
-    insert_columns(store, "intervals", {
+    store.insert_columns("intervals", {
         "run_id": np.repeat(run_id, n_iv), "start_s": starts, "end_s": starts + 1.0,
         "bits_per_second": trace.ravel(), "bytes": (trace.ravel() / 8).astype(np.int64)})
     return V.size * n_iv

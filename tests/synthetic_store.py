@@ -23,29 +23,9 @@ def add_link(store: Store, link_id: str, rtt_ms: float, *, campaign_id: str = "c
                        "calibration_ok": calibration_ok, "flags": flags})
 
 
-def bulk_insert(store: Store, table: str, rows: list[dict]) -> None:
-    """Many interval/cwnd rows at once (put_run's row-by-row insert takes minutes for big synthetic
-    traces); NULL stream is carried as -1. Same columns and meaning as put_run's."""
-    if not rows:
-        return
-    cols = list(rows[0])
-    data = {c: np.array([-1 if (c == "stream" and r[c] is None) else r.get(c) for r in rows]) for c in cols}
-    sel = ", ".join("CASE WHEN stream < 0 THEN NULL ELSE stream END" if c == "stream" else c for c in cols)
-    store.con.register("tcpp_bulk", data)
-    store.con.execute(f"INSERT INTO {table} ({', '.join(cols)}) SELECT {sel} FROM tcpp_bulk")
-    store.con.unregister("tcpp_bulk")
-
-
 def add_run(store: Store, run_id: str, link_id: str, variant: str, streams: int, buffer, throughput: float,
             *, rep: int = 0, cc_impl: str = "builtin", intervals: list | None = None, cwnd: list | None = None,
-            status: str = "ok", transfer_bytes: int | None = None, duration_s: float | None = 10.0,
-            bulk: bool = False) -> None:
-    if bulk:
-        add_run(store, run_id, link_id, variant, streams, buffer, throughput, rep=rep, cc_impl=cc_impl,
-                status=status, transfer_bytes=transfer_bytes, duration_s=duration_s)
-        bulk_insert(store, "intervals", [{**r, "run_id": run_id} for r in intervals or []])
-        bulk_insert(store, "cwnd", [{**r, "run_id": run_id} for r in cwnd or []])
-        return
+            status: str = "ok", transfer_bytes: int | None = None, duration_s: float | None = 10.0) -> None:
     store.put_run({"run_id": run_id, "campaign_id": "c1", "link_id": link_id, "variant": variant,
                    "cc_impl": cc_impl, "cc_kernel_name": variant, "streams": streams,
                    "socket_buffer_bytes": buffer, "transfer_bytes": transfer_bytes,
@@ -95,6 +75,6 @@ def build(store: Store, *, variants=("cubic", "htcp"), streams=(1, 4), buffers=(
             cw = [{"stream": 0, "t_s": t / 10, "snd_cwnd": int(100 + (t % 50) * 20), "ssthresh": 900,
                    "srtt_us": int(rtt * 1000)} for t in range(200)]
         add_run(store, f"{v}-{n}-{b}-{rtt:g}-{rep}", f"L{rtt:g}", v, n, b, thr, rep=rep,
-                intervals=iv, cwnd=cw, bulk=bool(iv or cw))
+                intervals=iv, cwnd=cw)
         count += 1
     return count

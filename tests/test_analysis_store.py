@@ -13,7 +13,6 @@ from tcpprofile.analysis import (dynamics_from_store, load_runs, load_traces, pr
                                  relations_from_store, transitions_from_store, bounds_from_store)
 from tcpprofile.errors import ValidationError
 from tcpprofile.store import Store
-from tcpprofile.store.bulk import insert_columns
 
 GRID = [0.4, 11.8, 91.6, 366.0]
 CAP = 9.4e9
@@ -118,14 +117,14 @@ def test_dynamics_and_relation(store):
 
 def test_bulk_insert_columns():
     s = Store.open(":memory:")
-    n = insert_columns(s, "intervals", {"run_id": np.array(["a", "a", "b"], dtype=object),
+    n = s.insert_columns("intervals", {"run_id": np.array(["a", "a", "b"], dtype=object),
                                         "stream": np.array([0, 1, 0]), "start_s": np.zeros(3),
                                         "end_s": np.ones(3), "bits_per_second": np.array([1.0, 2.0, 3.0])})
     assert n == 3
     assert s.query("SELECT run_id, sum(bits_per_second) AS b FROM intervals GROUP BY 1 ORDER BY 1") == [
         {"run_id": "a", "b": 3.0}, {"run_id": "b", "b": 3.0}]
     with pytest.raises(Exception, match="unknown columns"):
-        insert_columns(s, "intervals", {"nope": np.zeros(1)})
+        s.insert_columns("intervals", {"nope": np.zeros(1)})
 
 
 @pytest.fixture(scope="module")

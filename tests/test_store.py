@@ -57,3 +57,15 @@ def test_failed_write_leaves_nothing():
 def test_unknown_run_column_is_refused():
     with pytest.raises(TcpProfileError, match="nope"):
         Store.open(":memory:").put_run(_run(nope=1))
+
+
+def test_columnar_insert_round_trips_nulls_and_large_values():
+    s = Store.open(":memory:")
+    rows = [{"stream": None if i % 4 == 3 else i % 4, "start_s": float(i), "end_s": i + 1.0,
+             "bytes": 2**40 + i, "omitted": (None, True, False)[i % 3]} for i in range(10_000)]
+    s.put_run(_run(), intervals=rows)
+    got = s.query("SELECT stream, start_s, end_s, bytes, omitted FROM intervals ORDER BY start_s")
+    assert got == [{**r} for r in rows]
+    assert s.insert_columns("cwnd", {"run_id": ["r1"] * 3, "stream": [0, 1, 2], "t_s": [0.0, 0.5, 1.0]}) == 3
+    with pytest.raises(TcpProfileError, match="equal length"):
+        s.insert_columns("cwnd", {"run_id": ["r1"], "stream": [0, 1]})

@@ -8,11 +8,12 @@ connection for queries. Writers use the insert_* methods, which take plain dicts
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 from ..errors import TcpProfileError
 
@@ -72,20 +73,42 @@ class Store:
         return list(self._columns[table])
 
     # -- writing -----------------------------------------------------------------------------
-    def _insert(self, table: str, rows: Iterable[Mapping], *, replace: bool = False) -> int:
-        """Insert rows; each row names its columns (absent ones take the column default)."""
+    def insert_columns(self, table: str, columns: Mapping[str, Sequence]) -> int:
+        """Insert rows given as equal-length columns (numpy arrays or lists; None is NULL) in one
+        statement: DuckDB scans the registered arrays, ~100× faster than row-by-row inserts."""
+        if table not in self._columns:
+            raise TcpProfileError(f"unknown table {table!r}; tables: {', '.join(TABLES)}")
+        unknown = set(columns) - set(self._columns[table])
+        if unknown:
+            raise TcpProfileError(f"{table}: unknown columns {sorted(unknown)}")
+        arrays = {k: v if isinstance(v, np.ndarray) else np.array(v, dtype=object) for k, v in columns.items()}
+        shapes = {a.shape for a in arrays.values()}
+        if len(shapes) != 1 or len(next(iter(shapes))) != 1:
+            raise TcpProfileError(f"{table}: columns must be 1-D and of equal length")
+        n = int(next(iter(shapes))[0])
+        if n == 0:
+            return 0
+        name = f"_tcpp_insert_{table}"
+        cols = ", ".join(arrays)
+        self.con.register(name, arrays)
+        try:
+            self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {name}")
+        finally:
+            self.con.unregister(name)
+        return n
+
+    def _insert(self, table: str, rows: Iterable[Mapping]) -> int:
+        """Insert rows (dicts); each row names its columns, absent ones take the column default."""
         known = set(self._columns[table])
-        groups: dict[tuple, list[list]] = {}
+        groups: dict[tuple, list[Mapping]] = {}
         for row in rows:
             unknown = set(row) - known
             if unknown:
                 raise TcpProfileError(f"{table}: unknown columns {sorted(unknown)}")
-            groups.setdefault(tuple(row), []).append(list(row.values()))
-        verb = "INSERT OR REPLACE" if replace else "INSERT"
-        for cols, data in groups.items():
-            marks = ", ".join("?" for _ in cols)
-            self.con.executemany(f"{verb} INTO {table} ({', '.join(cols)}) VALUES ({marks})", data)
-        return sum(len(d) for d in groups.values())
+            groups.setdefault(tuple(row), []).append(row)
+        for cols, group in groups.items():
+            self.insert_columns(table, {c: [r[c] for r in group] for c in cols})
+        return sum(len(g) for g in groups.values())
 
     def insert_campaign(self, row: Mapping) -> None:
         """Insert a campaign unless one with that campaign_id exists (resuming keeps the original)."""
