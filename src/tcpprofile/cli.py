@@ -28,7 +28,10 @@ COMMANDS: dict[str, str] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tcpprofile", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="tcpprofile",
+        description="Measure, explain and predict TCP throughput over dedicated high bandwidth×delay "
+                    "connections, and choose the transport (variant, streams, buffer) with a stated confidence.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for modname in COMMANDS.values():
         try:
