@@ -11,10 +11,12 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from .errors import ValidationError
-from .store.db import Store
+
+if TYPE_CHECKING:
+    from .store.db import Store
 
 WHAT = ("runs", "intervals", "links", "cwnd", "campaigns")
 FORMATS = ("jsonl", "csv", "parquet")

@@ -1,6 +1,6 @@
 """The analyses applied to a store: one call per result table (`con` is a Store or DuckDB connection).
 
-Grouping: `by` names the configuration dimensions that define a profile (see load.DIMENSIONS); runs
+Grouping: `by` names the configuration dimensions that define a profile (see tcpprofile.dimensions); runs
 that differ only in dimensions left out are pooled. τ is always the profile's axis. Seeds: one master
 seed; each group gets an independent stream spawned from it in sorted-key order.
 """
@@ -14,7 +14,8 @@ import numpy as np
 
 from .confidence import samples_needed, vc_bound
 from .dynamics import Relation, TraceDynamics, throughput_vs_lyapunov, trace_dynamics
-from .load import DEFAULT_BY, load_runs, load_traces
+from ..dimensions import DEFAULT_BY
+from .load import load_runs, load_traces
 from .profiles import Profile, profile
 from .sigmoid import Transition, transition_rtt
 

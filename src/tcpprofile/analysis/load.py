@@ -12,32 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ValidationError
-
-# Configuration dimensions a profile can be grouped by; τ (links.rtt_ms) is the profile's axis.
-DIMENSIONS = {
-    "variant": "r.variant", "streams": "r.streams", "socket_buffer_bytes": "r.socket_buffer_bytes",
-    "transfer_bytes": "r.transfer_bytes", "duration_target_s": "r.duration_target_s",
-    "cc_impl": "r.cc_impl", "reverse": "r.reverse", "rate_bps": "l.rate_bps",
-    "buffer_bytes": "l.buffer_bytes", "loss_mode": "l.loss_mode", "loss_rate": "l.loss_rate",
-    "link_kind": "l.kind", "mtu": "l.mtu",
-}
-DEFAULT_BY = ("variant", "streams", "socket_buffer_bytes", "transfer_bytes", "duration_target_s",
-              "rate_bps", "buffer_bytes", "loss_mode", "loss_rate")
+from ..dimensions import DIMENSIONS, check_by
 
 
 def connection(con):
     """Accept a Store or a DuckDB connection."""
     return getattr(con, "con", con)
-
-
-def check_by(by: Sequence[str]) -> tuple[str, ...]:
-    by = tuple(by)
-    unknown = [d for d in by if d not in DIMENSIONS]
-    if unknown:
-        raise ValidationError("by", f"unknown dimension(s) {', '.join(unknown)}; allowed: "
-                              f"{', '.join(DIMENSIONS)}")
-    return by
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,8 @@ import json
 import math
 import sys
 
-import numpy as np
-
-from .. import analysis as A
-from ..analysis.load import check_by
+from ..dimensions import DEFAULT_BY, DIMENSIONS, check_by
 from ..errors import ValidationError
-from ..store import Store
 
 WHAT = ("profiles", "regions", "transition", "dynamics", "lyapunov", "bound")
 FORMATS = ("table", "jsonl", "csv")
@@ -27,8 +23,8 @@ def register(subparsers) -> None:
                               description=__doc__.splitlines()[0])
     p.add_argument("--db", required=True, help="the store (DuckDB file)")
     p.add_argument("--what", default="profiles", choices=WHAT)
-    p.add_argument("--by", default=",".join(A.DEFAULT_BY),
-                   help=f"comma-separated grouping dimensions (from: {', '.join(A.DIMENSIONS)}); "
+    p.add_argument("--by", default=",".join(DEFAULT_BY),
+                   help=f"comma-separated grouping dimensions (from: {', '.join(DIMENSIONS)}); "
                         "runs differing only in the others are pooled")
     p.add_argument("--format", default="table", choices=FORMATS)
     p.add_argument("--seed", type=int, default=0, help="master seed for bootstraps and surrogates")
@@ -51,7 +47,9 @@ def _by(text: str) -> tuple[str, ...]:
     return check_by(by)
 
 
-def rows_for(args, store: Store) -> list[dict]:
+def rows_for(args, store) -> list[dict]:
+    from .. import analysis as A      # numpy and scipy load only for this command
+
     by = _by(args.by)
     if not (0 < args.level < 1):
         raise ValidationError("--level", f"must be in (0, 1), got {args.level}")
@@ -83,7 +81,7 @@ def rows_for(args, store: Store) -> list[dict]:
 
 
 def _plain(v):
-    if isinstance(v, np.generic):
+    if hasattr(v, "item"):            # a numpy scalar
         v = v.item()
     if isinstance(v, float) and not math.isfinite(v):
         return None
@@ -124,6 +122,8 @@ def _fig10(rows: list[dict], by: tuple[str, ...], out) -> None:
 
 
 def run(args) -> int:
+    from ..store import Store
+
     with Store.open(args.db, read_only=True) as store:
         rows = rows_for(args, store)
     out = sys.stdout if args.out == "-" else open(args.out, "w", newline="")

@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from .. import export as exp
-from ..store.db import Store
 
 
 def register(sub) -> None:
@@ -22,6 +21,8 @@ def register(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ..store.db import Store      # duckdb loads only for this command
+
     with Store.open(args.db, read_only=True) as store:
         n = exp.export(store, args.what, args.format, args.out or sys.stdout, campaign_id=args.campaign)
     if args.out:

@@ -9,9 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import importer, units
+from .. import units
 from ..errors import ValidationError
-from ..store.db import Store
 
 
 def register(sub) -> None:
@@ -29,7 +28,9 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
-def overrides(args: argparse.Namespace) -> importer.Overrides:
+def overrides(args: argparse.Namespace):
+    from .. import importer           # duckdb loads only for this command
+
     if args.repetition is not None and args.repetition < 0:
         raise ValidationError("--repetition", f"{args.repetition}: must be 0 or more")
     return importer.Overrides(
@@ -42,6 +43,9 @@ def overrides(args: argparse.Namespace) -> importer.Overrides:
 
 
 def main(args: argparse.Namespace) -> int:
+    from .. import importer
+    from ..store.db import Store
+
     ov = overrides(args)
     with Store.open(args.db) as store:
         campaign_id, results = importer.import_files(store, args.files, ov, name=args.name)

@@ -7,8 +7,6 @@ import json
 import math
 import sys
 
-import numpy as np
-
 from .. import units
 from ..errors import ValidationError
 
@@ -75,6 +73,8 @@ def run(args) -> int:
 
 
 def _predict(args) -> int:
+    import numpy as np
+
     from ..models import model_class
 
     if not args.variant:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-from ..store import Store
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("report", help="write a static HTML report with the papers' figures",
@@ -17,6 +15,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..report import build_report      # matplotlib loads only for this command
+    from ..store import Store
 
     t0 = time.monotonic()
     with Store.open(args.db, read_only=True) as store:

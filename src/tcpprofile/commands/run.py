@@ -12,8 +12,6 @@ import argparse
 import signal
 import sys
 
-from .. import campaign, spec
-from ..store.db import Store
 
 
 def register(sub) -> None:
@@ -41,6 +39,9 @@ def _terminate(signum, frame):
 
 
 def main(args: argparse.Namespace) -> int:
+    from .. import campaign, spec     # duckdb loads only for this command
+    from ..store.db import Store
+
     s = spec.load(args.spec)
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from .. import select as sel
 from .. import units
 from ..errors import ValidationError
-from ..store import Store
 
 
 def register(subparsers) -> None:
@@ -82,6 +80,8 @@ def _buffers(values):
 
 
 def validate(args) -> None:
+    from .. import select as sel      # numpy and scipy load only for this command
+
     if (args.rtt is None) == (args.host is None):
         raise ValidationError("--rtt", "give exactly one of --rtt RTT or --host HOST")
     if args.host is not None:
@@ -97,6 +97,9 @@ def validate(args) -> None:
 
 
 def run(args) -> int:
+    from .. import select as sel
+    from ..store import Store
+
     validate(args)
     rtt_ms = parse_rtt_ms(args.rtt) if args.rtt is not None else None
     cond, buffers = _conditions(args), _buffers(args.buffers)
@@ -129,7 +132,9 @@ def _gbps(x) -> str:
     return "–" if x is None else f"{x / 1e9:.3f}"
 
 
-def print_text(choice: sel.Selection, settings: sel.Settings, applied, ping, top: int) -> None:
+def print_text(choice, settings, applied, ping, top: int) -> None:
+    from .. import select as sel
+
     src = f"ping {ping['host']}: avg of {ping['count']}" if ping else "given"
     print(f"RTT {choice.rtt_ms:.3f} ms ({src}); runs: {sel.describe_conditions(choice.conditions)}")
     pct = round(choice.confidence * 100)
