@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import ContextManager, TextIO
 
-from . import iperf
+from . import iperf, ping
 from .errors import EnvironmentNotReady, ValidationError
 from .spec import CampaignSpec, LinkPoint, RunPoint, draw_seed
 from .store.db import Store, dumps
@@ -82,13 +82,13 @@ def link_config(point: LinkPoint):
 def remote(point: LinkPoint) -> Iterator[Environment]:
     """A real iperf3 server elsewhere: the client runs in the caller's namespace; RTT by ping."""
     host = iperf.LocalHost()
-    ping = ping_rtt(point.host)
-    flags = [] if ping else ["rtt_unmeasured"]
+    rtt = ping_rtt(point.host)
+    flags = [] if rtt else ["rtt_unmeasured"]
     row = {"kind": "remote", "host": point.host, "port": point.port, "rate_bps": point.rate_bps,
-           "rtt_measured_ms": ping.get("avg_ms") if ping else None,
-           "rtt_measured_mdev_ms": ping.get("mdev_ms") if ping else None,
-           "calibration_ok": bool(ping), "flags": ",".join(flags) or None,
-           "calibration_json": dumps({"ping": ping})}
+           "rtt_measured_ms": rtt.get("avg_ms") if rtt else None,
+           "rtt_measured_mdev_ms": rtt.get("mdev_ms") if rtt else None,
+           "calibration_ok": bool(rtt), "flags": ",".join(flags) or None,
+           "calibration_json": dumps({"ping": rtt})}
     sysctls = {"sender": iperf.read_sysctls(host, "sender")}
     yield Environment(host, point.host, point.port, False, row, [f"link_{f}" for f in flags], sysctls)
 
@@ -97,11 +97,8 @@ def ping_rtt(host: str, count: int = 10) -> dict:
     """Idle RTT to host by ping (from the caller's namespace); {} if it does not answer."""
     r = subprocess.run(["ping", "-n", "-q", "-c", str(count), "-i", "0.2", "-W", "2", host],
                        capture_output=True, text=True, timeout=count * 0.2 + 30)
-    for line in r.stdout.splitlines():
-        if "min/avg/max" in line:
-            lo, avg, hi, mdev = (float(x) for x in line.split("=")[1].split()[0].split("/"))
-            return {"min_ms": lo, "avg_ms": avg, "max_ms": hi, "mdev_ms": mdev, "count": count}
-    return {}
+    parsed = ping.summary(r.stdout)
+    return {**parsed, "count": count} if parsed else {}
 
 
 # -- congestion control: the one place the catalogue plugs in --------------------------------------

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import analysis
+from . import analysis, ping
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .store import Store
 
@@ -384,17 +384,15 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
 
 
 # -- RTT by ping -----------------------------------------------------------------------------
-_PING_RE = re.compile(r"=\s*([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+)\s*ms")
 _HOST_RE = re.compile(r"[A-Za-z0-9_.:\[\]%-]+")
 
 
 def parse_ping(output: str) -> dict:
     """The summary line of iputils ping -q: 'rtt min/avg/max/mdev = a/b/c/d ms'."""
-    m = _PING_RE.search(output)
-    if not m:
+    parsed = ping.summary(output)
+    if parsed is None:
         raise TcpProfileError("ping printed no RTT summary (host unreachable?)")
-    lo, avg, hi, mdev = (float(x) for x in m.groups())
-    return {"min_ms": lo, "avg_ms": avg, "max_ms": hi, "mdev_ms": mdev}
+    return parsed
 
 
 def validate_host(host: str) -> str:

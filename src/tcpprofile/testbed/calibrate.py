@@ -27,6 +27,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 
+from .. import ping
 from ..errors import TcpProfileError
 from .config import ETH_WIRE_OVERHEAD
 
@@ -108,10 +109,10 @@ def parse_ping(output: str) -> tuple[list[float], int, float]:
     ping prints each reply with 3 decimals below 1 ms but only 2, 1 and 0 decimals from 1, 10 and
     100 ms on; the summary's average is exact (1 us), so exact means are built from it."""
     times = [float(m) for m in re.findall(r"time=([0-9.]+) ms", output)]
-    m = re.search(r"= [0-9.]+/([0-9.]+)/[0-9.]+/[0-9.]+ ms", output)
-    if m is None:
+    parsed = ping.summary(output)
+    if parsed is None:
         return times, 0, float("nan")
-    return times, len(times), float(m.group(1))
+    return times, len(times), parsed["avg_ms"]
 
 
 def summarize_ping(output: str, *, discard: int = PING_DISCARD, trim: float = TRIM_FRACTION) -> RttSample:
