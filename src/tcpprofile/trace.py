@@ -184,7 +184,7 @@ class CwndTracer:
         try:
             root = _tracefs_mount()
             if root is None:
-                root = Path("/run/tcpprofile") / f"tracefs-{self.name}"
+                root = state.run_dir() / f"tracefs-{self.name}"
                 root.mkdir(parents=True, exist_ok=True)
                 subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)], check=True, capture_output=True)
                 self._mounted = root

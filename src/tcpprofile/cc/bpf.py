@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import EnvironmentNotReady, TcpProfileError
+from ..paths import run_dir
 from .registry import BPF_PREFIX, kernel_available
 
 
@@ -30,10 +31,6 @@ class Registration:
     name: str       # kernel name, tp_...
     sha256: str     # of the object file registered
     object: str     # its path at registration time
-
-
-def run_dir() -> Path:
-    return Path(os.environ.get("TCPPROFILE_RUN_DIR", "/run/tcpprofile"))
 
 
 def _state_path() -> Path:

@@ -19,8 +19,10 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import paths
 from ..errors import TcpProfileError
 from .netns import process_alive, process_start_time
+
 
 def wanted_host_sysctls() -> dict[str, list[int]]:
     """Values raised while any link is up: SO_RCVBUF/SO_SNDBUF (iperf3 -w) up to 1 GiB and beyond,
@@ -32,7 +34,8 @@ def wanted_host_sysctls() -> dict[str, list[int]]:
 
 
 def run_dir() -> Path:
-    path = Path(os.environ.get("TCPPROFILE_RUN_DIR", "/run/tcpprofile"))
+    """paths.run_dir(), with its links/ directory created."""
+    path = paths.run_dir()
     (path / "links").mkdir(parents=True, exist_ok=True)
     return path
 
