@@ -10,8 +10,6 @@ what finished. A failed run is retried `retries` times; what still fails is stor
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import json
 import math
 import secrets
@@ -22,14 +20,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import ContextManager, TextIO
 
-from . import iperf, ping
-from .errors import EnvironmentNotReady, ValidationError
+from . import cc, iperf, ping, trace
+from .errors import ValidationError
 from .spec import CampaignSpec, LinkPoint, RunPoint, draw_seed
 from .store.db import Store, dumps
+from .testbed.config import TCP_IP_HEADERS
 
 LINK_SETUP_ESTIMATE_S = 15.0   # set-up plus calibration, for the ETA
 ASSUMED_RATE_BPS = 1e9         # remote mode without a nominal rate: for ETA and timeouts only
-MSS_BYTES = {1500: 1448, 9000: 8948, None: 1448}
 
 
 # -- environments: where a run happens -------------------------------------------------------------
@@ -103,51 +101,27 @@ def ping_rtt(host: str, count: int = 10) -> dict:
 
 # -- congestion control: the one place the catalogue plugs in --------------------------------------
 class CongestionControl:
-    """Loads the variants a campaign needs (tcpprofile.cc) and unloads at the end what it loaded.
-    Without the catalogue only what the kernel lists in tcp_available_congestion_control is usable."""
+    """Loads the variants a campaign needs (tcpprofile.cc) and unloads at the end what it loaded."""
 
     def __init__(self, names: tuple[str, ...]):
         self.names = list(names)
         self.loaded: list[str] = []
-        self._cc = (importlib.import_module("tcpprofile.cc")
-                    if importlib.util.find_spec("tcpprofile.cc") else None)
 
     def __enter__(self) -> "CongestionControl":
-        if self._cc is not None:
-            for i, name in enumerate(self.names):
-                if name not in self._cc.NAMES:
-                    raise ValidationError(f"transfer.variant[{i}]",
-                                          f"{name!r}: not a known variant ({', '.join(self._cc.NAMES)})")
-            self.loaded = self._cc.ensure_loaded(self.names)
-            return self
-        with open("/proc/sys/net/ipv4/tcp_available_congestion_control") as f:
-            available = f.read().split()
         for i, name in enumerate(self.names):
-            if name not in available:
+            if name not in cc.NAMES:
                 raise ValidationError(f"transfer.variant[{i}]",
-                                      f"{name!r}: this kernel offers {', '.join(available)}")
+                                      f"{name!r}: not a known variant ({', '.join(cc.NAMES)})")
+        self.loaded = cc.ensure_loaded(self.names)
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._cc is not None and self.loaded:
-            self._cc.unload(self.loaded)
+        if self.loaded:
+            cc.unload(self.loaded)
 
     def record(self, name: str) -> dict:
         """cc_kernel_name, cc_impl, cc_object_sha256 for the runs table."""
-        if self._cc is not None:
-            return self._cc.implementation_record(name)
-        return {"cc_kernel_name": name, "cc_impl": "builtin", "cc_object_sha256": None}
-
-
-def _trace_module():
-    """tcpprofile.trace (kernel tcp_probe tracing, from the BPF helper), or None if not installed."""
-    return importlib.import_module("tcpprofile.trace") if importlib.util.find_spec("tcpprofile.trace") else None
-
-
-def require_cwnd_trace() -> None:
-    """Refuse trace_cwnd = true before anything runs if tracing is unavailable."""
-    if _trace_module() is None:
-        raise EnvironmentNotReady("campaign.trace_cwnd: cwnd tracing (tcpprofile.trace) is not installed")
+        return cc.implementation_record(name)
 
 
 @dataclass
@@ -159,7 +133,6 @@ class CwndCapture:
     def rows(self, raw_json: str | None) -> list[dict]:
         if self.tracer is None or raw_json is None:
             return []
-        trace = _trace_module()
         return trace.cwnd_rows(self.tracer.events, trace.sender_streams(json.loads(raw_json)), t0=self.t0)
 
 
@@ -169,7 +142,7 @@ def cwnd_trace(port: int, enabled: bool) -> Iterator[CwndCapture]:
     if not enabled:
         yield CwndCapture()
         return
-    with _trace_module().CwndTracer(ports=[port]) as tracer:
+    with trace.CwndTracer(ports=[port]) as tracer:
         yield CwndCapture(tracer, time.monotonic())
 
 
@@ -185,7 +158,7 @@ def expected_seconds(p: RunPoint) -> float:
     if p.socket_buffer_bytes:
         rate = min(rate, p.streams * p.socket_buffer_bytes * 8 / rtt)   # window-limited: n·W/τ [bit/s]
     if link.loss.rate > 0:
-        mss = MSS_BYTES[link.mtu] * 8
+        mss = ((link.mtu or 1500) - TCP_IP_HEADERS) * 8     # remote links: MTU 1500 assumed
         rate = min(rate, p.streams * mss / rtt * math.sqrt(1.5 / link.loss.rate))  # Mathis: MSS/τ·√(3/2p)
     return p.transfer_bytes * 8 / rate + 10 * rtt + 1.0
 
@@ -280,8 +253,6 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
     finished = store.finished_run_ids(campaign_id)
     todo = [(seq, p) for seq, p in enumerate(schedule) if p.run_id(campaign_id) not in finished]
     todo = todo[:max_runs]
-    if spec.trace_cwnd:
-        require_cwnd_trace()
     if spec.mode == "emulated" and environments is emulated:
         for p in {p.link for _, p in todo}:
             link_config(p)
@@ -296,7 +267,7 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
     progress = Progress(len(todo), sum(expected_seconds(p) for _, p in todo), len(blocks), out)
     meta = {"kernel": iperf.kernel_release(), "iperf3_version": iperf.iperf3_version()}
 
-    with CongestionControl(spec.variants) as cc:
+    with CongestionControl(spec.variants) as congestion:
         for point, runs in blocks:
             progress.link(point)
             with environments(point) as env:
@@ -304,15 +275,15 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                 store.insert_link({"link_id": link_id, "campaign_id": campaign_id, **env.link_row})
                 progress.calibrated(env.link_row)
                 for seq, p in runs:
-                    row = _run_with_retries(spec, store, env, cc, campaign_id, link_id, seq, p, meta, progress)
+                    row = _run_with_retries(spec, store, env, congestion, campaign_id, link_id, seq, p, meta, progress)
                     progress.finish(p, row, expected_seconds(p))
     return summarise(store, campaign_id, seed, len(schedule), len(schedule) - len(todo))
 
 
-def _run_with_retries(spec: CampaignSpec, store: Store, env: Environment, cc: CongestionControl,
+def _run_with_retries(spec: CampaignSpec, store: Store, env: Environment, congestion: CongestionControl,
                       campaign_id: str, link_id: str, seq: int, p: RunPoint, meta: dict,
                       progress: Progress) -> dict:
-    impl = cc.record(p.variant)
+    impl = congestion.record(p.variant)
     base = {
         "run_id": p.run_id(campaign_id), "campaign_id": campaign_id, "link_id": link_id, "seq": seq,
         "variant": p.variant, **impl, "streams": p.streams, "socket_buffer_bytes": p.socket_buffer_bytes,
