@@ -57,9 +57,8 @@ class Config:
     buffer_bytes: int | None
 
     def label(self) -> str:
-        b = "auto" if self.buffer_bytes is None else fmt_bytes(self.buffer_bytes)
         impl = f"[{self.cc_impl}]" if self.cc_impl and self.cc_impl != "builtin" else ""
-        return f"{self.variant}{impl} n={self.streams} B={b}"
+        return f"{self.variant}{impl} n={self.streams} B={fmt_buffer(self.buffer_bytes)}"
 
     def simplicity(self) -> tuple:
         """Tie-break order (smaller is simpler): see TIE_BREAK."""
@@ -517,6 +516,11 @@ def apply_settings(settings: Settings, *, netns: str | None = None, host: bool =
             raise TcpProfileError(f"setting {key}={value} failed: {out.stderr.strip()}")
         changed[key] = {"before": before, "after": read_sysctl(key, netns=netns)}
     return {"target": f"netns:{netns}" if netns else "host", "sysctls": changed, "skipped": skipped}
+
+
+def fmt_buffer(b: int | None) -> str:
+    """A socket buffer: 'auto' (kernel autotuning) for None, else fmt_bytes."""
+    return "auto" if b is None else fmt_bytes(b)
 
 
 def fmt_bytes(n: float) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
@@ -74,6 +75,14 @@ def label(ax, title: str, xlabel: str, ylabel: str, *, zero: bool = False) -> No
     if zero:
         ax.axhline(0, color="black", lw=0.6)   # includes 0 in the y range; shared axes keep autoscaling
     ax.grid(alpha=0.3)
+
+
+def pick(values, k: int) -> list:
+    """Up to k values spread evenly over the sorted values (first and last always kept)."""
+    values = sorted(values)
+    if len(values) <= k:
+        return values
+    return [values[int(round(i))] for i in np.linspace(0, len(values) - 1, k)]
 
 
 def slug(text: str) -> str:

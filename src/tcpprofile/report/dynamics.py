@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import select as sel
 from .. import analysis
-from .common import G, Figure, Note, Section, label, runs_phrase, save, subplots
+from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, subplots
 from .data import Group, ReportData
 
 MAX_LYAPUNOV_RUNS = 300     # Fig. 14 draws at most this many traced runs
@@ -33,8 +33,7 @@ class Reference:
 
     @property
     def label(self) -> str:
-        b = "auto" if self.buffer_bytes is None else sel.fmt_bytes(self.buffer_bytes)
-        return f"{self.variant}, B={b}"
+        return f"{self.variant}, B={sel.fmt_buffer(self.buffer_bytes)}"
 
     def all_runs(self) -> list[str]:
         return [r for by_n in self.runs.values() for ids in by_n.values() for r in ids]
@@ -57,13 +56,6 @@ def references(data: ReportData) -> list[Reference]:
     return refs
 
 
-def _pick(values, k):
-    values = sorted(values)
-    if len(values) <= k:
-        return values
-    return [values[int(round(i))] for i in np.linspace(0, len(values) - 1, k)]
-
-
 def _no_traces(title: str) -> Note:
     return Note(title, "the store has no per-interval throughput traces (iperf3 intervals)")
 
@@ -73,7 +65,7 @@ def traces(data: ReportData, out: Path, refs: list[Reference]) -> Section:
     for ref in refs:
         rtts = list(ref.runs)
         rtt = rtts[len(rtts) // 2]
-        ns = _pick(ref.runs[rtt], 4)
+        ns = pick(ref.runs[rtt], 4)
         fig, axes = subplots(len(ns), cols=2, w=5.0, h=3.0)
         ids = []
         for ax, n in zip(axes, ns):
@@ -104,7 +96,7 @@ def poincare(data: ReportData, out: Path, refs: list[Reference]) -> Section:
         fig, axes = subplots(2 * len(rtts), cols=4, w=3.6, h=3.4, sharey=False)
         used = 0
         for i, rtt in enumerate(rtts):
-            ns = _pick(ref.runs[rtt], 5)
+            ns = pick(ref.runs[rtt], 5)
             colors = plt.cm.viridis(np.linspace(0, 0.9, len(ns)))
             sep, agg_ax = axes[2 * i], axes[2 * i + 1]
             for n, c in zip(ns, colors):

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import models
 from .. import select as sel
-from .common import G, Figure, Note, Section, label, runs_phrase, save, subplots
+from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, subplots
 from .data import ReportData
 
 MAX_DATASETS = 6     # model fits cost ~1 s each: the datasets with the most runs
@@ -55,8 +55,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
     for ax, (n_runs, g, ps) in zip(axes, chosen):
         (fit,) = models.fit_profiles(_table(ps, g.conditions))
         runs += n_runs
-        ns = sorted({p.config.streams for p in ps})
-        ns = [ns[int(round(i))] for i in np.linspace(0, len(ns) - 1, min(4, len(ns)))]
+        ns = pick({p.config.streams for p in ps}, 4)
         for k, p in enumerate(sorted((p for p in ps if p.config.streams in ns), key=lambda p: p.config.streams)):
             tau = np.asarray(p.rtts_ms)
             sizes = (np.full(len(tau), float(g.conditions["transfer_bytes"])) if g.conditions["transfer_bytes"]
@@ -66,11 +65,11 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
             ax.plot(tau, p.means / G, "o", color=f"C{k}", ms=4, label=f"n={p.config.streams} measured")
             ax.plot(grid, pred / G, "-", color=f"C{k}", lw=1, label=f"model, E={fit.errors[p.config.streams]:.1f} %")
         cfg = ps[0].config
-        label(ax, f"{cfg.variant}, B={'auto' if cfg.buffer_bytes is None else sel.fmt_bytes(cfg.buffer_bytes)}",
+        label(ax, f"{cfg.variant}, B={sel.fmt_buffer(cfg.buffer_bytes)}",
               "RTT (ms)", "throughput (Gbit/s)", zero=True)
         ax.legend(fontsize=6)
         d = fit.as_dict()
-        errors.append(f"{cfg.label().split(' n=')[0]} B={'auto' if cfg.buffer_bytes is None else sel.fmt_bytes(cfg.buffer_bytes)}: "
+        errors.append(f"{cfg.label().split(' n=')[0]} B={sel.fmt_buffer(cfg.buffer_bytes)}: "
                       f"E={d['E_mean_percent']:.1f} % (fitted β={sel.fmt_bytes(d['buffer_bytes_fit'])}, "
                       f"W_max={sel.fmt_bytes(d['wmax_bytes_fit'])})")
     name = "models"

@@ -11,12 +11,8 @@ import numpy as np
 from .. import select as sel
 from .. import analysis
 from ..errors import ValidationError
-from .common import G, Figure, Note, Section, label, runs_phrase, save, slug, subplots
+from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, slug, subplots
 from .data import Group, ReportData
-
-
-def _buf(b) -> str:
-    return "auto" if b is None else sel.fmt_bytes(b)
 
 
 def _by_variant(group: Group) -> dict[str, list[sel.Profile]]:
@@ -28,14 +24,6 @@ def _by_variant(group: Group) -> dict[str, list[sel.Profile]]:
 
 def _buffers(profiles) -> list:
     return sorted({p.config.buffer_bytes for p in profiles}, key=lambda b: -1 if b is None else b)
-
-
-def _pick(values: list, k: int) -> list:
-    """Up to k values spread evenly over the sorted list (first and last always kept)."""
-    values = sorted(values)
-    if len(values) <= k:
-        return values
-    return [values[int(round(i))] for i in np.linspace(0, len(values) - 1, k)]
 
 
 def _reps(profiles) -> str:
@@ -58,7 +46,7 @@ def mean_profiles(data: ReportData, out: Path) -> Section:
             for ax, b in zip(axes, bufs):
                 for p in sorted((p for p in profs if p.config.buffer_bytes == b), key=lambda p: p.config.streams):
                     ax.plot(p.rtts_ms, p.means / G, "o-", ms=4, label=f"n={p.config.streams}")
-                label(ax, f"{v}, B={_buf(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
+                label(ax, f"{v}, B={sel.fmt_buffer(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
                 ax.legend(fontsize=7, ncol=2)
             runs = sum(p.runs for p in profs)
             rtts = sorted({t for p in profs for t in p.rtts_ms})
@@ -66,7 +54,7 @@ def mean_profiles(data: ReportData, out: Path) -> Section:
             items.append(Figure(name, f"Mean throughput profiles: {v} ({g.label})",
                                 f"Mean throughput vs RTT for {v}, one line per stream count n "
                                 f"({', '.join(str(n) for n in sorted({p.config.streams for p in profs}))}), one "
-                                f"panel per socket buffer B ({', '.join(_buf(b) for b in bufs)}); runs with "
+                                f"panel per socket buffer B ({', '.join(sel.fmt_buffer(b) for b in bufs)}); runs with "
                                 f"{g.label}. {runs_phrase(runs)} at {len(rtts)} RTTs, {_reps(profs)} repetitions "
                                 f"per point.", runs, save(fig, out, name)))
     return Section("profiles", "Throughput profiles", "HPDC'17 Figs. 3–6", items)
@@ -77,7 +65,7 @@ def box_plots(data: ReportData, out: Path) -> Section:
     for gi, g in enumerate(data.groups):
         for v, profs in _by_variant(g).items():
             bufs = _buffers(profs)
-            ns = _pick(sorted({p.config.streams for p in profs}), 4)
+            ns = pick(sorted({p.config.streams for p in profs}), 4)
             shown = [p for p in profs if p.config.streams in ns]
             panels = [(b, n) for b in bufs for n in ns
                       if any(p.config.buffer_bytes == b and p.config.streams == n for p in shown)]
@@ -87,7 +75,7 @@ def box_plots(data: ReportData, out: Path) -> Section:
                 stats = [_bxp(s / G) for s in p.samples]
                 ax.bxp(stats, positions=range(len(stats)), showmeans=True, widths=0.6)
                 ax.set_xticks(range(len(stats)), [f"{t:g}" for t in p.rtts_ms], rotation=45, fontsize=7)
-                label(ax, f"{v}, n={n}, B={_buf(b)}", "RTT (ms)", "throughput (Gbit/s)", zero=True)
+                label(ax, f"{v}, n={n}, B={sel.fmt_buffer(b)}", "RTT (ms)", "throughput (Gbit/s)", zero=True)
             runs = sum(p.runs for p in shown)
             name = f"box-g{gi}-{slug(v)}"
             items.append(Figure(name, f"Throughput box plots: {v} ({g.label})",
@@ -154,7 +142,7 @@ def sigmoid_fits(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
                     x = np.linspace(f.tau_T if f.kind == "dual" else p.rtts_ms[0], p.rtts_ms[-1], 60)
                     ax.plot(x, analysis.flipped_sigmoid(x, f.a2, f.tau2), "k--", label="convex fit")
                 ax.axvline(f.tau_T, color="r", lw=1, label=rf"$\tau_T$ = {f.tau_T:.3g} ms ({f.kind})")
-                label(ax, f"{v}, n={n}, B={_buf(p.config.buffer_bytes)}", "RTT (ms)", "scaled throughput")
+                label(ax, f"{v}, n={n}, B={sel.fmt_buffer(p.config.buffer_bytes)}", "RTT (ms)", "scaled throughput")
                 ax.set_ylim(0, 1.05)
                 ax.legend(fontsize=7)
             runs = sum(p.runs for p in chosen)
@@ -186,7 +174,7 @@ def transition_rtts(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
                 n = np.array([x[0] for x in trs])
                 t = np.array([x[1].fit.tau_T for x in trs])
                 err = np.array([[x[1].fit.tau_T - x[1].ci_low, x[1].ci_high - x[1].fit.tau_T] for x in trs]).T
-                ax.errorbar(n, t, yerr=np.clip(np.nan_to_num(err), 0, None), fmt="o-", capsize=3, label=f"B={_buf(b)}")
+                ax.errorbar(n, t, yerr=np.clip(np.nan_to_num(err), 0, None), fmt="o-", capsize=3, label=f"B={sel.fmt_buffer(b)}")
             label(ax, v, "streams n", r"$\tau_T$ (ms)")
             ax.legend(fontsize=7)
             runs += sum(p.runs for p in ps)
@@ -219,7 +207,7 @@ def loss_profiles(data: ReportData, out: Path) -> Section:
                     if p.config.variant == v:
                         counts[(p.config.streams, p.config.buffer_bytes)] += p.runs
             n, b = max(counts, key=counts.get)
-            configs.append(f"{v} n={n} B={_buf(b)}")
+            configs.append(f"{v} n={n} B={sel.fmt_buffer(b)}")
             for g in sorted(groups, key=lambda g: (g.conditions["loss_mode"] != "none", g.conditions["loss_rate"])):
                 p = next((p for p in g.profiles if (p.config.variant, p.config.streams, p.config.buffer_bytes)
                           == (v, n, b)), None)
@@ -229,7 +217,7 @@ def loss_profiles(data: ReportData, out: Path) -> Section:
                 legend = "no loss" if c["loss_mode"] == "none" else f"{c['loss_mode']} {c['loss_rate']:g}"
                 ax.plot(p.rtts_ms, p.means / G, "o-", ms=4, label=legend)
                 runs += p.runs
-            label(ax, f"{v}, n={n}, B={_buf(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
+            label(ax, f"{v}, n={n}, B={sel.fmt_buffer(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
             ax.legend(fontsize=7)
         name = f"loss-b{bi}"
         base = " ".join(w for w in sel.describe_conditions(groups[0].conditions).split() if not w.startswith("loss="))

@@ -63,7 +63,7 @@ def calibration(data: ReportData) -> Section:
     for l in links:
         bad = l["calibration_ok"] is False or bool(l["flags"])
         rows.append([l["link_id"], l["kind"], l["host"] or "", _ms(l["rtt_ms"]), _ms(l["rtt_measured_ms"]),
-                     _rate(l["rate_bps"]), _rate(l["rate_measured_bps"]),
+                     _g(l["rate_bps"]), _g(l["rate_measured_bps"]),
                      "" if l["buffer_bytes"] is None else sel.fmt_bytes(l["buffer_bytes"]),
                      "none" if (l["loss_mode"] or "none") == "none" else f"{l['loss_mode']} {l['loss_rate']:g}",
                      {True: "ok", False: "MISSED", None: "–"}[l["calibration_ok"]], l["flags"] or "",
@@ -83,7 +83,3 @@ def calibration(data: ReportData) -> Section:
 
 def _ms(x) -> str:
     return "–" if x is None else f"{x:.3f}"
-
-
-def _rate(x) -> str:
-    return "–" if x is None else f"{x / G:.3f}"
