@@ -21,6 +21,7 @@ import numpy as np
 from . import analysis, ping
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .store import Store
+from .testbed.netns import in_ns, netns_list
 
 BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
 RTT_REL_TOL = 0.01      # a query RTT within max(1 %, 0.1 ms) of a measured RTT is that point
@@ -472,8 +473,8 @@ def host_settings(est: Estimate, rtt_ms: float, rate_bps: float | None, *, host:
 
 
 def _sysctl_cmd(netns: str | None, *args: str) -> list[str]:
-    base = ["sysctl", *args]
-    return ["ip", "netns", "exec", netns, *base] if netns else base
+    argv = ["sysctl", *args]
+    return in_ns(netns, argv) if netns else argv
 
 
 def read_sysctl(key: str, *, netns: str | None = None) -> str:
@@ -481,11 +482,6 @@ def read_sysctl(key: str, *, netns: str | None = None) -> str:
     if out.returncode != 0:
         raise TcpProfileError(f"cannot read {key}: {out.stderr.strip()}")
     return " ".join(out.stdout.split())
-
-
-def netns_exists(name: str) -> bool:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
-    return any(line.split()[0] == name for line in out.stdout.splitlines() if line.strip())
 
 
 def apply_settings(settings: Settings, *, netns: str | None = None, host: bool = False) -> dict:
@@ -497,7 +493,7 @@ def apply_settings(settings: Settings, *, netns: str | None = None, host: bool =
     """
     if (netns is None) == (not host):
         raise ValidationError("--apply", "give exactly one target: --netns NS or --host-settings")
-    if netns is not None and not netns_exists(netns):
+    if netns is not None and netns not in netns_list():
         raise ValidationError("--netns", f"no network namespace named {netns!r} (see `ip netns list`)")
     changed, skipped = {}, {}
     for key, value in settings.sysctls.items():
