@@ -10,6 +10,6 @@ $(BUILD)/vmlinux.h: /sys/kernel/btf/vmlinux
 	bpftool btf dump file $< format c > $@.tmp
 	mv $@.tmp $@
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c bpf/tp_common.h $(BUILD)/vmlinux.h
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(BUILD)/vmlinux.h
 	@mkdir -p $(BUILD)/bpf
 	$(BPF_CLANG) -target bpf -O2 -g -Wall -Werror -I$(BUILD) -Ibpf -c $< -o $@
