@@ -27,7 +27,7 @@ import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from .testbed import state
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
@@ -347,12 +347,6 @@ def stream_series(events: Events, key: tuple[int, int]) -> dict[str, list]:
     idx = [j for j in range(len(events)) if (c["sport"][j], c["dport"][j]) == tuple(key)]
     idx.sort(key=lambda j: c["t"][j])
     return {name: [col[j] for j in idx] for name, col in c.items()}
-
-
-def iter_keys(events: Events) -> Iterable[tuple[int, int]]:
-    """Distinct (local port, remote port) socket keys seen."""
-    c = events.cols
-    return sorted({(c["sport"][j], c["dport"][j]) for j in range(len(events))})
 
 
 def ssthresh_changes(series: dict[str, list]) -> list[tuple[float, int, int]]:

@@ -53,10 +53,6 @@ class EngineStats:
     cpu_sys_s: float
 
     @property
-    def cpu_s(self) -> float:
-        return self.cpu_user_s + self.cpu_sys_s
-
-    @property
     def lost(self) -> int:
         """Packets the engine path dropped (should be 0)."""
         return self.queue_dropped + self.user_dropped
