@@ -230,3 +230,8 @@ def test_eleven_variants_and_losses_examples_validate():
     losses = spec.load(ROOT / "examples" / "losses.toml")
     assert len(losses.sweep()) == 3 * 9 * 7 * 10
     assert {p.link.loss.mode for p in losses.sweep()} == {"none", "periodic", "uniform"}
+
+
+def test_eleven_variants_quick_example_covers_all_twelve_with_traces():
+    quick = spec.load(ROOT / "examples" / "eleven-variants-quick.toml")
+    assert quick.trace_cwnd and len({p.variant for p in quick.sweep()}) == 12
