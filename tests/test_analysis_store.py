@@ -162,3 +162,22 @@ def test_cli_tables(dbfile, capsys):
 def test_cli_rejects_unknown_dimension(dbfile, capsys):
     assert cli.main(["analyze", "--db", dbfile, "--by", "colour"]) == 2
     assert "by: unknown dimension" in capsys.readouterr().err
+
+
+def test_bdp_sized_buffers_form_one_profile_and_one_model_dataset():
+    # buffer = "BDP": β in bytes differs at every τ, yet it is one configuration.
+    from tcpprofile.analysis import profiles_from_store
+    from tcpprofile.models.fit import fit_profiles, profiles_from_store as model_profiles
+    s = Store.open(":memory:")
+    taus = (11.8, 45.6, 183.0)
+    for i, tau in enumerate(taus):
+        s.insert_link({"link_id": f"l{i}", "campaign_id": "c", "kind": "emulated", "rate_bps": 10e9,
+                       "rtt_ms": tau, "buffer_bytes": int(10e9 * tau / 8e3), "buffer_spec": "BDP"})
+        for rep in range(3):
+            s.put_run({"run_id": f"r{i}{rep}", "campaign_id": "c", "link_id": f"l{i}", "variant": "cubic",
+                       "streams": 1, "transfer_bytes": 10**10, "status": "ok", "repetition": rep,
+                       "throughput_bps": 9.5e9 - 10e6 * tau - 1e6 * rep, "duration_s": 9.0})
+    (prof,) = profiles_from_store(s, n_boot=50, seed=0)
+    assert list(prof.tau) == list(taus) and list(prof.count) == [3, 3, 3]
+    (fit,) = fit_profiles(model_profiles(s.con))
+    assert fit.key["buffer"] == "BDP" and fit.points == 3

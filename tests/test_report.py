@@ -76,8 +76,8 @@ def test_every_figure_family_present(report):
     # only what has no data here is omitted: the one-RTT remote group's profiles, and transition RTTs of
     # the lossy groups (one stream count each)
     titles = [n.title for n in report.notes() if "remote links" not in n.title]
-    assert titles == ["Transition RTTs (duration=10s loss=periodic:0.002 C=10Gbit/s emulated links)",
-                      "Transition RTTs (duration=10s loss=periodic:1e-05 C=10Gbit/s emulated links)"]
+    assert titles == ["Transition RTTs (duration=10s loss=periodic:0.002 C=10Gbit/s β=47.7MiB emulated links)",
+                      "Transition RTTs (duration=10s loss=periodic:1e-05 C=10Gbit/s β=47.7MiB emulated links)"]
 
 
 def test_run_counts_are_computed(report, full_store):

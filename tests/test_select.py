@@ -295,9 +295,22 @@ def test_bdp_sized_link_buffers_form_one_profile():
     s = Store.open(":memory:")
     for rtt in (10.0, 40.0):
         s.insert_link({"link_id": f"L{rtt:g}", "campaign_id": "c1", "kind": "emulated", "rate_bps": 1e9,
-                       "rtt_ms": rtt, "buffer_bytes": int(1e9 * rtt / 1e3 / 8), "loss_mode": "none"})
+                       "rtt_ms": rtt, "buffer_bytes": int(1e9 * rtt / 1e3 / 8), "buffer_spec": "BDP",
+                       "loss_mode": "none"})
         for i in range(2):
             add_run(s, f"r{rtt:g}-{i}", f"L{rtt:g}", "cubic", 1, None, (0.9 - rtt / 100 + 0.01 * i) * G)
     (prof,) = sel.load_profiles(s).profiles
     assert prof.rtts_ms == [10.0, 40.0]
     assert _select(s, 25.0).best.method == "interpolated"
+
+
+def test_different_link_buffers_are_different_groups():
+    s = Store.open(":memory:")
+    for spec_buf in ("50MB", "200MB"):
+        s.insert_link({"link_id": spec_buf, "campaign_id": "c1", "kind": "emulated", "rate_bps": 1e9, "rtt_ms": 10.0,
+                       "buffer_bytes": int(spec_buf[:-2]) * 10**6, "buffer_spec": spec_buf, "loss_mode": "none"})
+        add_run(s, f"r{spec_buf}", spec_buf, "cubic", 1, None, 0.9 * G)
+    with pytest.raises(TcpProfileError, match="incomparable groups.*β=200MB.*β=50MB|incomparable groups.*β=50MB.*β=200MB"):
+        sel.load_profiles(s)
+    (prof,) = sel.load_profiles(s, conditions={"link_buffer": "50MB"}).profiles
+    assert prof.rtts_ms == [10.0]

@@ -55,7 +55,7 @@ def emulated(point: LinkPoint) -> Iterator[Environment]:
         cal = link.calibration
         row = {
             "kind": "emulated", "rate_bps": point.rate_bps, "rtt_ms": point.rtt_s * 1e3,
-            "buffer_bytes": point.buffer_bytes, "loss_mode": point.loss.mode, "loss_rate": point.loss.rate,
+            "buffer_bytes": point.buffer_bytes, "buffer_spec": point.buffer_label, "loss_mode": point.loss.mode, "loss_rate": point.loss.rate,
             "mtu": point.mtu, "rtt_measured_ms": cal.rtt_measured_ms, "rtt_measured_mdev_ms": cal.rtt_mdev_ms,
             "rate_measured_bps": cal.rate_measured_bps, "goodput_ceiling_bps": cal.goodput_ceiling_bps,
             "calibration_ok": cal.ok, "flags": ",".join(cal.flags) or None,

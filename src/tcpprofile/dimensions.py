@@ -7,16 +7,20 @@ from collections.abc import Sequence
 
 from .errors import ValidationError
 
+# The bottleneck buffer as the spec wrote it ("BDP" means a different byte count at every τ, and one
+# profile); imported or older links without it fall back to the byte count.
+BUFFER_SQL = "coalesce(l.buffer_spec, CAST(l.buffer_bytes AS VARCHAR))"
+
 # Configuration dimensions a profile can be grouped by; τ (links.rtt_ms) is the profile's axis.
 DIMENSIONS = {
     "variant": "r.variant", "streams": "r.streams", "socket_buffer_bytes": "r.socket_buffer_bytes",
     "transfer_bytes": "r.transfer_bytes", "duration_target_s": "r.duration_target_s",
     "cc_impl": "r.cc_impl", "reverse": "r.reverse", "rate_bps": "l.rate_bps",
-    "buffer_bytes": "l.buffer_bytes", "loss_mode": "l.loss_mode", "loss_rate": "l.loss_rate",
+    "buffer": BUFFER_SQL, "buffer_bytes": "l.buffer_bytes", "loss_mode": "l.loss_mode", "loss_rate": "l.loss_rate",
     "link_kind": "l.kind", "mtu": "l.mtu",
 }
 DEFAULT_BY = ("variant", "streams", "socket_buffer_bytes", "transfer_bytes", "duration_target_s",
-              "rate_bps", "buffer_bytes", "loss_mode", "loss_rate")
+              "rate_bps", "buffer", "loss_mode", "loss_rate")
 
 
 def check_by(by: Sequence[str]) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import analysis, ping
+from .dimensions import BUFFER_SQL
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .store import Store
 from .testbed.netns import in_ns, netns_list
@@ -26,16 +27,17 @@ from .testbed.netns import in_ns, netns_list
 BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
 RTT_REL_TOL = 0.01      # a query RTT within max(1 %, 0.1 ms) of a measured RTT is that point
 RTT_ABS_TOL_MS = 0.1
-# The link buffer β is not a condition: campaign specs may size it per RTT (buffer = "BDP"), so it varies
-# along the profile like τ itself.
-CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "reverse", "link_kind")
+# The link buffer β is a condition as the spec wrote it (link_buffer: "BDP", "50MB"): with "BDP" its byte
+# count varies along the profile like τ itself (tcpprofile.dimensions.BUFFER_SQL).
+CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "link_buffer", "reverse",
+                    "link_kind")
 TIE_BREAK = "fewest streams, then smallest socket buffer (autotuning first), then builtin variant"
 
-_RUNS_SQL = """
+_RUNS_SQL = f"""
 SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name, r.streams,
        r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
        coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
-       l.rate_bps, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
+       l.rate_bps, {BUFFER_SQL} AS link_buffer, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
        coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, r.throughput_bps
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
@@ -131,6 +133,9 @@ def describe_conditions(cond: dict) -> str:
     parts.append("loss=none" if loss == "none" else f"loss={loss}:{cond['loss_rate']:g}")
     if cond.get("rate_bps"):
         parts.append(f"C={cond['rate_bps'] / 1e9:g}Gbit/s")
+    if cond.get("link_buffer"):
+        buf = cond["link_buffer"]
+        parts.append(f"β={fmt_bytes(int(buf)) if buf.isdigit() else buf}")  # digits: a link without buffer_spec
     if cond.get("reverse"):
         parts.append("reverse")
     if cond.get("link_kind"):
@@ -164,7 +169,7 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
                             for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1])))
         raise TcpProfileError(
             "the runs span incomparable groups; pick one with --size/--duration/--loss/--rate/"
-            "--reverse/--link-kind: "
+            "--link-buffer/--reverse/--link-kind: "
             + listing)
     (key, rows), = groups.items()
     clusters = cluster_rtts([r["rtt_ms"] for r in rows])

@@ -23,6 +23,7 @@ def register(subparsers) -> None:
     p.add_argument("--duration", help="condition: duration of the runs (e.g. 10s)")
     p.add_argument("--loss", help="condition: none | periodic:RATE | uniform:RATE")
     p.add_argument("--rate", help="condition: link rate C (e.g. 10Gbit)")
+    p.add_argument("--link-buffer", help="condition: bottleneck buffer β as the campaign spec wrote it (e.g. BDP, 50MB)")
     p.add_argument("--reverse", action="store_true", default=None, help="condition: reverse-direction runs")
     p.add_argument("--link-kind", choices=("emulated", "remote", "unknown"), help="condition: kind of link")
     p.add_argument("--top", type=int, default=5, help="configurations to print (default 5)")
@@ -66,6 +67,8 @@ def _conditions(args) -> dict:
             raise ValidationError("--loss", f"expected none, periodic:RATE or uniform:RATE, got {args.loss!r}")
     if args.rate is not None:
         cond["rate_bps"] = units.rate_bps("--rate", args.rate)
+    if args.link_buffer is not None:
+        cond["link_buffer"] = args.link_buffer
     if args.reverse:
         cond["reverse"] = True
     if args.link_kind is not None:

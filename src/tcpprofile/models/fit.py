@@ -6,8 +6,8 @@ least squares on the relative error of the profile; E = 100/|RTTs| Σ_r |M_r −
 Uncertainty of a prediction comes from a residual bootstrap (relative residuals resampled, refitted).
 
 Tables are plain: a dict of equal-length numpy arrays (or a list of dicts, see ``as_columns``) with
-columns variant, streams, rtt_ms, rate_bps, buffer_bytes, transfer_bytes, throughput_bps, and optionally
-socket_buffer_bytes (part of the dataset key) and size_bytes (the transfer size F used by the model when
+columns variant, streams, rtt_ms, rate_bps, transfer_bytes, throughput_bps, and optionally
+buffer or buffer_bytes and socket_buffer_bytes (parts of the dataset key) and size_bytes (the transfer size F used by the model when
 transfer_bytes is NULL, i.e. time-limited runs: mean throughput × duration).
 """
 
@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
+from ..dimensions import BUFFER_SQL
 from ..errors import ValidationError
 from .base import positive_array
 from .framework import FirstPrinciplesModel
 from .registry import MODELS, make_model
 
-PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "buffer_bytes", "transfer_bytes", "throughput_bps")
-DATASET_KEYS = ("variant", "rate_bps", "buffer_bytes", "socket_buffer_bytes", "transfer_bytes")
+PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps")
+# β keys a dataset as the spec wrote it ("buffer", from the store) or in bytes (plain tables); the
+# model fits its own β either way.
+DATASET_KEYS = ("variant", "rate_bps", "buffer", "buffer_bytes", "socket_buffer_bytes", "transfer_bytes")
 
 
 def mean_relative_error(measured, predicted) -> float:
@@ -159,25 +162,26 @@ def fit_profiles(table, **model_params) -> list[DatasetFit]:
 
 
 _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
-    buffer_bytes, throughput_bps, status FROM runs"""
+    CAST(buffer_bytes AS VARCHAR) AS buffer, throughput_bps, status FROM runs"""
 # The store keeps the link (τ, C, β) in `links`; each run names its link.
-_RUNS_JOINED = """SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s, l.rtt_ms,
-    l.rate_bps, l.buffer_bytes, r.throughput_bps, r.status FROM runs r JOIN links l ON r.link_id = l.link_id"""
+_RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s, l.rtt_ms,
+    l.rate_bps, {BUFFER_SQL} AS buffer, r.throughput_bps, r.status FROM runs r JOIN links l ON r.link_id = l.link_id"""
 
 PROFILE_SQL = """
-SELECT variant, streams, rtt_ms, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes,
+SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes,
        coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
        avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs
 FROM ({source}) AS runs
 WHERE status = 'ok' AND throughput_bps > 0
-GROUP BY variant, streams, rtt_ms, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes
-ORDER BY variant, rate_bps, buffer_bytes, socket_buffer_bytes, transfer_bytes, streams, rtt_ms
+GROUP BY variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes
+ORDER BY variant, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, streams, rtt_ms
 """
 
 
 def profiles_from_store(con) -> dict[str, np.ndarray]:
     """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
-    rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links``. Columns returned: the
+    rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
+    wrote it, see tcpprofile.dimensions.BUFFER_SQL). Columns returned: the
     configuration, transfer_bytes (NULL for time-limited runs), size_bytes, throughput_bps (mean),
     std_bps, runs (count)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}

@@ -27,6 +27,8 @@ CREATE TABLE IF NOT EXISTS links (
     rate_bps               DOUBLE,            -- configured bottleneck rate C
     rtt_ms                 DOUBLE,            -- configured RTT τ
     buffer_bytes           BIGINT,            -- configured drop-tail bottleneck buffer β
+    buffer_spec            VARCHAR,           -- β as the spec wrote it ('BDP', '2xBDP', '50MB'): profiles
+                                              -- over τ group by it (with 'BDP', β in bytes changes with τ)
     loss_mode              VARCHAR,           -- 'none' | 'periodic' | 'uniform'
     loss_rate              DOUBLE,            -- periodic: 1/N; uniform: p; none: 0
     mtu                    INTEGER,
