@@ -142,13 +142,15 @@ def _fit(args) -> int:
     if not fits:
         print("no successful runs of a modelled variant in the store")
         return 0
-    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer MB':>9} {'size GB':>8} {'β fit MB':>9} {'W_max fit MB':>12}"
+    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'size GB':>8} {'β fit MB':>9} {'W_max fit MB':>12}"
           f" {'n':>3} {'E %':>6}")
     for f in fits:
         d = f.as_dict()
         for s, e in d["E_percent"].items():
-            buf, size = d.get("buffer_bytes"), d.get("transfer_bytes")
-            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {_mb(buf):>9} {_gb(size):>8} "
+            # β as the store keys the dataset: the spec's words ("BDP") or, for plain tables, bytes
+            buf = d.get("buffer") or (_mb(d["buffer_bytes"]) + "MB" if d.get("buffer_bytes") is not None else "-")
+            size = d.get("transfer_bytes")
+            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {_gb(size):>8} "
                   f"{d['buffer_bytes_fit'] / 1e6:9.3g} "
                   f"{d['wmax_bytes_fit'] / 1e6:12.4g} {s:3d} {e:6.2f}")
     return 0
