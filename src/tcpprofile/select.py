@@ -371,9 +371,14 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
                                     confidence=confidence, rng=rng))
         except TcpProfileError as err:
             excluded.append({**p.config.to_json(), "label": p.config.label(), "reason": str(err)})
-    if not ranking:
-        raise TcpProfileError("no configuration can be estimated at this RTT: "
-                              + "; ".join(e["reason"] for e in excluded))
+    if not ranking:  # one line: configurations that share a reason are counted, not repeated
+        reasons: dict[str, list[str]] = defaultdict(list)
+        for e in excluded:
+            reasons[e["reason"].removeprefix(e["label"] + ": ")].append(e["label"])
+        raise TcpProfileError("no configuration can be estimated at this RTT: " + "; ".join(
+            f"{reason} ({'all ' if len(labels) == len(excluded) else ''}{len(labels)} configuration"
+            f"{'s' if len(labels) > 1 else ''}{'' if len(labels) > 3 else ': ' + ', '.join(labels)})"
+            for reason, labels in reasons.items()))
     ranking.sort(key=lambda e: (-e.throughput_bps, e.config.simplicity()))
     best = ranking[0]
     if len(ranking) == 1:
