@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import subprocess
 import sys
 
 from tcpprofile.testbed import EmulatedLink, LinkConfig
@@ -21,7 +22,8 @@ PORT = 5299
 
 
 def one_run(link, traced: bool) -> dict:
-    server = link.popen("receiver", ["iperf3", "-s", "-1", "-p", str(PORT)])
+    server = link.popen("receiver", ["iperf3", "-s", "-1", "-p", str(PORT)], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
     link.wait_listening("receiver", PORT)
     argv = ["iperf3", "-c", link.receiver_addr, "-p", str(PORT), "-J", "-C", "cubic", "-t", str(SECONDS)]
     try:
