@@ -175,10 +175,11 @@ def test_flags_and_effective_buffer(store):
     s = spec.parse(SPEC)
     summary, _ = run(s, store, FakeHost(fixture="one_stream.json"))
     rows = store.query("SELECT variant, flags, effective_socket_buffer_bytes, cc_reported FROM runs")
-    # the fixture says cubic: runs asked for bbr are flagged
-    assert {r["flags"] for r in rows if r["variant"] == "bbr"} == {"cc_mismatch"}
-    assert {r["flags"] for r in rows if r["variant"] == "cubic"} == {None}
-    assert summary.flagged == 4
+    # the fixture says cubic: runs asked for bbr are flagged; it has no receiver's output (no
+    # --get-server-output), so every run's 1 s bytes are the sender's count, and say so
+    assert {r["flags"] for r in rows if r["variant"] == "bbr"} == {"intervals_sender_bytes,cc_mismatch"}
+    assert {r["flags"] for r in rows if r["variant"] == "cubic"} == {"intervals_sender_bytes"}
+    assert summary.flagged == 8
     # default socket buffer: the sender's autotuning ceiling (receiver unknown here -> None)
     assert {r["effective_socket_buffer_bytes"] for r in rows} == {None}
 

@@ -49,23 +49,38 @@ def test_parse_matches_the_json(name):
     assert p.run["retransmits"] == end["sum_sent"]["retransmits"]
     assert p.run["kernel"] == d["start"]["system_info"].split()[2]
     assert p.run["iperf3_version"] == "3.12"
-    # intervals: every stream 0..n-1 once per interval, plus one sum row (stream None) per interval
-    source = d["server_output_json"]["intervals"] if ts["reverse"] else d["intervals"]
+    # intervals: the receiver's grid (what crossed the link); every stream 0..n-1 once per interval,
+    # plus one sum row (stream None) per interval
+    source, socket_of, has_receiver = receiver_side(d)
     streams = [r["stream"] for r in p.intervals]
     for k in range(ts["num_streams"]):
         assert streams.count(k) == len(source)
     assert streams.count(None) == len(source)
     assert set(streams) == set(range(ts["num_streams"])) | {None}
-    # stream k is iperf3's k-th stream in every interval
+    # stream k is the sender's k-th stream, found in the receiver's output through its port pair
     for j, it in enumerate(source):
-        for k, s in enumerate(it["streams"]):
+        for k in range(ts["num_streams"]):
+            s = next(x for x in it["streams"] if x["socket"] == socket_of[k])
             row = [r for r in p.intervals if r["stream"] == k][j]
             assert (row["bytes"], row["start_s"], row["end_s"]) == (s["bytes"], s["start"], s["end"])
     sums = sum(r["bytes"] for r in p.intervals if r["stream"] is None)
     assert sums == sum(it["sum"]["bytes"] for it in source)
-    # sender-side intervals carry cwnd and RTT
+    # the sender's cwnd and RTT ride along
     assert all(r["snd_cwnd_bytes"] for r in p.intervals if r["stream"] is not None)
-    assert p.flags == []
+    assert p.flags == ([] if has_receiver else ["intervals_sender_bytes"])
+
+
+def receiver_side(d):
+    """(the receiver's intervals, its socket for the sender's k-th stream, whether the receiver's output
+    exists); without it the sender's own intervals and sockets stand in."""
+    srv = d.get("server_output_json")
+    client = (d["start"]["connected"], d["intervals"])
+    server = (srv["start"]["connected"], srv["intervals"]) if srv else None
+    sender, receiver = (server, client) if d["start"]["test_start"]["reverse"] else (client, server)
+    if receiver is None:
+        return sender[1], [c["socket"] for c in sender[0]], False
+    by_ports = {(c["remote_port"], c["local_port"]): c["socket"] for c in receiver[0]}
+    return receiver[1], [by_ports[(c["local_port"], c["remote_port"])] for c in sender[0]], True
 
 
 def test_many_streams_socket_buffer_and_loaded_rtt():
@@ -150,15 +165,12 @@ def test_export_intervals_round_trip(store):
     d = doc("four_streams.json")
     rows = exported(store, "intervals")
     assert {r["run_id"] for r in rows} == {results[0].run_id}
-    for k in range(4):
-        mine = [r for r in rows if r["stream"] == k]
-        theirs = [it["streams"][k] for it in d["intervals"]]
-        assert [r["bytes"] for r in mine] == [s["bytes"] for s in theirs]
-        assert [r["snd_cwnd_bytes"] for r in mine] == [s["snd_cwnd"] for s in theirs]
-        assert [r["rtt_us"] for r in mine] == [s["rtt"] for s in theirs]
-        assert [r["retransmits"] for r in mine] == [s["retransmits"] for s in theirs]
-    sums = [r for r in rows if r["stream"] is None]
-    assert [r["bits_per_second"] for r in sums] == [it["sum"]["bits_per_second"] for it in d["intervals"]]
+    parsed = iperf.parse(d).intervals
+    key = lambda r: (r["start_s"], -1 if r["stream"] is None else r["stream"])
+    fields = ("stream", "start_s", "end_s", "bytes", "bits_per_second", "snd_cwnd_bytes", "rtt_us", "retransmits")
+    assert [tuple(r[f] for f in fields) for r in sorted(rows, key=key)] == \
+        [tuple(r[f] for f in fields) for r in sorted(parsed, key=key)]
+    assert len(rows) == 5 * len(d["server_output_json"]["intervals"])
     # csv carries the same rows
     buf = io.StringIO()
     export.export(store, "intervals", "csv", buf)
@@ -216,3 +228,36 @@ def test_unreadable_and_non_json_files(store, tmp_path):
     _, results = importer.import_files(store, [bad, tmp_path / "missing.json", tmp_path / "ok.json"])
     reasons = [r.reason for r in results]
     assert reasons[0].startswith("not JSON") and reasons[1].startswith("cannot read") and reasons[2] is None
+
+
+def test_intervals_count_received_bytes_and_carry_the_senders_cwnd():
+    # four_streams.json: client (sender) at 0.5 s intervals, server (receiver) at 1 s, --get-server-output
+    d = doc("four_streams.json")
+    srv = d["server_output_json"]
+    p = iperf.parse(d)
+    assert "intervals_sender_bytes" not in p.flags
+    sums = [r for r in p.intervals if r["stream"] is None]
+    assert [r["bytes"] for r in sums] == [it["sum"]["bytes"] for it in srv["intervals"]]
+    assert [r["end_s"] for r in sums] == [it["sum"]["end"] for it in srv["intervals"]]
+    # streams keep the sender's numbering: matched through their port pairs, not the receiver's sockets
+    port_of = {c["socket"]: c["local_port"] for c in d["start"]["connected"]}
+    client_socket = {port_of[c]: c for c in port_of}
+    for k, it in enumerate(srv["intervals"]):
+        rows = [r for r in p.intervals if r["stream"] is not None][4 * k:4 * k + 4]
+        for r_stream in it["streams"]:
+            peer = next(c["remote_port"] for c in srv["start"]["connected"] if c["socket"] == r_stream["socket"])
+            i = [c["socket"] for c in d["start"]["connected"]].index(client_socket[peer])
+            row = next(r for r in rows if r["stream"] == i)
+            assert row["bytes"] == r_stream["bytes"]
+            end = it["sum"]["end"]
+            nearest = min(d["intervals"], key=lambda x: abs(x["sum"]["end"] - end))
+            assert row["snd_cwnd_bytes"] == nearest["streams"][i]["snd_cwnd"] > 0
+    # every sender retransmit is counted once
+    assert sum(r["retransmits"] or 0 for r in sums) == sum(it["sum"]["retransmits"] for it in d["intervals"])
+
+
+def test_intervals_without_the_receivers_output_are_flagged_sender_bytes():
+    p = iperf.parse(doc("one_stream.json"))
+    assert "intervals_sender_bytes" in p.flags
+    assert [r["bytes"] for r in p.intervals if r["stream"] is None] == [
+        it["sum"]["bytes"] for it in doc("one_stream.json")["intervals"]]

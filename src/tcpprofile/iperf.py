@@ -115,12 +115,19 @@ def parse(doc) -> Parsed:
         granted = [g for g in granted if g]
         effective = min(granted) if granted else None
 
-    interval_doc = doc["intervals"]
-    sender_side = not reverse
-    if reverse and server and server.get("intervals"):
-        interval_doc, sender_side = server["intervals"], True
-    if not sender_side:
+    # 1 s traces: bytes as the receiver counted them (the sender's count bytes written into socket
+    # buffers, which run ahead of the link by up to the buffer), cwnd/RTT/retransmits from the sender.
+    client = (start, doc["intervals"])
+    other = (server.get("start", {}), server["intervals"]) if server and server.get("intervals") else None
+    sender, receiver = (other, client) if reverse else (client, other)
+    if sender is None:
+        intervals = _intervals(receiver[1])
         flags.append("intervals_receiver_side")
+    elif receiver is None:
+        intervals = _intervals(sender[1])
+        flags.append("intervals_sender_bytes")
+    else:
+        intervals = _merged_intervals(sender, receiver)
 
     version = start.get("version", "")
     system = start.get("system_info", "")
@@ -145,7 +152,7 @@ def parse(doc) -> Parsed:
         "started_at": _ts(started),
         "finished_at": _ts(started + duration) if started else None,
     }
-    return Parsed(run, _intervals(interval_doc), flags)
+    return Parsed(run, intervals, flags)
 
 
 def _ts(secs):
@@ -161,6 +168,43 @@ def _intervals(items: list) -> list[dict]:
             rows.append(_interval(s, i))
         if "sum" in it:
             rows.append(_interval(it["sum"], None))
+    return rows
+
+
+def _merged_intervals(sender: tuple[dict, list], receiver: tuple[dict, list]) -> list[dict]:
+    """Rows on the receiver's interval grid: bytes and rate received; the sender's cwnd and RTT at the
+    end of its interval ending nearest, and its retransmits summed over its intervals inside. Streams
+    are matched by their port pairs and numbered in the sender's order."""
+    (s_start, s_items), (r_start, r_items) = sender, receiver
+    s_index = {c["socket"]: i for i, c in enumerate(s_start.get("connected", []))}
+    s_socket = {(c["local_port"], c["remote_port"]): c["socket"] for c in s_start.get("connected", [])}
+    to_sender = {c["socket"]: s_socket.get((c["remote_port"], c["local_port"])) for c in r_start.get("connected", [])}
+    # each sender interval belongs to exactly one receiver interval: the first ending at or after it
+    # (the two clocks start a few ms apart: a sender interval may end just past the receiver's)
+    r_ends = [float(it["sum"]["end"]) for it in r_items]
+    owner = []
+    for it in s_items:
+        end, width = float(it["sum"]["end"]), float(it["sum"].get("seconds") or 0)
+        owner.append(next((k for k, e in enumerate(r_ends) if e >= end - 0.05 * width), len(r_ends) - 1))
+    rows = []
+    for k, r_item in enumerate(r_items):
+        b = r_ends[k]
+        inside = [it for it, o in zip(s_items, owner) if o == k]
+        nearest = min(s_items, key=lambda it: abs(float(it["sum"]["end"]) - b))
+
+        def merged(received: dict, stream: int | None, pick) -> dict:
+            row = _interval(received, stream)
+            snap = pick(nearest)
+            row["snd_cwnd_bytes"], row["rtt_us"] = (snap.get("snd_cwnd"), snap.get("rtt")) if snap else (None, None)
+            counts = [x.get("retransmits") for x in map(pick, inside) if x and x.get("retransmits") is not None]
+            row["retransmits"] = sum(counts) if counts else None
+            return row
+
+        for r_stream in r_item.get("streams", []):
+            sock = to_sender.get(r_stream.get("socket"))
+            by_socket = lambda it, sock=sock: next((x for x in it.get("streams", []) if x.get("socket") == sock), None)
+            rows.append(merged(r_stream, s_index.get(sock), by_socket))
+        rows.append(merged(r_item["sum"], None, lambda it: it.get("sum")))
     return rows
 
 
