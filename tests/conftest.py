@@ -5,9 +5,16 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 
 import pytest
+
+# A job started in the background (as CI may start us) inherits SIGINT ignored, and exec keeps that for
+# every child: the tests that interrupt a child (cleanup after SIGINT) need the default disposition.
+# A Python handler is reset to the default in children at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _can_run_privileged() -> str | None:

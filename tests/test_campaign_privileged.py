@@ -290,6 +290,13 @@ def test_sigint_emulated_exits_nonzero_and_leaves_nothing(tmp_path):
                                           "--db", str(tmp_path / "i.duckdb")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
+        # the calibration's rate probe is an iperf3 in the sender namespace too: wait until it is done
+        for line in proc.stderr:
+            if line.startswith("link calibrated"):
+                break
+        else:
+            pytest.fail(f"the campaign ended before its link was calibrated (exit {proc.wait()})")
+
         def sender_iperf():
             for ns in link_namespaces() - before_ns:
                 if ns.endswith("-snd") and any(comm(p) == "iperf3" for p in ns_pids(ns)):
