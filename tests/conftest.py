@@ -7,6 +7,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import time
 
 import pytest
 
@@ -47,3 +48,42 @@ def netns():
         yield name
     finally:
         subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), check=check, capture_output=True, text=True)
+
+
+@pytest.fixture
+def remote_pair():
+    """A stand-in for a remote iperf3 host: namespaces 'server' (10.203.x.2, iperf3 -s on port 5410) and
+    'client' (10.203.x.1) joined by veth; torn down, with every process in them, whatever happens."""
+    tag = secrets.token_hex(2)
+    srv, cli = f"tcpp-cr{tag}-s", f"tcpp-cr{tag}-c"
+    octet = int(tag, 16) % 250 + 1
+    server = None
+    try:
+        for ns in (srv, cli):
+            _sh("ip", "netns", "add", ns)
+            _sh("ip", "-n", ns, "link", "set", "lo", "up")
+        _sh("ip", "link", "add", f"tcppcr{tag}a", "netns", cli, "type", "veth", "peer", "name", f"tcppcr{tag}b",
+            "netns", srv)
+        _sh("ip", "-n", cli, "addr", "add", f"10.203.{octet}.1/24", "dev", f"tcppcr{tag}a")
+        _sh("ip", "-n", srv, "addr", "add", f"10.203.{octet}.2/24", "dev", f"tcppcr{tag}b")
+        _sh("ip", "-n", cli, "link", "set", f"tcppcr{tag}a", "up")
+        _sh("ip", "-n", srv, "link", "set", f"tcppcr{tag}b", "up")
+        server = subprocess.Popen(["ip", "netns", "exec", srv, "iperf3", "-s", "-p", "5410"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while not _sh("ip", "netns", "exec", srv, "ss", "-Hltn", "sport = :5410").stdout.strip():
+            assert server.poll() is None and time.monotonic() < deadline, "the iperf3 server did not listen"
+            time.sleep(0.05)  # polling interval of the readiness check
+        yield {"client": cli, "host": f"10.203.{octet}.2", "port": 5410}
+    finally:
+        if server is not None:
+            server.kill()
+            server.wait()
+        for ns in (cli, srv):
+            for pid in _sh("ip", "netns", "pids", ns, check=False).stdout.split():
+                os.kill(int(pid), signal.SIGKILL)  # only processes inside our own throwaway namespaces
+            _sh("ip", "netns", "del", ns, check=False)

@@ -16,7 +16,7 @@ import pytest
 
 from synthetic_store import add_link, add_run, build, trace
 from tcpprofile.cli import main
-from tcpprofile.report import Figure, Note, Table, build_report
+from tcpprofile.report import Table, build_report
 from tcpprofile.store import Store
 
 import numpy as np

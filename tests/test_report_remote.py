@@ -5,12 +5,8 @@ second throwaway namespace (where the client side runs) by veth; nothing touches
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -22,48 +18,7 @@ pytestmark = pytest.mark.privileged
 CLI = [sys.executable, "-m", "tcpprofile.cli"]
 
 
-def _sh(*argv, check=True):
-    return subprocess.run(list(argv), check=check, capture_output=True, text=True)
-
-
-def _pids(ns):
-    return [int(x) for x in _sh("ip", "netns", "pids", ns, check=False).stdout.split()]
-
-
-@pytest.fixture
-def remote():
-    tag = secrets.token_hex(2)
-    srv, cli = f"tcpp-rp{tag}-s", f"tcpp-rp{tag}-c"
-    octet = int(tag, 16) % 250 + 1
-    server = None
-    try:
-        for ns in (srv, cli):
-            _sh("ip", "netns", "add", ns)
-            _sh("ip", "-n", ns, "link", "set", "lo", "up")
-        _sh("ip", "link", "add", f"tcpprp{tag}a", "netns", cli, "type", "veth", "peer", "name", f"tcpprp{tag}b",
-            "netns", srv)
-        _sh("ip", "-n", cli, "addr", "add", f"10.204.{octet}.1/24", "dev", f"tcpprp{tag}a")
-        _sh("ip", "-n", srv, "addr", "add", f"10.204.{octet}.2/24", "dev", f"tcpprp{tag}b")
-        _sh("ip", "-n", cli, "link", "set", f"tcpprp{tag}a", "up")
-        _sh("ip", "-n", srv, "link", "set", f"tcpprp{tag}b", "up")
-        server = subprocess.Popen(["ip", "netns", "exec", srv, "iperf3", "-s", "-p", "5411"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 20
-        while not _sh("ip", "netns", "exec", srv, "ss", "-Hltn", "sport = :5411").stdout.strip():
-            assert time.monotonic() < deadline, "iperf3 server did not listen"
-            time.sleep(0.05)   # polling interval of the readiness check
-        yield {"ns": cli, "host": f"10.204.{octet}.2", "port": 5411}
-    finally:
-        if server is not None:
-            server.kill()
-            server.wait()
-        for ns in (cli, srv):
-            for pid in _pids(ns):          # only processes inside our own throwaway namespaces
-                os.kill(pid, signal.SIGKILL)
-            _sh("ip", "netns", "del", ns, check=False)
-
-
-def test_remote_campaign_select_by_ping_and_report(remote, tmp_path):
+def test_remote_campaign_select_by_ping_and_report(remote_pair, tmp_path):
     spec = tmp_path / "remote.toml"
     spec.write_text(f"""
 [campaign]
@@ -71,8 +26,8 @@ name = "report-remote"
 seed = 3
 repetitions = 2
 [remote]
-host = "{remote['host']}"
-port = {remote['port']}
+host = "{remote_pair['host']}"
+port = {remote_pair['port']}
 rate = "10Gbit"
 [transfer]
 variant = ["cubic"]
@@ -80,18 +35,18 @@ streams = [1, 2]
 duration = "1s"
 """)
     db = tmp_path / "r.duckdb"
-    in_ns = ["ip", "netns", "exec", remote["ns"]]
+    in_ns = ["ip", "netns", "exec", remote_pair["client"]]
     r = subprocess.run(in_ns + CLI + ["run", str(spec), "--db", str(db)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
 
     with Store.open(db, read_only=True) as s:
         (link_rtt,) = [r["rtt_measured_ms"] for r in s.query("SELECT rtt_measured_ms FROM links")]
-    r = subprocess.run(in_ns + CLI + ["select", "--db", str(db), "--host", remote["host"], "--ping-count", "3",
+    r = subprocess.run(in_ns + CLI + ["select", "--db", str(db), "--host", remote_pair["host"], "--ping-count", "3",
                                       "--json", "--boot", "300"], capture_output=True, text=True, timeout=120)
     if r.returncode == 0:
         doc = json.loads(r.stdout)
-        assert doc["rtt_source"] == "ping" and doc["ping"]["host"] == remote["host"]
+        assert doc["rtt_source"] == "ping" and doc["ping"]["host"] == remote_pair["host"]
         assert doc["conditions"]["link_kind"] == "remote"
         assert abs(doc["rtt_ms"] - link_rtt) <= rtt_tolerance_ms(link_rtt)     # one measured RTT: exact match
         assert {e["streams"] for e in doc["ranking"]} == {1, 2}
@@ -103,5 +58,5 @@ duration = "1s"
         report = build_report(s, tmp_path / "report")
     calib = next(i for sec in report.sections for i in sec.items if isinstance(i, Table) and i.id == "calibration")
     (row,) = calib.rows
-    assert row[1] == "remote" and row[2] == remote["host"] and row[-2] == "4"
+    assert row[1] == "remote" and row[2] == remote_pair["host"] and row[-2] == "4"
     assert any(f.id == "box-g0-cubic" and f.runs == 4 for f in report.figures())
