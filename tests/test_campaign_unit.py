@@ -249,11 +249,13 @@ def test_max_runs_runs_a_slice_and_the_next_call_continues(store):
     ids = [p.run_id(s.campaign_id) for p in s.schedule(3)]
     first_host, second_host = FakeHost(), FakeHost()
     out = io.StringIO()
-    campaign.run_campaign(s, store, out=out, environments=fake_environments(first_host, []), max_runs=3)
+    first = campaign.run_campaign(s, store, out=out, environments=fake_environments(first_host, []), max_runs=3)
     done = [r["run_id"] for r in store.query("SELECT run_id FROM runs ORDER BY seq")]
     assert first_host.calls == 3 and done == ids[:3]
-    campaign.run_campaign(s, store, out=out, environments=fake_environments(second_host, []))
-    assert second_host.calls == 5
+    assert (first.skipped, first.remaining) == (0, 5)
+    assert "0 were already done; 5 left for later" in campaign.format_summary(first, "db")
+    second = campaign.run_campaign(s, store, out=out, environments=fake_environments(second_host, []))
+    assert second_host.calls == 5 and (second.skipped, second.remaining) == (3, 0)
     assert [r["run_id"] for r in store.query("SELECT run_id FROM runs ORDER BY seq")] == ids
 
 

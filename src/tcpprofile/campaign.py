@@ -10,6 +10,7 @@ what finished. A failed run is retried `retries` times; what still fails is stor
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import secrets
@@ -230,6 +231,7 @@ class Summary:
     failed: int
     flagged: int
     table: list[dict]
+    remaining: int = 0           # left for a later invocation (--max-runs)
 
 
 def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
@@ -251,8 +253,8 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                            "spec_toml": spec.source_toml, "spec_json": dumps(spec.normalised())})
     schedule = spec.schedule(seed)
     finished = store.finished_run_ids(campaign_id)
-    todo = [(seq, p) for seq, p in enumerate(schedule) if p.run_id(campaign_id) not in finished]
-    todo = todo[:max_runs]
+    pending = [(seq, p) for seq, p in enumerate(schedule) if p.run_id(campaign_id) not in finished]
+    todo = pending[:max_runs]
     if spec.mode == "emulated" and environments is emulated:
         for p in {p.link for _, p in todo}:
             link_config(p)
@@ -277,7 +279,8 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                 for seq, p in runs:
                     row = _run_with_retries(spec, store, env, congestion, campaign_id, link_id, seq, p, meta, progress)
                     progress.finish(p, row, expected_seconds(p))
-    return summarise(store, campaign_id, seed, len(schedule), len(schedule) - len(todo))
+    summary = summarise(store, campaign_id, seed, len(schedule), len(schedule) - len(pending))
+    return dataclasses.replace(summary, remaining=len(pending) - len(todo))
 
 
 def _run_with_retries(spec: CampaignSpec, store: Store, env: Environment, congestion: CongestionControl,
@@ -342,7 +345,8 @@ def summarise(store: Store, campaign_id: str, seed: int | None, total: int, skip
 
 def format_summary(s: Summary, db_path: str) -> str:
     lines = [f"campaign {s.campaign_id} (seed {s.seed}): {s.total} runs, {s.ok} ok, {s.failed} failed, "
-             f"{s.flagged} flagged; {s.skipped} were already done"]
+             f"{s.flagged} flagged; {s.skipped} were already done"
+             + (f"; {s.remaining} left for later (run the spec again to continue)" if s.remaining else "")]
     header = f"{'link':<34} {'variant':<9} {'n':>3} {'socket buf':>10} {'amount':>8} {'runs':>4} {'mean Gbit/s':>11} {'sd':>7}"
     lines.append(header)
     for r in s.table:
