@@ -23,8 +23,26 @@ def test_reopen_keeps_data_and_version(tmp_path):
     with Store.open(path) as s:
         s.put_run(_run())
     with Store.open(path) as s:
-        assert s.query("SELECT count(*) AS n FROM schema_version") == [{"n": 1}]
+        assert s.query("SELECT count(*) AS n FROM schema_version") == [{"n": SCHEMA_VERSION}]
         assert s.query("SELECT run_id, streams FROM runs") == [{"run_id": "r1", "streams": 2}]
+
+
+def test_version_1_store_is_migrated_keeping_its_runs(tmp_path):
+    from importlib import resources
+    path = tmp_path / "v1.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute(resources.files("tcpprofile.store").joinpath("schema_v1.sql").read_text())
+    con.execute("INSERT INTO schema_version (version) VALUES (1)")
+    con.execute("INSERT INTO runs (run_id, campaign_id, status, throughput_bps) VALUES ('old', 'c', 'ok', 1e9)")
+    con.close()
+    with pytest.raises(TcpProfileError, match="open it once for writing"):
+        Store.open(path, read_only=True)
+    with Store.open(path) as s:
+        assert [r["version"] for r in s.query("SELECT version FROM schema_version ORDER BY version")] == \
+            list(range(1, SCHEMA_VERSION + 1))
+        assert "rtt_base_ms" in s.columns("runs")
+        assert s.query("SELECT run_id, throughput_bps, rtt_base_ms FROM runs") == \
+            [{"run_id": "old", "throughput_bps": 1e9, "rtt_base_ms": None}]
 
 
 def test_newer_schema_is_refused(tmp_path):

@@ -1,4 +1,8 @@
-"""The embedded store: a DuckDB file with a written, versioned schema (schema_vN.sql beside this file).
+"""The embedded store: a DuckDB file with a written, versioned schema.
+
+A new store runs schema_v1.sql, then each migrate_vN.sql (N = 2 … SCHEMA_VERSION) in order; an
+older store runs the migrations it lacks, each in its own transaction with its version row, so an
+interrupted upgrade leaves the store at its last complete version.
 
 `Store.open(path)` creates or migrates the file and returns a Store; `store.con` is the DuckDB
 connection for queries. Writers use the insert_* methods, which take plain dicts keyed by column name
@@ -17,12 +21,14 @@ import numpy as np
 
 from ..errors import TcpProfileError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TABLES = ("campaigns", "links", "runs", "intervals", "cwnd")
 
 
 def _schema_sql(version: int) -> str:
-    return resources.files(__package__).joinpath(f"schema_v{version}.sql").read_text()
+    """The SQL that brings a store from version-1 to version (version 1: the base schema)."""
+    name = "schema_v1.sql" if version == 1 else f"migrate_v{version}.sql"
+    return resources.files(__package__).joinpath(name).read_text()
 
 
 class Store:
@@ -41,14 +47,24 @@ class Store:
         except duckdb.Error as err:
             raise TcpProfileError(f"cannot open store {path}: {err}") from err
         version = cls._version(con)
-        if version is None:
-            if read_only:
-                raise TcpProfileError(f"{path} is not a tcpprofile store (no schema_version table)")
-            con.execute(_schema_sql(SCHEMA_VERSION))
-            con.execute("INSERT INTO schema_version (version) VALUES (?)", [SCHEMA_VERSION])
-        elif version > SCHEMA_VERSION:
+        if version is None and read_only:
+            raise TcpProfileError(f"{path} is not a tcpprofile store (no schema_version table)")
+        if version is not None and version > SCHEMA_VERSION:
             raise TcpProfileError(
                 f"{path} has schema version {version}; this tcpprofile reads up to {SCHEMA_VERSION}")
+        if (version or 0) < SCHEMA_VERSION:
+            if read_only:
+                raise TcpProfileError(f"{path} has schema version {version}: open it once for writing to "
+                                      f"upgrade it to {SCHEMA_VERSION}")
+            for v in range((version or 0) + 1, SCHEMA_VERSION + 1):
+                con.execute("BEGIN TRANSACTION")
+                try:
+                    con.execute(_schema_sql(v))
+                    con.execute("INSERT INTO schema_version (version) VALUES (?)", [v])
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
         return cls(con, path)
 
     @staticmethod
