@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import ContextManager, TextIO
 
-from . import cc, iperf, ping, trace
+from . import cc, fidelity, iperf, ping, trace
 from .errors import ValidationError
 from .spec import CampaignSpec, LinkPoint, RunPoint, draw_seed
 from .store.db import Store, dumps
@@ -42,6 +42,7 @@ class Environment:
     link_row: dict                       # the links row (without link_id / campaign_id)
     flags: list[str] = field(default_factory=list)
     sysctls: dict = field(default_factory=dict)
+    monitor: fidelity.Monitor = fidelity.unmonitored   # per-run fidelity (fidelity.py)
 
 
 EnvironmentFactory = Callable[[LinkPoint], ContextManager[Environment]]
@@ -301,19 +302,19 @@ def _run_with_retries(spec: CampaignSpec, store: Store, env: Environment, conges
     for attempt in range(1, spec.retries + 2):
         progress.start(p, attempt)
         store.put_run({**base, "status": "running", "attempts": attempt})
-        with cwnd_trace(env.port, spec.trace_cwnd) as capture:
+        with cwnd_trace(env.port, spec.trace_cwnd) as capture, env.monitor(env.port) as fid:
             outcome = iperf.run(env.host, env.addr, env.port, argv, timeout_s=timeout_seconds(p),
                                 start_server=env.start_server)
-        row = {**base, "attempts": attempt, "raw_json": outcome.raw_json}
+        row = {**base, "attempts": attempt, "raw_json": outcome.raw_json, **fid.columns}
         if outcome.parsed is None:
             row.update(status="failed", failure_reason=outcome.failure_reason,
-                       flags=",".join(env.flags) or None)
+                       flags=",".join(env.flags + fid.flags) or None)
             if attempt <= spec.retries:
                 continue
             store.put_run(row)
             return row
         r = outcome.parsed.run
-        flags = env.flags + outcome.parsed.flags
+        flags = env.flags + outcome.parsed.flags + fid.flags
         if r["cc_reported"] and r["cc_reported"] != impl["cc_kernel_name"]:
             flags.append("cc_mismatch")
         effective = r["effective_socket_buffer_bytes"]
