@@ -71,7 +71,8 @@ def main() -> int:
         for k, s in stats.items():
             print(f"engine {k}: packets {s.packets} max_held {s.max_held} lost {s.lost} enobufs {s.enobufs} "
                   f"late mean {s.late_mean_ns / 1e3:.1f} us")
-        print("tbf:", {k: link.tbf_stats()[k] for k in ("drops", "overlimits", "backlog")})
+        fwd = link.engine_stats()["forward"]
+        print("bottleneck:", {"drops": fwd.bottleneck_drops, "overlimits": fwd.bottleneck_overlimits, "backlog_ns": fwd.backlog_ns})
         return 0 if last_gbps >= 9.0 else 1
 
 

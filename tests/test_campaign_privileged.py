@@ -172,7 +172,7 @@ def _testbed():
 
 def link_namespaces() -> set[str]:
     return {line.split()[0] for line in sh("ip", "netns", "list").stdout.splitlines()
-            if line.startswith("tcpp-c") and line.split()[0].endswith(("-snd", "-rtr", "-rcv"))}
+            if line.startswith("tcpp-c") and line.split()[0].endswith(("-snd", "-rcv"))}
 
 
 def stored_link_namespaces(db: Path) -> set[str]:
@@ -180,7 +180,7 @@ def stored_link_namespaces(db: Path) -> set[str]:
     with Store.open(db, read_only=True) as s:
         tags = [json.loads(r["calibration_json"])["testbed_tag"] for r in s.query("SELECT calibration_json FROM links")]
     assert tags
-    return {f"tcpp-{t}-{role}" for t in tags for role in ("snd", "rtr", "rcv")}
+    return {f"tcpp-{t}-{role}" for t in tags for role in ("snd", "rcv")}
 
 
 def emulated_spec(tmp_path, *, duration="3s", reps=1, streams="[1, 2]", rtts='["10ms"]') -> Path:
@@ -272,7 +272,7 @@ def test_sigint_emulated_exits_nonzero_and_leaves_nothing(tmp_path):
             return None
         ns = wait_for(sender_iperf, 120, "the first run's iperf3 client")
         tag = ns[len("tcpp-"):-len("-snd")]
-        tag_namespaces = {ns[:-4] + s for s in ("-snd", "-rtr", "-rcv")}
+        tag_namespaces = {ns[:-4] + s for s in ("-snd", "-rcv")}
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:

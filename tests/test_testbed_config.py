@@ -80,11 +80,10 @@ def test_direct_construction_is_validated_too():
     assert info.value.field == "mtu"
 
 
-@pytest.mark.parametrize("mtu, ceiling, tbf", [(1500, 1448 / 1538, 1514 / 1538), (9000, 8948 / 9038, 9014 / 9038)])
-def test_rate_semantics_line_rate(mtu, ceiling, tbf):
+@pytest.mark.parametrize("mtu, ceiling", [(1500, 1448 / 1538), (9000, 8948 / 9038)])
+def test_rate_semantics_line_rate(mtu, ceiling):
     cfg = make(mtu=mtu, rate_bps=1e9)
-    assert cfg.goodput_ceiling_bps == pytest.approx(1e9 * ceiling)
-    assert cfg.tbf_rate_bps == pytest.approx(1e9 * tbf)
+    assert cfg.goodput_ceiling_bps == pytest.approx(1e9 * ceiling)     # MSS / (MTU + 38 B framing) of C
 
 
 def test_offloads_auto_follows_loss():
@@ -93,18 +92,13 @@ def test_offloads_auto_follows_loss():
     assert not make(offloads="off").segmentation_offload
 
 
-def test_gso_size_and_tbf_burst():
+def test_gso_size():
     cfg = make()                                         # 10 Gbit/s, 45.6 ms: BDP 57 MB
     assert cfg.gso_max_bytes == 400_000                  # BIG TCP, capped
-    assert cfg.tbf_burst_bytes >= 2 * 400_000 * 1514 / 1448   # two GSO packets as tbf charges them
     small = make(rtt_s="0.4ms", buffer_bytes="500kB")    # BDP 500 kB: 1/16 is below 64 KiB
     assert small.gso_max_bytes == 65536
     assert make(buffer_bytes="300kB").gso_max_bytes == 75_000   # a quarter of the buffer
     assert make(rate_bps="1Gbit").gso_max_bytes == 65536       # 0.5 ms at 1 Gbit/s is below 64 KiB
-    assert make(rate_bps="1Gbit").tbf_burst_bytes == int(1e9 * 1514 / 1538 / 8 * 1e-3)   # 1 ms > GSO
-    assert make(rate_bps="100Mbit").tbf_burst_bytes == int(1e8 * 1514 / 1538 / 8 * 1e-3)  # tbf segments
-    assert make(rate_bps="10Mbit").tbf_burst_bytes == 2 * 1514   # 1 ms is < 2 frames; tbf segments
-    assert make(buffer_bytes=1514).tbf_burst_bytes == 1514   # never above the buffer
 
 
 def test_owner_record_reserves_a_tag(tmp_path, monkeypatch):

@@ -40,12 +40,20 @@ def test_link_state_traffic_and_teardown():
     cfg = LinkConfig.checked(rate_bps="1Gbit", rtt_s="10ms", buffer_bytes="1MB")
     t = tag()
     with EmulatedLink(cfg, tag=t) as link:
-        assert sorted(namespaces_of(t)) == sorted([link.ns_sender, link.ns_router, link.ns_receiver])
-
-        (tbf,) = [q for q in netns.qdiscs(link.ns_router, link.router_out_dev) if q["kind"] == "tbf"]
-        assert tbf["options"]["rate"] * 8 == pytest.approx(cfg.tbf_rate_bps, rel=1e-3)
-        assert tbf["options"]["burst"] == pytest.approx(cfg.tbf_burst_bytes, rel=0.01)
-        assert not any(q["kind"] == "tbf" for q in netns.qdiscs(link.ns_sender, link.sender_dev))
+        assert sorted(namespaces_of(t)) == sorted([link.ns_sender, link.ns_receiver])
+        # no shaping qdisc anywhere: the forward engine is the bottleneck
+        for ns, dev in ((link.ns_sender, link.sender_dev), (link.ns_receiver, link.receiver_dev)):
+            assert not any(q["kind"] in ("tbf", "htb") for q in netns.qdiscs(ns, dev))
+        fwd = link.engine_stats()["forward"]
+        assert fwd.rate_bps == pytest.approx(1e9) and fwd.buffer_bytes == 10**6
+        assert link.engine_stats()["reverse"].rate_bps == 0
+        # RPS steers both devices' packets to the application CPUs (read back from the namespace's sysfs)
+        mask = sum(1 << c for c in link.app_cpus)
+        for role, dev in (("receiver", link.receiver_dev), ("sender", link.sender_dev)):
+            got = link.run(role, ["cat", f"/sys/class/net/{dev}/queues/rx-0/rps_cpus"]).stdout.strip()
+            assert int(got.replace(",", ""), 16) == mask
+        for pid in link.engine_pids().values():
+            assert os.sched_getaffinity(pid) == link.engine_cpus
 
         for ns, dev in ((link.ns_receiver, link.receiver_dev), (link.ns_sender, link.sender_dev)):
             rules = [r for r in netns.iptables_rules(ns, "raw") if r["chain"] == "PREROUTING"]
@@ -118,7 +126,7 @@ def start_child(t: str) -> tuple[subprocess.Popen, list[int]]:
     line = child.stdout.readline()          # readiness: printed once the link is up and calibrated
     assert line, "child failed to bring its link up"
     info = json.loads(line)
-    assert len(namespaces_of(t)) == 3
+    assert len(namespaces_of(t)) == 2
     return child, info["pids"]
 
 
@@ -137,12 +145,12 @@ def test_cleanup_leftovers_after_sigkill():
     child, pids = start_child(t)
     child.kill()
     child.wait()
-    assert len(namespaces_of(t)) == 3       # nothing ran to remove them
+    assert len(namespaces_of(t)) == 2       # nothing ran to remove them
     status = subprocess.run([sys.executable, "-m", "tcpprofile.cli", "testbed", "status"], capture_output=True,
                             text=True, check=True).stdout
     assert any(line.startswith(f"link {t}:") and "LEFTOVER" in line for line in status.splitlines()), status
     removed = cleanup_leftovers()
-    assert {f"namespace tcpp-{t}-{r}" for r in ("snd", "rtr", "rcv")} <= set(removed)
+    assert {f"namespace tcpp-{t}-{r}" for r in ("snd", "rcv")} <= set(removed)
     assert f"owner record of link {t}" in removed
     assert namespaces_of(t) == []
     assert all(netns.process_start_time(pid) is None for pid in pids)

@@ -62,10 +62,11 @@ def emulated(point: LinkPoint) -> Iterator[Environment]:
             "rate_measured_bps": cal.rate_measured_bps, "goodput_ceiling_bps": cal.goodput_ceiling_bps,
             "calibration_ok": cal.ok, "flags": ",".join(cal.flags) or None,
             "calibration_json": dumps({**cal.to_dict(), "testbed_tag": tag}),
+            "loss_calibrated_off": point.loss.mode != "none" or None,
         }
         sysctls = {role: iperf.read_sysctls(link, role) for role in ("sender", "receiver")}
         yield Environment(link, link.receiver_addr, 5301 + int(tag[1:], 16) % 20000, True, row,
-                          [f"link_{f}" for f in cal.flags], sysctls)
+                          [f"link_{f}" for f in cal.flags], sysctls, fidelity.emulated_monitor(link))
 
 
 def link_config(point: LinkPoint):
@@ -90,7 +91,8 @@ def remote(point: LinkPoint) -> Iterator[Environment]:
            "calibration_ok": bool(rtt), "flags": ",".join(flags) or None,
            "calibration_json": dumps({"ping": rtt})}
     sysctls = {"sender": iperf.read_sysctls(host, "sender")}
-    yield Environment(host, point.host, point.port, False, row, [f"link_{f}" for f in flags], sysctls)
+    yield Environment(host, point.host, point.port, False, row, [f"link_{f}" for f in flags], sysctls,
+                      fidelity.remote_monitor(host))
 
 
 def ping_rtt(host: str, count: int = 10) -> dict:

@@ -2,15 +2,55 @@
 
 A monitor is a context manager around one iperf3 run: `with env.monitor(port) as fid:` and, once the
 block has ended, `fid.columns` holds the runs-table columns it measured and `fid.flags` the run flags
-it raises. Campaigns store both with the run (ok or failed). docs/testbed.md lists the thresholds.
+it raises. Campaigns store both with the run (ok or failed).
+
+Measured for every run (remote runs: the host and the base RTT only):
+  host     CPU busy share (/proc/stat), CPU pressure (PSI "some" stall time / wall time), the largest
+           run queue seen (procs_running, sampled every SAMPLE_S), and the CPU used by *foreign*
+           processes: user-space processes that are neither this process nor its descendants
+           (iperf3, delayd), in cores; kernel threads (softirq work of our own packets) are not foreign.
+  base RTT the smallest RTT TCP measured on the run's data connections (tcp_info min_rtt, `ss -ti`).
+  engines  per direction: release lateness (mean, max) during the run, packets the engine path lost
+           (kernel queue full, undeliverable, ENOBUFS), CPU share; the bottleneck's drops and
+           overlimits (packets that found the modelled wire busy and queued); packets held at the end.
+  loss     packets the loss stage saw and dropped during the run, checked against its rule.
+Flags and their thresholds (docs/testbed.md gives the measurements behind them): see THRESHOLDS.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+import re
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ContextManager
+
+from .store.db import dumps
+
+SAMPLE_S = 0.5
+RTT_SAMPLE_S = 2.0
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a run is flagged. Tolerances are per run; see docs/testbed.md for how they were chosen."""
+    rtt_rel: float = 0.01            # rtt_base_off: |base RTT − τ| > max(rtt_rel·τ, rtt_abs_ms)
+    rtt_abs_ms: float = 0.1
+    late_mean_ms: float = 0.25       # engine_late: both directions' mean lateness together above
+    late_mean_rel: float = 0.01      #   max(late_mean_ms, late_mean_rel·τ) (added to every RTT) …
+    late_max_ms: float = 20.0        # … or a release later than max(late_max_ms, late_max_rel·τ)
+    late_max_rel: float = 0.5
+    foreign_cores: float = 0.2       # host_contended: other processes used more CPU than this …
+    pressure: float = 0.25           # … or tasks waited for a CPU this share of the run (PSI some)
+    loss_z: float = 3.29             # loss_off: dropped count outside ±3.29 σ of the binomial (99.9 %)
+
+
+THRESHOLDS = Thresholds()
 
 
 @dataclass
@@ -27,3 +67,267 @@ Monitor = Callable[[int], ContextManager[RunFidelity]]
 def unmonitored(port: int) -> Iterator[RunFidelity]:
     """A monitor that measures nothing (tests' fake environments)."""
     yield RunFidelity()
+
+
+# -- the host ----------------------------------------------------------------------------------------
+def _cpu_times() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat (idle and iowait are not busy)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    total = sum(fields[:8])                       # user nice system idle iowait irq softirq steal
+    return total - fields[3] - fields[4], total
+
+
+def _procs_running() -> int:
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith("procs_running"):
+            return int(line.split()[1])
+    return 0
+
+
+def _pressure_some_us() -> int | None:
+    """Total µs some task waited for a CPU (PSI), or None without PSI."""
+    try:
+        first = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+    except OSError:
+        return None
+    return int(first.rsplit("total=", 1)[1])
+
+
+_KTHREAD = 0x00200000    # PF_KTHREAD in /proc/PID/stat flags
+
+
+def _processes() -> dict[int, tuple[int, int, int]]:
+    """pid -> (ppid, utime+stime jiffies, is-kernel-thread) for every process now."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        f = raw[raw.rindex(")") + 2:].split()
+        out[int(d)] = (int(f[1]), int(f[11]) + int(f[12]), int(f[6]) & _KTHREAD)
+    return out
+
+
+def _descendants(procs: dict, root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    ours, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in ours:
+            ours.add(pid)
+            todo.extend(children.get(pid, ()))
+    return ours
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    busy_share: float          # of all CPUs, 0–1
+    pressure_share: float | None
+    runqueue_max: int
+    foreign_cores: float       # CPU used by foreign processes [cores]
+    wall_s: float
+
+
+class HostSampler:
+    """Context manager sampling the host's CPU while a run measures; .result() after the block."""
+
+    def __init__(self, interval_s: float = SAMPLE_S):
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._runqueue_max = 0
+        self._result: HostLoad | None = None
+
+    def __enter__(self) -> "HostSampler":
+        self._t0 = time.monotonic()
+        self._cpu0 = _cpu_times()
+        self._psi0 = _pressure_some_us()
+        self._procs0 = _processes()
+        self._thread = threading.Thread(target=self._sample, daemon=True, name="tcpprofile-host-sampler")
+        self._thread.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            # procs_running counts this sampler too: subtract it
+            self._runqueue_max = max(self._runqueue_max, _procs_running() - 1)
+            self._stop.wait(self.interval_s)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        wall = max(time.monotonic() - self._t0, 1e-9)
+        busy1, total1 = _cpu_times()
+        busy = (busy1 - self._cpu0[0]) / max(total1 - self._cpu0[1], 1)
+        psi1 = _pressure_some_us()
+        pressure = (psi1 - self._psi0) / 1e6 / wall if psi1 is not None and self._psi0 is not None else None
+        procs1 = _processes()
+        ours = _descendants(procs1, os.getpid())
+        hz = os.sysconf("SC_CLK_TCK")
+        foreign = sum(t - self._procs0.get(pid, (0, 0, 0))[1] for pid, (_, t, kthread) in procs1.items()
+                      if pid not in ours and not kthread) / hz / wall
+        self._result = HostLoad(busy, pressure, self._runqueue_max, max(foreign, 0.0), wall)
+
+    def result(self) -> HostLoad:
+        if self._result is None:
+            raise RuntimeError("HostSampler.result() before the block ended")
+        return self._result
+
+
+# -- the base RTT under load ---------------------------------------------------------------------------
+_MINRTT = re.compile(r"\bminrtt:([0-9.]+)")
+_ACKED = re.compile(r"\bbytes_acked:([0-9]+)")
+DATA_CONNECTION_BYTES = 1 << 20     # iperf3's control connection moves a few kB: not a data stream
+
+
+def min_rtt_ms(host, role: str, port: int, min_bytes: int = DATA_CONNECTION_BYTES) -> float | None:
+    """Smallest RTT sample [ms] (tcp_info min_rtt) over the data connections to port, now; None if none."""
+    out = host.run(role, ["ss", "-tinH", "state", "established", f"dport = :{port}"], check=False, timeout=10).stdout
+    best = None
+    for conn in out.split("\n\t"):   # ss -i prints each socket's info on an indented continuation line
+        m, acked = _MINRTT.search(conn), _ACKED.search(conn)
+        if m and acked and int(acked.group(1)) >= min_bytes:
+            best = float(m.group(1)) if best is None else min(best, float(m.group(1)))
+    return best
+
+
+class RttWatcher:
+    """Samples min_rtt on the run's connections every RTT_SAMPLE_S (the connections close when the
+    run ends, so the last sample before that is what we keep; min_rtt is itself a running minimum)."""
+
+    def __init__(self, host, role: str, port: int):
+        self.host, self.role, self.port = host, role, port
+        self.value: float | None = None
+        self._stop = threading.Event()
+
+    def __enter__(self) -> "RttWatcher":
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="tcpprofile-rtt-watcher")
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(RTT_SAMPLE_S):
+            try:
+                m = min_rtt_ms(self.host, self.role, self.port)
+            except Exception:       # a link going down mid-sample: the run's own failure says why
+                return
+            if m is not None:
+                self.value = m if self.value is None else min(self.value, m)
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+# -- verdicts ----------------------------------------------------------------------------------------
+def rtt_off(base_ms: float, target_ms: float, t: Thresholds = THRESHOLDS) -> bool:
+    return abs(base_ms - target_ms) > max(t.rtt_rel * target_ms, t.rtt_abs_ms)
+
+
+def loss_off(mode: str, rate: float, every: int, seen: int, dropped: int, t: Thresholds = THRESHOLDS) -> bool:
+    """Did the loss stage drop what its rule says? periodic (1 in N): exactly seen/N up to ±1 (the
+    rule's counter runs on across runs); uniform: within ±z σ of the binomial mean."""
+    if mode == "none" or seen == 0:
+        return False
+    if mode == "periodic":
+        return abs(dropped - seen / every) > 1
+    sd = math.sqrt(seen * rate * (1 - rate))
+    return abs(dropped - seen * rate) > t.loss_z * sd + 0.5       # + ½: continuity
+
+
+def engine_late(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> bool:
+    """The engines added more than the tolerated delay on average, or held a packet far too long."""
+    means = [cols.get(f"engine_{d}_late_mean_us") for d in ("fwd", "rev")]
+    worst = [cols.get(f"engine_{d}_late_max_us") for d in ("fwd", "rev")]
+    added_ms = sum(m for m in means if m is not None) / 1e3
+    worst_ms = max((w for w in worst if w is not None), default=0.0) / 1e3
+    return (added_ms > max(t.late_mean_ms, t.late_mean_rel * target_ms)
+            or worst_ms > max(t.late_max_ms, t.late_max_rel * target_ms))
+
+
+def host_flags(load: HostLoad, t: Thresholds = THRESHOLDS) -> list[str]:
+    contended = load.foreign_cores > t.foreign_cores or (load.pressure_share or 0.0) > t.pressure
+    return ["host_contended"] if contended else []
+
+
+def host_columns(load: HostLoad) -> dict:
+    return {"host_cpu_busy": load.busy_share, "host_cpu_pressure": load.pressure_share,
+            "host_runqueue_max": load.runqueue_max, "host_cpu_foreign": load.foreign_cores}
+
+
+# -- monitors ------------------------------------------------------------------------------------------
+def remote_monitor(host, role: str = "sender") -> Monitor:
+    """Host load and base RTT for runs against a remote server (no target RTT: nothing to compare)."""
+    @contextlib.contextmanager
+    def monitor(port: int) -> Iterator[RunFidelity]:
+        fid = RunFidelity()
+        with HostSampler() as sampler, RttWatcher(host, role, port) as rtt:
+            yield fid
+        load = sampler.result()
+        fid.columns.update(host_columns(load), rtt_base_ms=rtt.value,
+                           rtt_base_source="tcp_info min_rtt" if rtt.value is not None else None,
+                           fidelity_json=dumps({"host": load.__dict__}))
+        fid.flags += host_flags(load)
+    return monitor
+
+
+def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
+    """Everything above for a run on an EmulatedLink."""
+    @contextlib.contextmanager
+    def monitor(port: int) -> Iterator[RunFidelity]:
+        fid = RunFidelity()
+        cfg = link.config
+        before = link.engine_stats(period=True)
+        loss0 = link.loss_counters()
+        with HostSampler() as sampler, RttWatcher(link, "sender", port) as rtt:
+            yield fid
+        after = link.engine_stats(period=True)
+        loss1 = link.loss_counters()
+        load = sampler.result()
+        fid.columns.update(engine_columns(before, after, load.wall_s))
+        seen, dropped = loss1[0] - loss0[0], loss1[1] - loss0[1]
+        fid.columns.update(host_columns(load), rtt_base_ms=rtt.value,
+                           rtt_base_source="tcp_info min_rtt" if rtt.value is not None else None,
+                           loss_seen_packets=seen if cfg.loss_mode != "none" else None,
+                           loss_dropped_packets=dropped if cfg.loss_mode != "none" else None)
+        flags = host_flags(load, t)
+        if rtt.value is not None and rtt_off(rtt.value, cfg.rtt_s * 1e3, t):
+            flags.append("rtt_base_off")
+        if engine_late(fid.columns, cfg.rtt_s * 1e3, t):
+            flags.append("engine_late")
+        if fid.columns["engine_fwd_drops"] or fid.columns["engine_rev_drops"]:
+            flags.append("engine_dropped")
+        if loss_off(cfg.loss_mode, cfg.loss_rate, cfg.loss_every if cfg.loss_mode == "periodic" else 0,
+                    seen, dropped, t):
+            flags.append("loss_off")
+        fid.flags += flags
+        fid.columns["fidelity_json"] = dumps({
+            "host": load.__dict__, "thresholds": t.__dict__, "target_rtt_ms": cfg.rtt_s * 1e3,
+            "engines": {k: {"before": v.to_dict(), "after": after[k].to_dict()} for k, v in before.items()
+                        if k in after}})
+    return monitor
+
+
+def engine_columns(before: dict, after: dict, wall_s: float) -> dict:
+    """Per-direction deltas of two engine snapshots (period=True at both ends) as runs columns."""
+    cols: dict = {}
+    for name, d in (("forward", "fwd"), ("reverse", "rev")):
+        b, a = before.get(name), after.get(name)
+        if b is None or a is None:
+            cols.update({f"engine_{d}_{k}": None for k in ("late_mean_us", "late_max_us", "drops", "cpu_share")})
+            continue
+        released = a.released - b.released
+        cols[f"engine_{d}_late_mean_us"] = (a.late_sum_ns - b.late_sum_ns) / released / 1e3 if released else None
+        cols[f"engine_{d}_late_max_us"] = a.period_late_max_ns / 1e3 if released else None
+        cols[f"engine_{d}_drops"] = (a.lost + a.enobufs) - (b.lost + b.enobufs)
+        cols[f"engine_{d}_cpu_share"] = (a.cpu_s - b.cpu_s) / wall_s
+    fwd_b, fwd_a = before.get("forward"), after.get("forward")
+    if fwd_b is not None and fwd_a is not None:
+        cols["bottleneck_drops"] = fwd_a.bottleneck_drops - fwd_b.bottleneck_drops
+        cols["bottleneck_overlimits"] = fwd_a.bottleneck_overlimits - fwd_b.bottleneck_overlimits
+    cols["inflight_end_packets"] = sum(s.held for s in after.values())
+    return cols

@@ -37,7 +37,7 @@ def _up(args) -> int:
         if args.json:
             print(json.dumps({"tag": link.tag, "calibration": link.calibration.to_dict()}), flush=True)
         else:
-            print(f"link {link.tag} up: sender {link.ns_sender} ({link.sender_addr}), router {link.ns_router}, "
+            print(f"link {link.tag} up: sender {link.ns_sender} ({link.sender_addr}), "
                   f"receiver {link.ns_receiver} ({link.receiver_addr})")
             print(f"calibration: {link.calibration.summary()}", flush=True)
             print("press Ctrl-C (or send SIGTERM) to take it down", flush=True)

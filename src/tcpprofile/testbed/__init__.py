@@ -1,4 +1,4 @@
-"""The emulated dedicated connection: namespaces, veth, tbf bottleneck, external loss and the native
+"""The emulated dedicated connection: namespaces, veth, the delay engines' bottleneck, external loss and the native
 delay engine (build/delayd), calibrated at every set-up.
 
     from tcpprofile.testbed import LinkConfig, EmulatedLink

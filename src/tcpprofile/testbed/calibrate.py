@@ -1,21 +1,19 @@
-"""Calibration of an emulated link: idle RTT (with delay compensation) and rate, measured end to end.
+"""Calibration of an emulated link: idle RTT and rate, measured end to end with the loss stage off.
 
-RTT: `ping -U` from sender to receiver (user-to-user times; plain ping is stamped when the reply
-crosses the veth, before the PREROUTING delay, and would miss one direction). ping runs SCHED_FIFO,
-like the engines: with other processes on the 2 cores, a normal-priority ping woke up milliseconds
-late (0.4 ms read as 1.3 ms at load 5), measuring CPU contention instead of the link. The engines'
-releases are late by a roughly constant amount (netlink round trips, wake-up), ~0.1-0.2 ms per round
-trip. We measure the idle RTT (mean without the highest 5 % of replies) with each direction delayed
-tau/2, estimate the overhead (RTT − 2·delay), set each direction's delay to (tau − overhead)/2 with
-the median of the overhead estimates so far, and repeat (at most MAX_ITERATIONS) until the error is
-within min(tolerance/3, 0.05 ms). Under load the overhead reached ~0.2 ms at zero delay plus ~0.04 ms
-per direction of timer lateness, so tau = 0.4 ms needs about 0.06 ms per direction.
+RTT: the idle RTT as TCP measures it, tcp_info min_rtt of a sparse iperf3 flow (kernel timestamps at
+both ends), the same measure as each run's base RTT under load (fidelity.py); `ping -U` (user to
+user; plain ping is stamped before the reverse delay and misses it) is recorded beside it, and reads
+higher by ping's own wake-ups (0.05-0.15 ms here). ping runs SCHED_FIFO so that it measures the link
+rather than CPU contention. No compensation: the engines take arrival times from the kernel and aim
+their timers early by their own measured wake-up lateness, so each direction is held tau/2; earlier
+versions lowered the delays until ping -U read tau, which put TCP's base RTT under load 0.1-0.3 ms
+below tau.
 
-Rate: a short multi-stream TCP iperf3 through the whole link (sender -> router tbf -> receiver, both
-engines in the path) with both engines temporarily at zero delay. With tau ~ 0 the streams fill the
-pipe within milliseconds at every configured tau, so 2.5 s suffice; -w caps each stream's window so
-the probe cannot flood a large drop-tail buffer. The measured goodput G is converted to the line rate
-it implies, G·(MTU+38)/MSS, to compare like with like with C.
+Rate: a short multi-stream TCP iperf3 through the whole link (both engines in the path, the forward
+one modelling the bottleneck) with both engines temporarily at zero delay. With tau ~ 0 the streams
+fill the pipe within milliseconds at every configured tau, so 2.5 s suffice; -w caps each stream's
+window so the probe cannot flood a large drop-tail buffer. The measured goodput G is converted to the
+line rate it implies, G·(MTU+38)/MSS, to compare like with like with C.
 """
 
 from __future__ import annotations
@@ -68,14 +66,17 @@ class RttSample:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Result of calibrating one link. rtt_measured_ms is the idle RTT after compensation: the mean
-    of `pings` ping -U replies without the highest 5 % (rtt_mean_ms keeps them); compensation_ms is
-    how much each direction's delay was lowered below tau/2. Rates in bit/s: rate_measured_bps is
+    """Result of calibrating one link. rtt_measured_ms is the idle RTT as TCP measures it (tcp_info
+    min_rtt of a sparse flow; rtt_source says if ping had to stand in); rtt_ping_ms the mean of `pings`
+    ping -U replies without the highest 5 % (rtt_mean_ms keeps them), which adds ping's own wake-ups;
+    compensation_ms is 0 (kept for old stores: how much each direction's delay was lowered). Rates in bit/s: rate_measured_bps is
     the line rate implied by the measured goodput; ok is False when flags name a problem (rtt_off:
     |measured − target| > max(1 %, 0.1 ms); rate_low: measured < 95 % of target)."""
 
     rtt_target_ms: float
     rtt_measured_ms: float
+    rtt_ping_ms: float
+    rtt_source: str
     rtt_mean_ms: float
     rtt_min_ms: float
     rtt_max_ms: float
@@ -95,7 +96,8 @@ class Calibration:
         return asdict(self)
 
     def summary(self) -> str:
-        return (f"RTT target {self.rtt_target_ms:.3f} ms, measured {self.rtt_measured_ms:.3f} ms "
+        return (f"RTT target {self.rtt_target_ms:.3f} ms, measured {self.rtt_measured_ms:.3f} ms ({self.rtt_source}; "
+                f"ping -U {self.rtt_ping_ms:.3f}) "
                 f"(min {self.rtt_min_ms:.3f}, max {self.rtt_max_ms:.3f}, mdev {self.rtt_mdev_ms:.3f}, "
                 f"{self.pings} pings, compensation {self.compensation_ms:.3f} ms/direction); "
                 f"rate target {self.rate_target_bps / 1e9:.3f} Gbit/s, measured {self.rate_measured_bps / 1e9:.3f} "
@@ -174,6 +176,34 @@ def measure_goodput(link) -> float:
     return sum(s["bytes"] for s in steady) * 8 / seconds
 
 
+TCP_PROBE_RATE = "2M"          # a sparse flow: every segment an idle RTT sample
+TCP_PROBE_SECONDS = 2
+
+
+def measure_tcp_rtt(link) -> float | None:
+    """The idle RTT as TCP measures it [ms]: tcp_info min_rtt of a sparse iperf3 flow (kernel
+    timestamps at both ends, no user-space wake-ups: the same measure as a run's base RTT)."""
+    from ..fidelity import min_rtt_ms
+    server = link.popen("receiver", ["iperf3", "-s", "-1", "-p", str(IPERF_PORT)],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    best = None
+    try:
+        link.wait_listening("receiver", IPERF_PORT)
+        client = link.popen("sender", ["iperf3", "-c", link.receiver_addr, "-p", str(IPERF_PORT), "-b", TCP_PROBE_RATE,
+                                       "-t", str(TCP_PROBE_SECONDS), "-C", PROBE_CC],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + TCP_PROBE_SECONDS + 30 + 4 * link.config.rtt_s
+        while client.poll() is None and time.monotonic() < deadline:
+            m = min_rtt_ms(link, "sender", IPERF_PORT, min_bytes=64 << 10)
+            if m is not None:
+                best = m if best is None else min(best, m)
+            time.sleep(0.2)
+        link.stop_process(client)
+    finally:
+        link.stop_process(server)
+    return best
+
+
 def calibrate(link) -> Calibration:
     """Measure rate (engines at zero delay), then compensate and measure the idle RTT."""
     cfg = link.config
@@ -181,29 +211,27 @@ def calibrate(link) -> Calibration:
     goodput = measure_goodput(link)
     link.wait_drained()
 
+    # No compensation: the engines stamp arrivals in the kernel and aim their timers early by their
+    # own measured wake-up lateness, so each direction is held tau/2 as configured; what ping -U adds
+    # beyond that (its own wake-ups, the stacks) is not part of the link. Lowering the delays to make
+    # the idle ping read tau (as earlier versions did) put TCP's base RTT under load below tau.
     half_ns = cfg.rtt_s / 2 * 1e9
     delay_ns = half_ns
     tol = rtt_tolerance_s(cfg.rtt_s)
-    overheads_ns = []
-    for iteration in range(1, MAX_ITERATIONS + 1):
-        link.set_delay_ns(int(round(delay_ns)))
-        sample = measure_rtt(link)
-        error_s = sample.trimmed_ms / 1e3 - cfg.rtt_s
-        if abs(error_s) <= min(tol / 3, RTT_GOOD_ENOUGH_S) or iteration == MAX_ITERATIONS:
-            break
-        # Model: idle RTT = overhead + 2·delay. Each measurement estimates the overhead; their
-        # median damps measurements disturbed by other processes.
-        overheads_ns.append(sample.trimmed_ms * 1e6 - 2 * delay_ns)
-        delay_ns = min(half_ns, max(0.0, (cfg.rtt_s * 1e9 - statistics.median(overheads_ns)) / 2))
-
+    link.set_delay_ns(int(round(delay_ns)))
+    sample = measure_rtt(link)
+    iteration = 1
+    tcp_rtt = measure_tcp_rtt(link)
+    measured_ms = tcp_rtt if tcp_rtt is not None else sample.trimmed_ms
     rate_measured = goodput * (cfg.mtu + ETH_WIRE_OVERHEAD) / cfg.mss_bytes
     flags = []
-    if abs(sample.trimmed_ms / 1e3 - cfg.rtt_s) > tol:
+    if abs(measured_ms / 1e3 - cfg.rtt_s) > tol:
         flags.append("rtt_off")
     if rate_measured < RATE_LOW_FRACTION * cfg.rate_bps:
         flags.append("rate_low")
     return Calibration(
-        rtt_target_ms=cfg.rtt_s * 1e3, rtt_measured_ms=sample.trimmed_ms, rtt_mean_ms=sample.mean_ms,
+        rtt_target_ms=cfg.rtt_s * 1e3, rtt_measured_ms=measured_ms, rtt_ping_ms=sample.trimmed_ms,
+        rtt_source="tcp_info min_rtt" if tcp_rtt is not None else "ping -U", rtt_mean_ms=sample.mean_ms,
         rtt_min_ms=sample.min_ms, rtt_max_ms=sample.max_ms, rtt_mdev_ms=sample.mdev_ms, pings=sample.count,
         delay_per_direction_ms=delay_ns / 1e6, compensation_ms=(half_ns - delay_ns) / 1e6,
         iterations=iteration, rate_target_bps=cfg.rate_bps, rate_measured_bps=rate_measured,

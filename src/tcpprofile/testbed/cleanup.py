@@ -1,6 +1,6 @@
 """Finding and removing what links of dead processes left behind (after a crash or SIGKILL).
 
-A link's namespaces are tcpp-<tag>-{snd,rtr,rcv}; its owner record (state.py) names the owning
+A link's namespaces are tcpp-<tag>-{snd,rcv} (rtr: the older three-namespace design); its owner record (state.py) names the owning
 process. Leftovers are the namespaces of tags whose owner is not alive, our delayd processes in them
 (identified by /proc/PID/exe being build/delayd and by running in such a namespace), the processes the
 owner started (recorded PID and start time must both match), the owner record, and the global

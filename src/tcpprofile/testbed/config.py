@@ -1,10 +1,11 @@
 """LinkConfig: the parameters of one emulated dedicated connection, validated once.
 
-Rate semantics: ``rate_bps`` (C) is the Ethernet *line* rate, as for the paper's 10GigE links. tbf
-charges each frame as MTU + 14 bytes (L2 header, per segment also for GSO packets), while a frame on a
-wire costs MTU + 38 bytes (header 14, FCS 4, preamble 8, inter-frame gap 12). tbf therefore runs at
-C·(MTU+14)/(MTU+38), and the TCP goodput ceiling of the link is C·MSS/(MTU+38) with MSS = MTU − 52
-(IPv4 20 + TCP 20 + timestamps 12): 0.9415·C at MTU 1500, 0.9900·C at MTU 9000.
+Rate semantics: ``rate_bps`` (C) is the Ethernet *line* rate, as for the paper's 10GigE links. The
+forward delay engine (native/delayd) models the bottleneck: it charges every frame as on a wire,
+IP length + 38 bytes (header 14, FCS 4, preamble 8, inter-frame gap 12; per segment for GSO packets),
+at C, so the TCP goodput ceiling of the link is C·MSS/(MTU+38) with MSS = MTU − 52 (IPv4 20 + TCP 20 +
+timestamps 12): 0.9415·C at MTU 1500, 0.9900·C at MTU 9000. The drop-tail buffer beta counts the same
+wire bytes.
 """
 
 from __future__ import annotations
@@ -23,17 +24,18 @@ MTUS = (1500, 9000)
 LOSS_MODES = ("none", "periodic", "uniform")
 OFFLOADS = ("auto", "on", "off")
 
-ETH_HEADER = 14               # bytes tbf charges per frame on top of the IP packet
+ETH_HEADER = 14               # Ethernet header bytes per frame on top of the IP packet
 ETH_WIRE_OVERHEAD = 38        # header 14 + FCS 4 + preamble 8 + inter-frame gap 12
 TCP_IP_HEADERS = 52           # IPv4 20 + TCP 20 + timestamp option 12
 
-# Engine capacity. The kernel queue and delayd's FIFO hold one direction's packets for tau/2.
-QUEUE_MAXLEN_MAX = 1 << 21    # NFQUEUE length we are willing to configure (prototype used 2^21)
+# Engine capacity. The kernel queue and delayd's FIFO hold one direction's packets for tau/2 (and the
+# forward direction's bottleneck buffer).
+QUEUE_MAXLEN_MAX = 1 << 23    # NFQUEUE length we are willing to configure (delayd FIFO: 16 B each)
 QUEUE_MARGIN = 2.0            # headroom over the full-size-packet estimate (bursts, small packets)
 QUEUE_MIN = 4096
-MEMORY_BUDGET_BYTES = 4 << 30  # kernel memory for packets held by one link (delay queues + tbf)
+MEMORY_BUDGET_BYTES = 4 << 30  # kernel memory for packets held by one link (delay queues + bottleneck buffer)
 SKB_OVERHEAD = 768            # approximate per-packet kernel overhead (sk_buff + shared info)
-TBF_LIMIT_MAX = (1 << 32) - 1  # tbf's limit is a u32 byte count
+BUFFER_MAX = (1 << 32) - 1    # the largest buffer offered (4 GiB); memory binds first
 GSO_DEFAULT_BYTES = 65536     # the kernel's IPv4 GSO limit without BIG TCP
 GSO_MAX_BYTES = 400_000       # largest IPv4 GSO (BIG TCP) super-packet we configure
 
@@ -74,8 +76,8 @@ class LinkConfig:
         if self.buffer_bytes < self.frame_bytes:
             raise ValidationError("buffer_bytes", f"must hold at least one frame ({self.frame_bytes} bytes "
                                   f"at MTU {self.mtu}), got {self.buffer_bytes}")
-        if self.buffer_bytes > TBF_LIMIT_MAX:
-            raise ValidationError("buffer_bytes", f"at most {TBF_LIMIT_MAX} bytes (tbf limit), got {self.buffer_bytes}")
+        if self.buffer_bytes > BUFFER_MAX:
+            raise ValidationError("buffer_bytes", f"at most {BUFFER_MAX} bytes, got {self.buffer_bytes}")
         self._check_loss()
         if self.offloads not in OFFLOADS:
             raise ValidationError("offloads", f"must be one of {OFFLOADS}, got {self.offloads!r}")
@@ -112,17 +114,12 @@ class LinkConfig:
     # Derived quantities ----------------------------------------------------------------------------
     @property
     def frame_bytes(self) -> int:
-        """Bytes tbf charges per full-size frame."""
+        """Bytes of a full-size frame without FCS, preamble and gap (MTU + header)."""
         return self.mtu + ETH_HEADER
 
     @property
     def mss_bytes(self) -> int:
         return self.mtu - TCP_IP_HEADERS
-
-    @property
-    def tbf_rate_bps(self) -> float:
-        """tbf rate that makes full-size frames leave at line rate C: C·(MTU+14)/(MTU+38) [bit/s]."""
-        return self.rate_bps * (self.mtu + ETH_HEADER) / (self.mtu + ETH_WIRE_OVERHEAD)
 
     @property
     def goodput_ceiling_bps(self) -> float:
@@ -144,35 +141,20 @@ class LinkConfig:
         return int(min(max(size, GSO_DEFAULT_BYTES), GSO_MAX_BYTES))
 
     @property
-    def tbf_burst_bytes(self) -> int:
-        """Token bucket depth: 1 ms at line rate up to 128 KiB; with offloads, two GSO packets as tbf
-        charges them (per-segment headers included), up to 1 ms at line rate, if one is at most 1 ms,
-        so that tbf does not segment them (slower links: tbf segments). Two, not one: with a bucket
-        of exactly one packet, tokens overflow whenever the queue is briefly empty (measured at
-        10 Gbit/s with 400 kB packets: 8.86-8.91 Gbit/s of goodput instead of the 9.415 ceiling).
-        Never above the buffer, never below one frame (two if the buffer holds them)."""
-        one_ms = int(self.tbf_rate_bps / 8 * 1e-3)
-        burst = min(one_ms, 128 << 10)
-        gso_charge = math.ceil(self.gso_max_bytes * self.frame_bytes / self.mss_bytes)
-        if self.segmentation_offload and gso_charge <= one_ms:
-            burst = max(burst, min(2 * gso_charge, one_ms))
-        burst = min(burst, self.buffer_bytes)
-        return max(burst, 2 * self.frame_bytes if self.buffer_bytes >= 2 * self.frame_bytes else self.frame_bytes)
-
-    @property
     def segmentation_offload(self) -> bool:
         """Whether the sender keeps TSO/GSO on."""
         return self.offloads == "on" or (self.offloads == "auto" and self.loss_mode == "none")
 
     @property
     def queue_maxlen(self) -> int:
-        """NFQUEUE length per direction: full-size frames in flight during tau/2, with margin."""
-        per_direction = self.rate_bps * self.rtt_s / 2 / 8 / self.frame_bytes
+        """NFQUEUE length per direction: full-size frames in flight during tau/2 plus a full
+        bottleneck buffer (the forward engine holds both), with margin."""
+        per_direction = (self.rate_bps * self.rtt_s / 2 / 8 + self.buffer_bytes) / self.frame_bytes
         return max(QUEUE_MIN, int(math.ceil(per_direction * QUEUE_MARGIN)))
 
     @property
     def memory_bytes(self) -> int:
-        """Kernel memory for the packets the link can hold: BDP in the delay queues plus the tbf
+        """Kernel memory for the packets the link can hold: BDP in the delay queues plus the bottleneck
         buffer, each full-size frame costing its length plus SKB_OVERHEAD."""
         per_frame = (self.frame_bytes + SKB_OVERHEAD) / self.frame_bytes
         return int((self.bdp_bytes + self.buffer_bytes) * per_frame)

@@ -29,9 +29,13 @@ def delayd_path() -> str:
 
 @dataclass(frozen=True)
 class EngineStats:
-    """Counters of one delayd: packets/bytes queued to it, held now and at most, kernel drops
-    (queue full: queue_dropped; undeliverable to us: user_dropped), ENOBUFS seen, release lateness
-    and CPU time (which includes receiver stack work done inside its verdict calls)."""
+    """Counters of one delayd (cumulative since it started unless named period_*): packets/bytes
+    queued to it, held now and at most, kernel drops (queue full: queue_dropped; undeliverable to us:
+    user_dropped), ENOBUFS seen; release lateness, signed (negative: early), summed over released
+    packets, its extremes overall and since the last period; the mean lateness of a timer wake-up
+    (which the engine subtracts from its timers); the modelled bottleneck (forward engine: rate_bps >
+    0) with its drop-tail drops, wire bytes and backlog now; CPU time (which includes receiver stack
+    work done inside its verdict calls) and the engine's CLOCK_MONOTONIC time of the snapshot."""
 
     queue: int
     delay_ns: int
@@ -46,16 +50,38 @@ class EngineStats:
     enobufs: int
     nl_errors: int
     ring_full: int
-    late_mean_ns: int
+    late_sum_ns: int
     late_max_ns: int
+    late_min_ns: int
+    period_late_max_ns: int
+    period_late_min_ns: int
+    wake_late_mean_ns: int
     wakeups: int
+    rate_bps: float
+    buffer_bytes: int
+    bottleneck_drops: int
+    bottleneck_drop_bytes: int
+    bottleneck_overlimits: int
+    kernel_stamped: int
+    wire_bytes: int
+    backlog_ns: int
     cpu_user_s: float
     cpu_sys_s: float
+    mono_ns: int
 
     @property
     def lost(self) -> int:
-        """Packets the engine path dropped (should be 0)."""
+        """Packets the engine path dropped (should be 0; the bottleneck's drops are not losses of the
+        engine but the modelled buffer doing its job)."""
         return self.queue_dropped + self.user_dropped
+
+    @property
+    def late_mean_ns(self) -> float:
+        return self.late_sum_ns / self.released if self.released else 0.0
+
+    @property
+    def cpu_s(self) -> float:
+        return self.cpu_user_s + self.cpu_sys_s
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -65,13 +91,15 @@ class DelayEngine:
     """A running delayd bound to NFQUEUE `queue` inside namespace `ns`."""
 
     def __init__(self, ns: str, *, queue: int, delay_ns: int, maxlen: int, rcvbuf: int, log_path,
-                 rt_priority: int = 0):
+                 rt_priority: int = 0, rate_bps: float = 0.0, buffer_bytes: int = 0, mss: int = 1448):
         self.ns, self.queue = ns, queue
         self._lock = threading.Lock()
         self._buf = b""
         self.final_stats: EngineStats | None = None
         argv = [delayd_path(), "--queue", str(queue), "--delay-ns", str(int(delay_ns)),
-                "--maxlen", str(maxlen), "--rcvbuf", str(rcvbuf), "--control-stdin"]
+                "--maxlen", str(maxlen), "--rcvbuf", str(rcvbuf), "--mss", str(int(mss)), "--control-stdin"]
+        if rate_bps:
+            argv += ["--rate-bps", repr(float(rate_bps)), "--buffer-bytes", str(int(buffer_bytes))]
         if rt_priority:
             argv += ["--rt-priority", str(rt_priority)]
         with open(log_path, "ab") as log:
@@ -118,7 +146,10 @@ class DelayEngine:
         """Delay applied to packets arriving from now on."""
         self._command(f"delay {int(delay_ns)}", "ok delay_ns=")
 
-    def stats(self) -> EngineStats:
+    def stats(self, *, period: bool = False) -> EngineStats:
+        """The counters now; period=True also resets the period lateness extremes afterwards."""
+        if period:
+            return _parse_stats(self._command("period", "period "))
         return _parse_stats(self._command("stats", "stats "))
 
     def stop(self) -> EngineStats | None:

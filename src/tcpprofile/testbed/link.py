@@ -1,24 +1,30 @@
-"""EmulatedLink: a dedicated connection emulated in three network namespaces.
+"""EmulatedLink: a dedicated connection emulated in two network namespaces and two delay engines.
 
-    sender  tcpp-<tag>-snd   10.77.1.1/24  dev tcpp<tag>sr ─┐
-    router  tcpp-<tag>-rtr   10.77.1.2/24  dev tcpp<tag>rs ─┘  (forwarding)
-                             10.77.2.1/24  dev tcpp<tag>rc ─┐  tbf: rate C, drop-tail buffer beta
-    receiver tcpp-<tag>-rcv  10.77.2.2/24  dev tcpp<tag>cr ─┘
+    sender   tcpp-<tag>-snd   10.77.1.1/24  dev tcpp<tag>sr ─┐  one veth pair, nothing in between
+    receiver tcpp-<tag>-rcv   10.77.1.2/24  dev tcpp<tag>cr ─┘
 
 Addresses exist only inside the namespaces (every link uses the same ones; traffic never leaves).
-Forward path: sender -> router (loss rule in FORWARD, tbf on egress) -> receiver, whose raw
-PREROUTING hands packets to NFQUEUE 0 held by delayd for tau/2. Reverse path (ACKs): receiver ->
-router -> sender, whose raw PREROUTING hands them to its own delayd for tau/2. Holding packets in the
-receiving namespace keeps them off the sending socket's account (TCP small queues, see delayd.c).
+Forward path (data): the receiver's raw PREROUTING first applies the external loss (iptables
+`statistic`, per wire packet, inserted after calibration), then hands packets to NFQUEUE 0, held by the
+forward delayd, which models the bottleneck itself (line rate C, drop-tail buffer beta: see delayd.c)
+and releases each packet tau/2 after its last bit left the modelled wire. Reverse path (ACKs): the
+sender's raw PREROUTING hands them to its own delayd for tau/2. Holding packets in the receiving
+namespace keeps them off the sending socket's account (TCP small queues, see delayd.c). There is no
+router namespace, second veth hop or qdisc: per packet (offloads off, MTU 9000, 45.6 ms) the three-
+namespace design with tbf held 6.9 Gbit/s because the extra hop and forwarding cost the CPU the engines
+need (docs/testbed.md has the budget). CPUs (cpu_plan): both engines share one CPU, the applications
+(iperf3, ping) and RPS-steered packet processing use the others; the reverse (ACK) engine runs
+SCHED_FIFO, the forward engine at normal priority (two FIFO engines on one CPU hit the kernel's RT
+throttling: releases up to 45 ms late).
 Per-namespace sysctls: tcp_rmem/tcp_wmem max 2 GiB (autotuning; see set_tcp_buffer_max),
 tcp_no_metrics_save=1. The default congestion control is inherited from the host and cannot be changed
 inside a namespace to a restricted algorithm: runs must choose theirs (iperf3 -C). The global
 net.core.rmem_max/wmem_max and tcp_mem are raised while links are up and restored (see state.py).
 
 Offloads on (no loss): GSO super-packets of up to config.gso_max_bytes (BIG TCP, up to 400 kB) cross
-the link whole; tbf charges each as its segments' frames, but a tail drop discards a whole super-packet
-(one loss event, many retransmitted segments). Offloads off (loss): every packet is a wire packet.
-One run directory per machine (/run/tcpprofile): links of every checkout see each other there.
+the link whole; the engine charges each as its segments' frames, but a tail drop discards a whole
+super-packet (one loss event, many retransmitted segments). Offloads off (loss): every packet is a wire
+packet. One run directory per machine (/run/tcpprofile): links of every checkout see each other there.
 """
 
 from __future__ import annotations
@@ -40,17 +46,31 @@ from .calibrate import Calibration, calibrate, wait_until
 from .config import LinkConfig
 from .engine import DelayEngine, EngineStats, delayd_path
 
-ROLES = ("sender", "router", "receiver")
-_ROLE_SUFFIX = {"sender": "snd", "router": "rtr", "receiver": "rcv"}
+ROLES = ("sender", "receiver")
+_ROLE_SUFFIX = {"sender": "snd", "receiver": "rcv"}
 TAG_RE = re.compile(r"[a-z0-9]{1,8}")
-NS_RE = re.compile(rf"{PREFIX}-([a-z0-9]{{1,8}})-(snd|rtr|rcv)")
-SENDER_ADDR, ROUTER_SND_ADDR = "10.77.1.1", "10.77.1.2"
-ROUTER_RCV_ADDR, RECEIVER_ADDR = "10.77.2.1", "10.77.2.2"
+NS_RE = re.compile(rf"{PREFIX}-([a-z0-9]{{1,8}})-(snd|rtr|rcv)")   # rtr: leftovers of the 3-namespace design
+SENDER_ADDR, RECEIVER_ADDR = "10.77.1.1", "10.77.1.2"
 QUEUE = 0                      # NFQUEUE numbers are per namespace; each engine has its own namespace
 STOP_TIMEOUT_S = 5.0
-ENGINE_RT_PRIORITY = 10        # SCHED_FIFO for delayd: the emulated wire should not wait for the CPU
+ENGINE_RT_PRIORITY = 10        # SCHED_FIFO for delayd: the emulated wire should not wait for the CPU;
+                               # the reverse (ACK) engine one higher: it needs little CPU and must not
+                               # wait behind the forward engine on their shared CPU (cpu_plan)
 TCP_BUFFER_MAX = 2147483647    # tcp_rmem/tcp_wmem max: autotuning as large as the kernel allows
-REQUIRED_TOOLS = ("ip", "tc", "iptables", "iptables-save", "ethtool", "ping", "iperf3", "sysctl", "ss", "chrt")
+def cpu_plan() -> tuple[set[int], set[int]]:
+    """(CPUs for both delay engines, CPUs for everything the link runs: iperf3, ping). Measured per
+    packet at 10 Gbit/s, MTU 9000, 45.6 ms on 2 cores: both engines on one core and the applications
+    on the other held 9.8 Gbit/s; engines on different cores 5.1-8.9, unpinned 6.9-7.5. Packets an
+    engine releases are processed by the receiving stack inside its call and the stack's reply (ACK or
+    new data) is queued to the other engine on the same CPU: with both engines there, no packet crosses
+    cores inside the link. One CPU: nothing pinned."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return set(cpus), set(cpus)
+    return {cpus[-1]}, set(cpus[:-1])
+
+
+REQUIRED_TOOLS = ("ip", "iptables", "iptables-save", "ethtool", "ping", "iperf3", "sysctl", "ss", "chrt")
 
 _active: dict[str, "EmulatedLink"] = {}
 _previous_handlers: dict[int, object] = {}
@@ -69,10 +89,12 @@ class EmulatedLink:
             raise ValidationError("tag", f"must be 1-8 characters a-z, 0-9, got {tag!r}")
         self.config = config
         self.tag = tag
-        self.ns_sender, self.ns_router, self.ns_receiver = (f"{PREFIX}-{tag}-{_ROLE_SUFFIX[r]}" for r in ROLES)
+        self.ns_sender, self.ns_receiver = (f"{PREFIX}-{tag}-{_ROLE_SUFFIX[r]}" for r in ROLES)
+        self.namespaces = (self.ns_sender, self.ns_receiver)
         self.sender_addr, self.receiver_addr = SENDER_ADDR, RECEIVER_ADDR
-        self.sender_dev, self.router_in_dev = f"{PREFIX}{tag}sr", f"{PREFIX}{tag}rs"
-        self.router_out_dev, self.receiver_dev = f"{PREFIX}{tag}rc", f"{PREFIX}{tag}cr"
+        self.sender_dev, self.receiver_dev = f"{PREFIX}{tag}sr", f"{PREFIX}{tag}cr"
+        self.loss_active = False
+        self.engine_cpus, self.app_cpus = cpu_plan()
         self.calibration: Calibration | None = None
         self.final_engine_stats: dict[str, EngineStats] = {}
         self._engines: dict[str, DelayEngine] = {}
@@ -90,12 +112,13 @@ class EmulatedLink:
         self.down()
 
     def up(self) -> "EmulatedLink":
-        """Create namespaces, links, shaping, loss, delay engines; calibrate."""
+        """Create namespaces, the veth pair and the delay engines; calibrate with the loss stage off,
+        then switch the loss on (so the calibration measures the wire, not the loss)."""
         _check_environment(self.config)
-        self._record = {"owner": state.me(), "namespaces": [self.ns_sender, self.ns_router, self.ns_receiver],
+        self._record = {"owner": state.me(), "namespaces": list(self.namespaces),
                         "pids": [], "config": self.config.to_dict()}
         state.claim_owner(self.tag, self._record)        # reserves the tag (exclusive create)
-        existing = set(netns.netns_list()) & {self.ns_sender, self.ns_router, self.ns_receiver}
+        existing = set(netns.netns_list()) & set(self.namespaces)
         if existing:
             state.remove_owner(self.tag)
             raise TcpProfileError(f"namespaces {sorted(existing)} already exist: tag {self.tag!r} is in use")
@@ -104,6 +127,7 @@ class EmulatedLink:
         try:
             self._build()
             self.calibration = calibrate(self)
+            self._enable_loss()
         except BaseException:
             self.down()
             raise
@@ -122,7 +146,7 @@ class EmulatedLink:
                 if stats is not None:
                     self.final_engine_stats[name] = stats
             self._engines.clear()
-            for ns in (self.ns_sender, self.ns_router, self.ns_receiver):
+            for ns in self.namespaces:
                 netns.sh(["ip", "netns", "del", ns], check=False)
             state.release_host_sysctls(self.tag)
             for name in ("forward", "reverse"):
@@ -133,71 +157,78 @@ class EmulatedLink:
     # Construction -----------------------------------------------------------------------------------
     def _build(self) -> None:
         cfg = self.config
-        snd, rtr, rcv = self.ns_sender, self.ns_router, self.ns_receiver
-        for ns in (snd, rtr, rcv):
+        snd, rcv = self.ns_sender, self.ns_receiver
+        for ns in (snd, rcv):
             netns.sh(["ip", "netns", "add", ns])
             netns.sh(["ip", "-n", ns, "link", "set", "lo", "up"])
-        # veth pairs created directly inside the namespaces: no interface ever exists outside.
+        # The veth pair is created directly inside the namespaces: no interface ever exists outside.
         netns.sh(["ip", "link", "add", self.sender_dev, "netns", snd, "mtu", str(cfg.mtu), "type", "veth",
-                  "peer", "name", self.router_in_dev, "netns", rtr, "mtu", str(cfg.mtu)])
-        netns.sh(["ip", "link", "add", self.router_out_dev, "netns", rtr, "mtu", str(cfg.mtu), "type", "veth",
                   "peer", "name", self.receiver_dev, "netns", rcv, "mtu", str(cfg.mtu)])
-        for ns, dev, addr in ((snd, self.sender_dev, SENDER_ADDR), (rtr, self.router_in_dev, ROUTER_SND_ADDR),
-                              (rtr, self.router_out_dev, ROUTER_RCV_ADDR), (rcv, self.receiver_dev, RECEIVER_ADDR)):
+        for ns, dev, addr in ((snd, self.sender_dev, SENDER_ADDR), (rcv, self.receiver_dev, RECEIVER_ADDR)):
             netns.sh(["ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", dev])
             netns.sh(["ip", "-n", ns, "link", "set", dev, "up"])
-        netns.sh(["ip", "-n", snd, "route", "add", "default", "via", ROUTER_SND_ADDR])
-        netns.sh(["ip", "-n", rcv, "route", "add", "default", "via", ROUTER_RCV_ADDR])
 
         netns.sysctl(snd, {"net.ipv4.tcp_no_metrics_save": "1"})
         netns.sysctl(rcv, {"net.ipv4.tcp_no_metrics_save": "1"})
         self.set_tcp_buffer_max(TCP_BUFFER_MAX)
-        netns.sysctl(rtr, {"net.ipv4.ip_forward": "1"})
         state.acquire_host_sysctls(self.tag)
 
         if not cfg.segmentation_offload:
-            # Wire-sized packets from the sender, and no GRO re-merging them at the router, so that
+            # Wire-sized packets from the sender, and no GRO re-merging them at the receiver, so that
             # loss and rate act per wire packet (veth GRO is off by default; we make sure).
             netns.sh(netns.in_ns(snd, ["ethtool", "-K", self.sender_dev, "tso", "off", "gso", "off"]))
-            netns.sh(netns.in_ns(rtr, ["ethtool", "-K", self.router_in_dev, "gro", "off"]))
-
+            netns.sh(netns.in_ns(rcv, ["ethtool", "-K", self.receiver_dev, "gro", "off"]))
         else:
             # BIG TCP: larger GSO packets, fewer packets through the engines and stacks (config.py).
             size = str(cfg.gso_max_bytes)
-            netns.sh(netns.in_ns(snd, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.sender_dev]))
-            netns.sh(netns.in_ns(rtr, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.router_in_dev,
-                                       self.router_out_dev]))
-            netns.sh(netns.in_ns(rcv, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, self.receiver_dev]))
+            for ns, dev in ((snd, self.sender_dev), (rcv, self.receiver_dev)):
+                netns.sh(netns.in_ns(ns, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, dev]))
 
-        netns.sh(["tc", "-n", rtr, "qdisc", "add", "dev", self.router_out_dev, "root", "tbf",
-                  "rate", f"{int(round(cfg.tbf_rate_bps))}bit", "burst", str(cfg.tbf_burst_bytes),
-                  "limit", str(cfg.buffer_bytes)])
-
-        comment = ["-m", "comment", "--comment", f"{PREFIX}-{self.tag}"]
-        if cfg.loss_mode == "periodic":
-            netns.iptables(rtr, ["-A", "FORWARD", "-i", self.router_in_dev, *comment, "-m", "statistic",
-                                 "--mode", "nth", "--every", str(cfg.loss_every), "--packet", "0", "-j", "DROP"])
-        elif cfg.loss_mode == "uniform":
-            netns.iptables(rtr, ["-A", "FORWARD", "-i", self.router_in_dev, *comment, "-m", "statistic",
-                                 "--mode", "random", "--probability", repr(cfg.loss_rate), "-j", "DROP"])
+        # RPS: every packet arriving on either veth is processed (up to the NFQUEUE hand-off) on the
+        # application CPUs, never on the engines' CPU (cpu_plan). Without it packets sent from two CPUs
+        # (the application's send and the stack's reaction to a released ACK) enter the link through
+        # two per-CPU backlogs and reach the engine out of order: TCP saw reordering (reord_seen ~400
+        # per 16 s) and held 6.5-9.8 Gbit/s per packet; steered to the engines' CPU 7.6; to the
+        # application CPU 9.3-9.9 with no reordering (45.6 ms, MTU 9000, offloads off).
+        mask = format(sum(1 << c for c in self.app_cpus), "x")
+        for role, dev in (("receiver", self.receiver_dev), ("sender", self.sender_dev)):
+            netns.sh(netns.in_ns(self._ns(role), [sys.executable, "-m", "tcpprofile.testbed.rps", dev, mask]))
         # No --queue-bypass: if an engine is missing, packets are dropped rather than passed undelayed.
         for ns, dev in ((rcv, self.receiver_dev), (snd, self.sender_dev)):
-            netns.iptables(ns, ["-t", "raw", "-A", "PREROUTING", "-i", dev, *comment, "-j", "NFQUEUE",
-                                "--queue-num", str(QUEUE)])
+            netns.iptables(ns, ["-t", "raw", "-A", "PREROUTING", "-i", dev, *self._comment("delay"),
+                                "-j", "NFQUEUE", "--queue-num", str(QUEUE)])
         rcvbuf = min(1 << 30, max(64 << 20, cfg.queue_maxlen * 1024))
         log_dir = state.run_dir() / "links"
-        for name, ns in (("forward", rcv), ("reverse", snd)):
-            self._engines[name] = DelayEngine(ns, queue=QUEUE, delay_ns=int(cfg.rtt_s / 2 * 1e9),
-                                              maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf, rt_priority=ENGINE_RT_PRIORITY,
-                                              log_path=log_dir / f"{self.tag}-{name}.log")
+        for name, ns, bottleneck in (("forward", rcv, True), ("reverse", snd, False)):
+            self._engines[name] = DelayEngine(
+                ns, queue=QUEUE, delay_ns=int(cfg.rtt_s / 2 * 1e9), maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf,
+                rt_priority=0 if bottleneck else ENGINE_RT_PRIORITY, log_path=log_dir / f"{self.tag}-{name}.log",
+                rate_bps=cfg.rate_bps if bottleneck else 0.0, buffer_bytes=cfg.buffer_bytes, mss=cfg.mss_bytes)
             self._record["pids"].append([self._engines[name].pid, netns.process_start_time(self._engines[name].pid)])
+            os.sched_setaffinity(self._engines[name].pid, self.engine_cpus)
         state.write_owner(self.tag, self._record)
+
+    def _comment(self, what: str) -> list[str]:
+        return ["-m", "comment", "--comment", f"{PREFIX}-{self.tag}-{what}"]
+
+    def _enable_loss(self) -> None:
+        """The external loss stage, ahead of the bottleneck in the receiver's raw PREROUTING."""
+        cfg = self.config
+        if cfg.loss_mode == "none":
+            return
+        if cfg.loss_mode == "periodic":
+            match = ["-m", "statistic", "--mode", "nth", "--every", str(cfg.loss_every), "--packet", "0"]
+        else:
+            match = ["-m", "statistic", "--mode", "random", "--probability", repr(cfg.loss_rate)]
+        netns.iptables(self.ns_receiver, ["-t", "raw", "-I", "PREROUTING", "1", "-i", self.receiver_dev,
+                                          *self._comment("loss"), *match, "-j", "DROP"])
+        self.loss_active = True
 
     # Processes --------------------------------------------------------------------------------------
     def _ns(self, role: str) -> str:
         if role not in ROLES:
             raise ValidationError("ns_role", f"must be one of {ROLES}, got {role!r}")
-        return {"sender": self.ns_sender, "router": self.ns_router, "receiver": self.ns_receiver}[role]
+        return {"sender": self.ns_sender, "receiver": self.ns_receiver}[role]
 
     def popen(self, ns_role: str, argv: list[str], **kw) -> subprocess.Popen:
         """Start argv inside the role's namespace; the process is tracked and killed at teardown.
@@ -206,6 +237,10 @@ class EmulatedLink:
             raise TcpProfileError(f"link {self.tag} is not up")
         kw.setdefault("start_new_session", True)
         proc = subprocess.Popen(netns.in_ns(self._ns(ns_role), list(argv)), **kw)
+        try:
+            os.sched_setaffinity(proc.pid, self.app_cpus)     # off the engines' CPU (cpu_plan)
+        except ProcessLookupError:
+            pass
         with self._lock:
             self._procs[proc.pid] = proc
             self._record["pids"].append([proc.pid, netns.process_start_time(proc.pid)])
@@ -259,37 +294,39 @@ class EmulatedLink:
         for ns in (self.ns_sender, self.ns_receiver):
             netns.sysctl(ns, {"net.ipv4.tcp_rmem": value, "net.ipv4.tcp_wmem": value})
 
-    # Engine, shaping and loss -----------------------------------------------------------------------
+    # Engines and loss ------------------------------------------------------------------------------
     def set_delay_ns(self, per_direction_ns: int) -> None:
         """Set both directions' delay (packets already held keep theirs)."""
         for engine in self._engines.values():
             engine.set_delay(per_direction_ns)
 
-    def engine_stats(self) -> dict[str, EngineStats]:
-        """Counters of the forward (receiver namespace) and reverse (sender namespace) engines."""
+    def engine_stats(self, *, period: bool = False) -> dict[str, EngineStats]:
+        """Counters of the forward (receiver namespace; also the bottleneck) and reverse (sender
+        namespace) engines. period=True also starts a new lateness period (EngineStats.period_*)."""
         if not self._engines:
             return dict(self.final_engine_stats)
-        return {name: engine.stats() for name, engine in self._engines.items()}
+        return {name: engine.stats(period=period) for name, engine in self._engines.items()}
 
     def engine_pids(self) -> dict[str, int]:
         return {name: engine.pid for name, engine in self._engines.items()}
 
-    def tbf_stats(self) -> dict:
-        """The router's tbf qdisc as reported by `tc -s -j qdisc show` (bytes, drops, backlog)."""
-        for q in netns.qdiscs(self.ns_router, self.router_out_dev):
-            if q.get("kind") == "tbf":
-                return q
-        raise TcpProfileError(f"link {self.tag}: no tbf on {self.router_out_dev}")
+    def loss_counters(self) -> tuple[int, int]:
+        """(packets the loss stage saw, packets it dropped) so far: the loss rule's matches and the
+        packets that went on to the delay rule, both in the receiver's raw PREROUTING."""
+        counts = {"loss": 0, "delay": 0}
+        for r in netns.iptables_rules(self.ns_receiver, "raw"):
+            for what in counts:
+                if r["chain"] == "PREROUTING" and f"{PREFIX}-{self.tag}-{what}" in r["rule"]:
+                    counts[what] += r["packets"]
+        return counts["loss"] + counts["delay"], counts["loss"]
 
     def loss_rule_drops(self) -> int:
-        """Packets dropped by the external-loss rule so far (0 without loss)."""
-        return sum(r["packets"] for r in netns.iptables_rules(self.ns_router, "filter")
-                   if r["chain"] == "FORWARD" and f"{PREFIX}-{self.tag}" in r["rule"] and "DROP" in r["rule"])
+        """Packets dropped by the external-loss stage so far (0 without loss)."""
+        return self.loss_counters()[1]
 
     def wait_drained(self, timeout: float = 30.0) -> None:
-        """Wait until the tbf buffer and both delay queues are empty."""
-        wait_until(lambda: self.tbf_stats().get("backlog", 0) == 0
-                   and all(s.held == 0 for s in self.engine_stats().values()),
+        """Wait until both delay queues (the forward one includes the bottleneck) are empty."""
+        wait_until(lambda: all(s.held == 0 for s in self.engine_stats().values()),
                    timeout=timeout + 2 * self.config.rtt_s, what=f"link {self.tag} to drain")
 
     def calibrate(self) -> Calibration:
