@@ -124,6 +124,16 @@ def _descendants(procs: dict, root: int) -> set[int]:
     return ours
 
 
+def foreign_cores(before: dict, after: dict, root: int, hz: int, wall_s: float) -> float:
+    """CPU [cores] used between two process tables (_processes) by user-space processes that are not
+    root or its descendants; processes that started in between count from zero, those that ended are
+    not seen."""
+    ours = _descendants(after, root)
+    jiffies = sum(t - before.get(pid, (0, 0, 0))[1] for pid, (_, t, kthread) in after.items()
+                  if pid not in ours and not kthread)
+    return max(jiffies, 0) / hz / wall_s
+
+
 @dataclass(frozen=True)
 class HostLoad:
     busy_share: float          # of all CPUs, 0–1
@@ -165,12 +175,8 @@ class HostSampler:
         busy = (busy1 - self._cpu0[0]) / max(total1 - self._cpu0[1], 1)
         psi1 = _pressure_some_us()
         pressure = (psi1 - self._psi0) / 1e6 / wall if psi1 is not None and self._psi0 is not None else None
-        procs1 = _processes()
-        ours = _descendants(procs1, os.getpid())
-        hz = os.sysconf("SC_CLK_TCK")
-        foreign = sum(t - self._procs0.get(pid, (0, 0, 0))[1] for pid, (_, t, kthread) in procs1.items()
-                      if pid not in ours and not kthread) / hz / wall
-        self._result = HostLoad(busy, pressure, self._runqueue_max, max(foreign, 0.0), wall)
+        foreign = foreign_cores(self._procs0, _processes(), os.getpid(), os.sysconf("SC_CLK_TCK"), wall)
+        self._result = HostLoad(busy, pressure, self._runqueue_max, foreign, wall)
 
     def result(self) -> HostLoad:
         if self._result is None:

@@ -1,0 +1,105 @@
+"""Per-run fidelity (tcpprofile.fidelity): the verdicts against their definitions, tcp_info parsing,
+and the host sampler telling foreign CPU use from our own (real processes, read back from /proc)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tcpprofile import fidelity as F
+
+SS_OUTPUT = (  # `ss -tinH state established dport = :5301` with a control and a data connection
+    "0 0 10.77.1.1:40000 10.77.1.2:5301\n"
+    "\t cubic wscale:14,14 rto:248 rtt:46.1/0.1 mss:8948 bytes_sent:186 bytes_acked:187 minrtt:45.420\n"
+    "0 0 10.77.1.1:40002 10.77.1.2:5301\n"
+    "\t cubic wscale:14,14 rto:248 rtt:46.4/0.06 mss:8948 bytes_acked:11215085470 minrtt:45.597 snd_wnd:306233344\n")
+
+
+class FakeHost:
+    def __init__(self, out: str):
+        self.out, self.argv = out, None
+
+    def run(self, role, argv, check=True, timeout=None):
+        self.argv = argv
+        return subprocess.CompletedProcess(argv, 0, self.out, "")
+
+
+def test_min_rtt_reads_data_connections_only():
+    host = FakeHost(SS_OUTPUT)
+    assert F.min_rtt_ms(host, "sender", 5301) == pytest.approx(45.597)      # the control connection is left out
+    assert "dport = :5301" in host.argv
+    assert F.min_rtt_ms(host, "sender", 5301, min_bytes=1) == pytest.approx(45.420)
+    assert F.min_rtt_ms(FakeHost(""), "sender", 5301) is None
+
+
+@pytest.mark.parametrize("base, target, off", [(0.49, 0.4, False), (0.51, 0.4, True), (0.31, 0.4, False),
+                                               (0.29, 0.4, True), (46.0, 45.6, False), (46.1, 45.6, True),
+                                               (362.4, 366.0, False), (362.3, 366.0, True)])
+def test_rtt_tolerance_is_max_of_1_percent_and_0_1_ms(base, target, off):
+    assert F.rtt_off(base, target) is off
+
+
+def test_periodic_loss_must_be_exactly_one_in_n_up_to_one():
+    assert not F.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=10)
+    assert not F.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=11)
+    assert F.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=12)
+    assert F.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=0)
+    assert not F.loss_off("none", 0.0, 0, seen=5000, dropped=0)
+
+
+def test_uniform_loss_within_the_binomial_interval():
+    # p = 1e-3 over 10^6 packets: mean 1000, sd 31.6; the band is ±3.29 sd (+½)
+    assert not F.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1000)
+    assert not F.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1104)
+    assert F.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1106)
+    assert F.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=880)
+
+
+def test_engine_late_sums_directions_and_scales_with_tau():
+    cols = {"engine_fwd_late_mean_us": 150.0, "engine_rev_late_mean_us": 90.0,
+            "engine_fwd_late_max_us": 5000.0, "engine_rev_late_max_us": 3000.0}
+    assert not F.engine_late(cols, 0.4)                       # 0.24 ms added <= 0.25
+    assert F.engine_late({**cols, "engine_rev_late_mean_us": 110.0}, 0.4)
+    assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 2000.0}, 366.0)   # 1 % of 366 ms = 3.66
+    assert F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)       # > 20 ms
+    assert not F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 91.6)   # < τ/2 = 45.8 ms
+    assert not F.engine_late({k: None for k in cols}, 11.8)
+
+
+BUSY = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < {s}: pass\n"
+
+
+def _foreign_busy(seconds: float) -> None:
+    """A busy loop that is not our descendant: started by a child that exits at once (double fork)."""
+    code = (f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {BUSY.format(s=seconds)!r}], "
+            "start_new_session=True)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_foreign_cores_leaves_out_our_tree_and_kernel_threads():
+    # pid -> (ppid, utime+stime jiffies, kernel thread): 10 is us, 11 our child, 12 its child (iperf3)
+    before = {10: (1, 100, 0), 11: (10, 0, 0), 20: (1, 50, 0), 30: (2, 0, 1)}
+    after = {10: (1, 200, 0), 11: (10, 300, 0), 12: (11, 400, 0), 20: (1, 150, 0), 21: (1, 50, 0), 30: (2, 999, 1)}
+    # foreign: pid 20 (+100) and the new pid 21 (+50) = 150 jiffies over 1 s at 100 Hz
+    assert F.foreign_cores(before, after, root=10, hz=100, wall_s=1.0) == pytest.approx(1.5)
+    assert F.foreign_cores(before, before, root=10, hz=100, wall_s=1.0) == 0.0
+
+
+def test_host_sampler_counts_foreign_cpu():
+    with F.HostSampler(interval_s=0.1) as other:
+        _foreign_busy(1.5)
+        time.sleep(1.2)
+    load = other.result()
+    assert load.foreign_cores > 0.5, load
+    assert "host_contended" in F.host_flags(load)
+    assert 0.0 <= load.busy_share <= 1.0
+
+
+def test_host_sampler_result_only_after_the_block():
+    s = F.HostSampler()
+    with pytest.raises(RuntimeError):
+        s.result()
