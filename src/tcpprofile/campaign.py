@@ -103,7 +103,8 @@ def ping_rtt(host: str, count: int = 10) -> dict:
 
 # -- congestion control: the one place the catalogue plugs in --------------------------------------
 class CongestionControl:
-    """Loads the variants a campaign needs (tcpprofile.cc) and unloads at the end what it loaded."""
+    """Loads the variants a campaign needs (tcpprofile.cc), held by this process; at the end drops the
+    hold, unregistering what no other live process holds and nobody pinned (`tcpprofile cc load`)."""
 
     def __init__(self, names: tuple[str, ...]):
         self.names = list(names)
@@ -114,12 +115,11 @@ class CongestionControl:
             if name not in cc.NAMES:
                 raise ValidationError(f"transfer.variant[{i}]",
                                       f"{name!r}: not a known variant ({', '.join(cc.NAMES)})")
-        self.loaded = cc.ensure_loaded(self.names)
+        self.loaded = cc.ensure_loaded(self.names, hold=True)   # held by this process, recorded first
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.loaded:
-            cc.unload(self.loaded)
+        cc.release(self.names)    # what nobody else holds or pinned is unregistered
 
     def record(self, name: str) -> dict:
         """cc_kernel_name, cc_impl, cc_object_sha256 for the runs table."""
