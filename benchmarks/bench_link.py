@@ -3,7 +3,7 @@
 For tau in {0.4, 45.6, 366} ms: whole-run and last-half throughput (iperf3 -J intervals), the
 last-half ratio to a raw veth pair (two namespaces, one veth, no shaping) measured in the same run,
 and each delay engine's CPU share (/proc/PID/stat utime+stime over the run, % of one core).
-Runs as root; prints "skipped" otherwise. Other processes on the machine depress the figures: the
+Needs root: without it, exits 2 (nothing measured). Other processes on the machine depress the figures: the
 load average is printed before and after.
 """
 
@@ -95,8 +95,8 @@ def emulated(rtt_ms: float) -> dict:
 
 def main() -> int:
     if os.geteuid() != 0:
-        print("bench_link: skipped (needs root)")
-        return 0
+        print("bench_link: FAILED: cannot measure without root (namespaces, tc, iptables)", file=sys.stderr)
+        return 2
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]}")
     raw_whole, raw_last = raw_veth()
     print(f"raw veth, 1 cubic stream, {RAW_SECONDS} s: {raw_whole:.2f} Gbit/s (last half {raw_last:.2f})")
