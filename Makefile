@@ -9,8 +9,8 @@ include bpf/build.mk
 .PHONY: build test demo bench clean
 build: $(BUILD_TARGETS)
 
-test:
-	$(PY) -m pytest -q -p no:cacheprovider
+test:   # -rs: every skipped test with its reason
+	$(PY) -m pytest -q -rs -p no:cacheprovider
 
 demo:
 	.venv/bin/tcpprofile run examples/smoke.toml --db out/demo.duckdb

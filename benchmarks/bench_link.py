@@ -8,7 +8,7 @@ veth pair in the same mode measured in this same process; the idle RTT by an ind
 delay engine's CPU share and lateness; the host's CPU busy share. Goals (issue 9): per packet >= 9.5
 Gbit/s at 11.8-366 ms, >= 9.3 at 0.4 ms in both modes; idle RTT within max(1 %, 0.1 ms).
 
-Needs root: without it (or without the testbed's tools) it exits 1, because it measured nothing.
+Needs root: without it (or without the testbed's tools) it exits 2, because it measured nothing.
     .venv/bin/python benchmarks/bench_link.py [--rtts 0.4,45.6] [--modes per-packet,offload] [--scale 1]
 """
 
@@ -130,7 +130,7 @@ def main() -> int:
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("bench_link: FAILED: needs root (network namespaces); nothing was measured", file=sys.stderr)
-        return 1
+        return 2
     rtts = [float(x) for x in args.rtts.split(",")]
     modes = args.modes.split(",")
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]}")

@@ -33,8 +33,8 @@ def main() -> int:
     ap.add_argument("--tcp-buffer", default="1GiB", help="tcp_rmem/tcp_wmem max (autotuning ceiling)")
     args = ap.parse_args()
     if os.geteuid() != 0:
-        print("skipped: needs root")
-        return 0
+        print("check_long_fat: FAILED: cannot measure without root", file=sys.stderr)
+        return 2
     cfg = LinkConfig.checked(rate_bps=args.rate, rtt_s=args.rtt, buffer_bytes=args.buffer, mtu=args.mtu)
     with open("/proc/loadavg") as f:
         print(f"load average before: {f.read().split()[:3]}")

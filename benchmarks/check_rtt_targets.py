@@ -26,8 +26,8 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="one JSON calibration per line")
     args = ap.parse_args()
     if os.geteuid() != 0:
-        print("skipped: needs root")
-        return 0
+        print("check_rtt_targets: FAILED: cannot measure without root", file=sys.stderr)
+        return 2
     print(f"load average: {open('/proc/loadavg').read().split()[:3]}", file=sys.stderr)
     if not args.json:
         print(f"{'tau ms':>7} {'measured':>9} {'error ms':>9} {'tol ms':>7} {'mean':>9} {'min':>8} {'max':>8} "

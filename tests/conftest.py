@@ -28,10 +28,16 @@ def _can_run_privileged() -> str | None:
     return None
 
 
+# CI sets this: privileged tests that cannot run (not root, no namespaces) fail the run instead of skipping.
+REQUIRE_PRIVILEGED = "TCPPROFILE_REQUIRE_PRIVILEGED"
+
+
 def pytest_collection_modifyitems(config, items):
     reason = _can_run_privileged()
     if reason is None:
         return
+    if os.environ.get(REQUIRE_PRIVILEGED) == "1" and any("privileged" in item.keywords for item in items):
+        raise pytest.UsageError(f"{REQUIRE_PRIVILEGED}=1, but the privileged tests cannot run: {reason}")
     skip = pytest.mark.skip(reason=reason)
     for item in items:
         if "privileged" in item.keywords:

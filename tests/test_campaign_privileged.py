@@ -183,7 +183,8 @@ def stored_link_namespaces(db: Path) -> set[str]:
     return {f"tcpp-{t}-{role}" for t in tags for role in ("snd", "rcv")}
 
 
-def emulated_spec(tmp_path, *, duration="3s", reps=1, streams="[1, 2]", rtts='["10ms"]') -> Path:
+def emulated_spec(tmp_path, *, duration="3s", reps=1, streams="[1, 2]", rtts='["10ms"]',
+                  variants='["cubic"]') -> Path:
     p = tmp_path / "emulated.toml"
     p.write_text(f"""
 [campaign]
@@ -196,25 +197,37 @@ rtt = {rtts}
 buffer = "BDP"
 mtu = 9000
 [transfer]
-variant = ["cubic"]
+variant = {variants}
 streams = {streams}
 duration = "{duration}"
 """)
     return p
 
 
+def offered() -> set[str]:
+    return set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+
+
 def test_emulated_end_to_end_against_calibration(tmp_path):
     _testbed()
+    from tcpprofile.cc import bpf, registry
+    htcp_before = "tp_htcp" in offered()      # registered by another process: then it stays
     db = tmp_path / "e.duckdb"
-    r = subprocess.run(TCPPROFILE + ["run", str(emulated_spec(tmp_path)), "--db", str(db)],
+    r = subprocess.run(TCPPROFILE + ["run", str(emulated_spec(tmp_path, variants='["cubic", "htcp"]')), "--db", str(db)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert not stored_link_namespaces(db) & link_namespaces()
+    assert ("tp_htcp" in offered()) == htcp_before     # the campaign loaded H-TCP and unloaded it
     with Store.open(db, read_only=True) as s:
         link = s.query("SELECT * FROM links")[0]
         runs = s.query("SELECT * FROM runs")
         assert link["kind"] == "emulated" and link["rtt_ms"] == pytest.approx(10)
-        assert len(runs) == 2
+        assert len(runs) == 4
+        sha = bpf.sha256_file(registry.bpf_object(registry.VARIANTS["htcp"]))
+        for run in runs:   # H-TCP is our BPF port (this kernel has no tcp_htcp), cubic built in
+            expected = ("tp_htcp", "bpf", sha) if run["variant"] == "htcp" else ("cubic", "builtin", None)
+            assert (run["cc_kernel_name"], run["cc_impl"], run["cc_object_sha256"]) == expected
+            assert run["cc_reported"] == run["cc_kernel_name"]
         tol_ms = max(0.01 * link["rtt_measured_ms"], 0.1)
         for run in runs:
             assert run["status"] == "ok", run["failure_reason"]
@@ -239,16 +252,20 @@ def test_resume_after_sigkill_emulated(tmp_path):
     cmd = TCPPROFILE + ["run", str(emulated_spec(tmp_path, duration="2s", reps=3)), "--db", str(db)]
     try:
         _kill_after_first_run(cmd)
+        killed = stored_link_namespaces(db)
+        assert killed <= link_namespaces()       # SIGKILL: the killed campaign's link is still there
         with Store.open(db, read_only=True) as s:
             before = s.query("SELECT * EXCLUDE (raw_json) FROM runs WHERE status = 'ok' ORDER BY run_id")
         assert 1 <= len(before) < 6
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stderr
         _check_resumed(db, before, 6)
+        # before any clean-up by this test: the resumed campaign removed the killed one's link at its
+        # start, and took its own down at its end
+        resumed = stored_link_namespaces(db) - killed
+        assert resumed and not (killed | resumed) & link_namespaces()
     finally:
         testbed.cleanup_leftovers()
-    # the killed run's link (its row was stored at set-up) and the resumed run's link are both gone
-    assert not stored_link_namespaces(db) & link_namespaces()
 
 
 def test_sigint_emulated_exits_nonzero_and_leaves_nothing(tmp_path):
@@ -279,9 +296,10 @@ def test_sigint_emulated_exits_nonzero_and_leaves_nothing(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        remaining = link_namespaces()            # what the interrupted campaign left, before clean-up
         leftovers = testbed.cleanup_leftovers()
     assert proc.returncode == 130, err
     assert err.strip().splitlines()[-1] == "tcpprofile run: interrupted"
-    assert not (tag_namespaces & link_namespaces())
+    assert not (tag_namespaces & remaining)
     mine = [x for x in leftovers if tag in x]   # other processes' leftovers are not ours to judge
     assert not mine, f"the runner left {mine} for cleanup_leftovers"

@@ -145,14 +145,39 @@ def test_failure_is_retried_then_recorded(store):
     failed = store.query("SELECT * FROM runs WHERE status = 'failed'")[0]
     assert failed["seq"] == 0 and failed["attempts"] == 2
     assert "without output" in failed["failure_reason"]
-    retried = store.query("SELECT attempts FROM runs WHERE seq = 1")[0]
-    assert retried["attempts"] == 2
-    assert "FAILED (iperf3 exited 1 without output" in text
+    retried = store.query("SELECT attempts, status, failure_reason FROM runs WHERE seq = 1")[0]
+    assert retried["attempts"] == 2 and retried["status"] == "ok"
+    assert retried["failure_reason"].startswith("attempt 1: iperf3 client exited 1 without output")
+    assert store.query("SELECT count(*) AS n FROM runs WHERE status = 'ok' AND failure_reason IS NOT NULL")[0]["n"] == 1
+    assert "FAILED (iperf3 client exited 1 without output" in text
     assert campaign.exit_code(summary) == 0
     # a failed run counts as finished: a rerun does not try it again
     host2 = FakeHost()
     run(s, store, host2)
     assert host2.calls == 0
+
+
+def test_a_failed_part_of_the_link_is_rebuilt_before_the_retry(store):
+    """check() names a failed part once (as a dead delay engine would): that attempt fails with that
+    reason, the link is set up again (a second links row) and the retry runs on the new link."""
+    s = spec.parse(SPEC.replace("repetitions = 2", "repetitions = 1"))
+    host, setups = FakeHost(fail_attempts={2}), []
+
+    @contextlib.contextmanager
+    def factory(point):
+        with fake_environments(host, setups)(point) as env:
+            env.check = lambda: "delay engine (forward, pid 1) is not running" if host.calls == 2 else None
+            yield env
+    out = io.StringIO()
+    summary = campaign.run_campaign(s, store, out=out, environments=factory)
+    assert (summary.ok, summary.failed) == (4, 0) and len(setups) == 2 and host.calls == 5
+    links = [r["link_id"] for r in store.query("SELECT link_id FROM links")]
+    assert len(links) == 2
+    row = store.query("SELECT * FROM runs WHERE attempts = 2")[0]
+    assert row["failure_reason"].startswith("attempt 1: delay engine (forward, pid 1) is not running")
+    assert row["link_id"] == store.query("SELECT link_id FROM runs WHERE seq = 3")[0]["link_id"] != \
+        store.query("SELECT link_id FROM runs WHERE seq = 0")[0]["link_id"]
+    assert "tearing it down, setting up a new one" in out.getvalue()
 
 
 def test_every_run_failing_exits_1(store):

@@ -76,12 +76,14 @@ def test_load_all_then_unload_all(capsys):
 
 @pytest.mark.privileged
 def test_unload_touches_only_our_registrations():
-    assert cc.unload(["htcp"]) in ([], ["htcp"])
+    assert all(u.ok for u in cc.unload(["htcp"]))
     assert cc.ensure_loaded(["htcp"]) == ["htcp"]
     (reg,) = [r for r in bpf.registrations().values() if r.name == "tp_htcp"]
     assert any(m["id"] == reg.id for m in bpf.struct_ops())
-    assert cc.unload(["htcp"]) == ["htcp"]
-    assert cc.unload(["htcp"]) == []
+    (u,) = cc.unload(["htcp"])
+    assert u.unloaded and u.ok and f"id {reg.id}" in u.message
+    (u,) = cc.unload(["htcp"])
+    assert not u.unloaded and u.ok and u.message == "not loaded by tcpprofile"
     assert "tp_htcp" not in _kernel_list()
 
 
@@ -92,4 +94,4 @@ def test_every_object_passes_the_verifier():
     try:
         assert {f"tp_{cc.VARIANTS[n].bpf}" for n in names} <= _kernel_list()
     finally:
-        cc.unload(loaded)
+        assert all(u.ok for u in cc.unload(loaded))

@@ -42,17 +42,17 @@ duration = "1s"
 
     with Store.open(db, read_only=True) as s:
         (link_rtt,) = [r["rtt_measured_ms"] for r in s.query("SELECT rtt_measured_ms FROM links")]
-    r = subprocess.run(in_ns + CLI + ["select", "--db", str(db), "--host", remote_pair["host"], "--ping-count", "3",
+    # idle on both sides (the campaign has ended), 10 pings like the campaign's own: a veth RTT is far
+    # below the 0.1 ms matching tolerance, so the query matches the measured RTT exactly
+    r = subprocess.run(in_ns + CLI + ["select", "--db", str(db), "--host", remote_pair["host"], "--ping-count", "10",
                                       "--json", "--boot", "300"], capture_output=True, text=True, timeout=120)
-    if r.returncode == 0:
-        doc = json.loads(r.stdout)
-        assert doc["rtt_source"] == "ping" and doc["ping"]["host"] == remote_pair["host"]
-        assert doc["conditions"]["link_kind"] == "remote"
-        assert abs(doc["rtt_ms"] - link_rtt) <= rtt_tolerance_ms(link_rtt)     # one measured RTT: exact match
-        assert {e["streams"] for e in doc["ranking"]} == {1, 2}
-        assert all(e["method"] == "exact" and e["repetitions"] == [2] for e in doc["ranking"])
-    else:   # the ping under load drifted beyond the matching tolerance: refused, never extrapolated
-        assert r.returncode == 2 and "outside the measured RTTs" in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["rtt_source"] == "ping" and doc["ping"]["host"] == remote_pair["host"]
+    assert doc["conditions"]["link_kind"] == "remote"
+    assert abs(doc["rtt_ms"] - link_rtt) <= rtt_tolerance_ms(link_rtt)     # one measured RTT: exact match
+    assert {e["streams"] for e in doc["ranking"]} == {1, 2}
+    assert all(e["method"] == "exact" and e["repetitions"] == [2] for e in doc["ranking"])
 
     with Store.open(db, read_only=True) as s:
         report = build_report(s, tmp_path / "report")

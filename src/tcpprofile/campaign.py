@@ -5,6 +5,11 @@ set up and calibrated once, shuffled within (seeded; the seed is recorded with t
 on resume). Every run has a deterministic run_id, is marked 'running' before it starts and committed
 when it ends, so a killed campaign loses at most the run in flight and a rerun of the same spec skips
 what finished. A failed run is retried `retries` times; what still fails is stored with its reason.
+
+Faults during a run (iperf3 killed, the server port taken, the delay engine dead) fail that attempt
+with a reason naming the part; when a part of the link failed (Environment.check, or a foreign listener
+on the server port) the link is torn down and set up again (LinkSession) before the next attempt, and
+the run keeps the reasons of its failed attempts (failure_reason) when a retry succeeds.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ class Environment:
     flags: list[str] = field(default_factory=list)
     sysctls: dict = field(default_factory=dict)
     monitor: fidelity.Monitor = fidelity.unmonitored   # per-run fidelity (fidelity.py)
+    check: Callable[[], str | None] = lambda: None      # names a failed part of the link; None: healthy
 
 
 EnvironmentFactory = Callable[[LinkPoint], ContextManager[Environment]]
@@ -66,7 +72,60 @@ def emulated(point: LinkPoint) -> Iterator[Environment]:
         }
         sysctls = {role: iperf.read_sysctls(link, role) for role in ("sender", "receiver")}
         yield Environment(link, link.receiver_addr, 5301 + int(tag[1:], 16) % 20000, True, row,
-                          [f"link_{f}" for f in cal.flags], sysctls, fidelity.emulated_monitor(link))
+                          [f"link_{f}" for f in cal.flags], sysctls, fidelity.emulated_monitor(link),
+                          check=_engines_check(link))
+
+
+def _engines_check(link) -> Callable[[], str | None]:
+    """A dead delay engine (exited, or a zombie not yet reaped) makes the link drop every packet."""
+    from .testbed.netns import process_start_time
+
+    def check() -> str | None:
+        for name, pid in link.engine_pids().items():
+            if process_start_time(pid) is None:
+                return f"delay engine ({name}, pid {pid}) is not running"
+        return None
+    return check
+
+
+def port_taken(env: Environment) -> str | None:
+    """After a run's own server has been stopped: who else listens on the server port, if anyone."""
+    if not env.start_server:
+        return None
+    out = env.host.run("receiver", ["ss", "-Hltnp", f"sport = :{env.port}"], check=False, timeout=10).stdout.strip()
+    return f"server port {env.port} is taken ({out.split('users:')[-1].strip()})" if out else None
+
+
+class LinkSession:
+    """The link of one configuration, as a links row; rebuild() tears it down and sets up (and
+    calibrates) a new one, stored as a new links row, when a part of it failed."""
+
+    def __init__(self, environments: EnvironmentFactory, point: LinkPoint, store: Store, campaign_id: str,
+                 progress: "Progress"):
+        self.factory, self.point, self.store, self.campaign_id, self.progress = (
+            environments, point, store, campaign_id, progress)
+        self.stack = contextlib.ExitStack()
+        self.broken: str | None = None     # why the link must be rebuilt before the next attempt
+
+    def __enter__(self) -> "LinkSession":
+        self.env = self.stack.enter_context(self.factory(self.point))
+        self.link_id = f"{self.campaign_id}-{secrets.token_hex(4)}"
+        self.store.insert_link({"link_id": self.link_id, "campaign_id": self.campaign_id, **self.env.link_row})
+        self.progress.calibrated(self.env.link_row)
+        return self
+
+    def __exit__(self, *exc) -> bool | None:
+        return self.stack.__exit__(*exc)
+
+    def ready(self) -> Environment:
+        """The environment for the next attempt: rebuilt first if a part of it failed."""
+        why = self.broken or self.env.check()
+        if why:
+            self.progress.rebuild(self.point, why)
+            self.stack.close()
+            self.broken = None
+            self.__enter__()
+        return self.env
 
 
 def link_config(point: LinkPoint):
@@ -105,7 +164,8 @@ def ping_rtt(host: str, count: int = 10) -> dict:
 
 # -- congestion control: the one place the catalogue plugs in --------------------------------------
 class CongestionControl:
-    """Loads the variants a campaign needs (tcpprofile.cc) and unloads at the end what it loaded."""
+    """Loads the variants a campaign needs (tcpprofile.cc), held by this process; at the end drops the
+    hold, unregistering what no other live process holds and nobody pinned (`tcpprofile cc load`)."""
 
     def __init__(self, names: tuple[str, ...]):
         self.names = list(names)
@@ -116,12 +176,11 @@ class CongestionControl:
             if name not in cc.NAMES:
                 raise ValidationError(f"transfer.variant[{i}]",
                                       f"{name!r}: not a known variant ({', '.join(cc.NAMES)})")
-        self.loaded = cc.ensure_loaded(self.names)
+        self.loaded = cc.ensure_loaded(self.names, hold=True)   # held by this process, recorded first
         return self
 
     def __exit__(self, *exc) -> None:
-        if self.loaded:
-            cc.unload(self.loaded)
+        cc.release(self.names)    # what nobody else holds or pinned is unregistered
 
     def record(self, name: str) -> dict:
         """cc_kernel_name, cc_impl, cc_object_sha256 for the runs table."""
@@ -201,6 +260,10 @@ class Progress:
         bits.append("ok" if row.get("calibration_ok") else f"FLAGGED {row.get('flags')}")
         self._line("link calibrated: " + ", ".join(bits), final=True)
 
+    def rebuild(self, point: LinkPoint, why: str) -> None:
+        self.links += 1
+        self._line(f"link {point.describe()}: {why}: tearing it down, setting up a new one", final=True)
+
     def start(self, p: RunPoint, attempt: int) -> None:
         if self.tty:
             again = f" (attempt {attempt})" if attempt > 1 else ""
@@ -275,42 +338,47 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
     with CongestionControl(spec.variants) as congestion:
         for point, runs in blocks:
             progress.link(point)
-            with environments(point) as env:
-                link_id = f"{campaign_id}-{secrets.token_hex(4)}"
-                store.insert_link({"link_id": link_id, "campaign_id": campaign_id, **env.link_row})
-                progress.calibrated(env.link_row)
+            with LinkSession(environments, point, store, campaign_id, progress) as session:
                 for seq, p in runs:
-                    row = _run_with_retries(spec, store, env, congestion, campaign_id, link_id, seq, p, meta, progress)
+                    row = _run_with_retries(spec, store, session, congestion, campaign_id, seq, p, meta, progress)
                     progress.finish(p, row, expected_seconds(p))
     summary = summarise(store, campaign_id, seed, len(schedule), len(schedule) - len(pending))
     return dataclasses.replace(summary, remaining=len(pending) - len(todo))
 
 
-def _run_with_retries(spec: CampaignSpec, store: Store, env: Environment, congestion: CongestionControl,
-                      campaign_id: str, link_id: str, seq: int, p: RunPoint, meta: dict,
-                      progress: Progress) -> dict:
+def _run_with_retries(spec: CampaignSpec, store: Store, session: LinkSession, congestion: CongestionControl,
+                      campaign_id: str, seq: int, p: RunPoint, meta: dict, progress: Progress) -> dict:
     impl = congestion.record(p.variant)
     base = {
-        "run_id": p.run_id(campaign_id), "campaign_id": campaign_id, "link_id": link_id, "seq": seq,
+        "run_id": p.run_id(campaign_id), "campaign_id": campaign_id, "seq": seq,
         "variant": p.variant, **impl, "streams": p.streams, "socket_buffer_bytes": p.socket_buffer_bytes,
         "transfer_bytes": p.transfer_bytes,
         "duration_target_s": float(p.duration_s) if p.duration_s is not None else None,
         "reverse": p.reverse, "repetition": p.repetition, "trace_cwnd": spec.trace_cwnd,
-        "sysctls_json": dumps(env.sysctls), **meta,
+        **meta,
     }
-    argv = iperf.client_argv(env.addr, env.port, cc=impl["cc_kernel_name"], streams=p.streams,
-                             socket_buffer=p.socket_buffer_bytes, transfer_bytes=p.transfer_bytes,
-                             duration_s=p.duration_s, reverse=p.reverse)
+    earlier: list[str] = []   # reasons of this run's failed attempts
     for attempt in range(1, spec.retries + 2):
+        env = session.ready()
+        argv = iperf.client_argv(env.addr, env.port, cc=impl["cc_kernel_name"], streams=p.streams,
+                                 socket_buffer=p.socket_buffer_bytes, transfer_bytes=p.transfer_bytes,
+                                 duration_s=p.duration_s, reverse=p.reverse)
+        base.update(link_id=session.link_id, sysctls_json=dumps(env.sysctls))
         progress.start(p, attempt)
         store.put_run({**base, "status": "running", "attempts": attempt})
         with cwnd_trace(env.port, spec.trace_cwnd) as capture, env.monitor(env.port) as fid:
             outcome = iperf.run(env.host, env.addr, env.port, argv, timeout_s=timeout_seconds(p),
-                                start_server=env.start_server)
+                                start_server=env.start_server, watch=env.check)
         row = {**base, "attempts": attempt, "raw_json": outcome.raw_json, **fid.columns}
         if outcome.parsed is None:
-            row.update(status="failed", failure_reason=outcome.failure_reason,
-                       flags=",".join(env.flags + fid.flags) or None)
+            part = env.check() or port_taken(env)    # a failed part of the link: rebuild it
+            reason = outcome.failure_reason if not part or part in outcome.failure_reason \
+                else f"{part}; {outcome.failure_reason}"
+            session.broken = part
+            before = [r for r in earlier if not r.endswith(f": {reason}")]
+            row.update(status="failed", flags=",".join(env.flags + fid.flags) or None,
+                       failure_reason=reason + (f" (earlier: {'; '.join(before)})" if before else ""))
+            earlier.append(f"attempt {attempt}: {reason}")
             if attempt <= spec.retries:
                 continue
             store.put_run(row)
@@ -325,7 +393,8 @@ def _run_with_retries(spec: CampaignSpec, store: Store, env: Environment, conges
         row.update({k: r[k] for k in ("cc_reported", "throughput_bps", "bytes_transferred", "duration_s",
                                       "retransmits", "rtt_loaded_mean_ms", "rtt_loaded_min_ms",
                                       "started_at", "finished_at")})
-        row.update(status="ok", flags=",".join(flags) or None, effective_socket_buffer_bytes=effective)
+        row.update(status="ok", flags=",".join(flags) or None, effective_socket_buffer_bytes=effective,
+                   failure_reason="; ".join(earlier) or None)   # failed attempts before this one
         store.put_run(row, intervals=outcome.parsed.intervals, cwnd=capture.rows(outcome.raw_json))
         return row
     raise AssertionError("unreachable")

@@ -11,8 +11,10 @@ import datetime as dt
 import json
 import os
 import re
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -238,27 +240,44 @@ def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: i
     return argv
 
 
+WATCH_INTERVAL_S = 0.25   # how often a running test checks `watch` (the link's parts)
+
+
 def run(host: Host, addr: str, port: int, client: list[str], *, timeout_s: float,
-        start_server: bool = True, ready_timeout_s: float = 20.0) -> Outcome:
-    """Run one iperf3 test. A failure (timeout, iperf3 error, bad output) is reported, not raised;
-    KeyboardInterrupt propagates after both processes are killed."""
+        start_server: bool = True, ready_timeout_s: float = 20.0,
+        watch: Callable[[], str | None] | None = None) -> Outcome:
+    """Run one iperf3 test. A failure (timeout, iperf3 error, bad output, a killed client or server, a
+    taken server port) is reported with a reason naming the part that failed, not raised;
+    KeyboardInterrupt propagates after both processes are killed.  `watch`, polled while the client
+    runs, names a failed part of the path (e.g. a dead delay engine): the test is stopped at once."""
     srv = cli = None
     try:
         if start_server:
             # -J: its JSON reaches the client (--get-server-output), so its own stdout is not needed
             srv = host.popen("receiver", ["iperf3", "-s", "-1", "-J", "-p", str(port)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            wait_listening(host, "receiver", port, srv, ready_timeout_s)
+            try:
+                wait_listening(host, "receiver", port, srv, ready_timeout_s)
+            except IperfError as e:
+                return Outcome(None, None, str(e), client)
         cli = host.popen("sender", client, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            out, err = cli.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            host.stop_process(cli)
-            return Outcome(None, None, f"timeout: iperf3 did not finish within {timeout_s:.0f} s", client)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                out, err = cli.communicate(timeout=max(0.0, min(WATCH_INTERVAL_S, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                broken = watch() if watch is not None else None
+                if broken or time.monotonic() >= deadline:
+                    host.stop_process(cli)
+                    return Outcome(None, None, broken or f"timeout: iperf3 did not finish within {timeout_s:.0f} s",
+                                   client)
+        server_death = _killed("iperf3 server", srv)
         raw = out.strip() or None
         if raw is None:
-            return Outcome(None, None, f"iperf3 exited {cli.returncode} without output: "
-                                       f"{_one_line(err)}", client)
+            reason = _killed("iperf3 client", cli) or f"iperf3 client exited {cli.returncode} without output: " \
+                                                      f"{_one_line(err)}"
+            return Outcome(None, None, f"{server_death}; {reason}" if server_death else reason, client)
         try:
             doc = json.loads(raw)
         except json.JSONDecodeError as e:
@@ -266,20 +285,35 @@ def run(host: Host, addr: str, port: int, client: list[str], *, timeout_s: float
         try:
             return Outcome(raw, parse(doc), None, client)
         except IperfError as e:
-            return Outcome(raw, None, str(e), client)
+            return Outcome(raw, None, f"{server_death}; {e}" if server_death else str(e), client)
     finally:
         for p in (cli, srv):
             if p is not None:
                 host.stop_process(p)
 
 
+def _killed(part: str, proc: subprocess.Popen | None) -> str | None:
+    """'iperf3 server killed by SIGKILL' when proc has ended by a signal we did not send."""
+    code = proc.poll() if proc is not None else None
+    if code is None or code >= 0:
+        return None
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"{part} killed by {name}"
+
+
 def wait_listening(host: Host, role: str, port: int, server: subprocess.Popen, timeout_s: float) -> None:
-    """Poll `ss` in the server's namespace until the port listens; fail if the server exits first."""
+    """Poll `ss` in the server's namespace until OUR server listens on the port (another process
+    listening there does not count); fail if the server exits first (with -J its reason, e.g. the
+    port in use, is in its JSON, not on stderr: the caller looks at the port, see campaign.port_taken)."""
     deadline = time.monotonic() + timeout_s
-    while not host.run(role, ["ss", "-Hltn", f"sport = :{port}"], check=False, timeout=10).stdout.strip():
+    while f"pid={server.pid}," not in host.run(role, ["ss", "-Hltnp", f"sport = :{port}"], check=False,
+                                                 timeout=10).stdout:
         if server.poll() is not None:
-            err = server.stderr.read() if server.stderr else ""
-            raise IperfError(f"iperf3 server exited {server.returncode}: {_one_line(err)}")
+            err = _one_line(server.stderr.read() if server.stderr else "")
+            raise IperfError(f"iperf3 server on port {port} exited {server.returncode}: {err}")
         if time.monotonic() > deadline:
             raise IperfError(f"iperf3 server not listening on port {port} after {timeout_s:.0f} s")
         try:

@@ -92,9 +92,15 @@ def _record_path(name: str) -> Path:
 
 
 def _write_record(name: str, record: dict) -> None:
+    """Create the tracer's record; refuse if one exists (the tag is in use)."""
     path = _record_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        raise TcpProfileError(f"tracer tag {name!r} is in use ({path} exists)") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(record))
 
 
 def _unmount(path: Path) -> None:
@@ -172,6 +178,7 @@ class CwndTracer:
         self.stats = TraceStats()
         self._mounted: Path | None = None
         self._inst: Path | None = None
+        self._recorded = False
         self._fd: int | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -183,17 +190,20 @@ class CwndTracer:
             raise EnvironmentNotReady("kernel tracing needs root")
         try:
             root = _tracefs_mount()
-            if root is None:
-                root = state.run_dir() / f"tracefs-{self.name}"
-                root.mkdir(parents=True, exist_ok=True)
-                subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)], check=True, capture_output=True)
-                self._mounted = root
+            mount = state.run_dir() / f"tracefs-{self.name}" if root is None else None
+            # the record first (exclusive: fails if another tracer uses the same tag), then what it
+            # names: a process killed in between leaves nothing that cleanup_stale_tracers cannot find
+            _write_record(self.name, {"owner": state.me(), "mount": str(mount or "")})
+            self._recorded = True
+            if mount is not None:
+                mount.mkdir(parents=True, exist_ok=True)
+                subprocess.run(["mount", "-t", "tracefs", "nodev", str(mount)], check=True, capture_output=True)
+                self._mounted = root = mount
             if not (root / "events/tcp/tcp_probe").is_dir():
                 raise EnvironmentNotReady("this kernel has no tcp:tcp_probe tracepoint")
             inst = root / "instances" / self.name
-            inst.mkdir()  # fails if another tracer uses the same tag
+            inst.mkdir()
             self._inst = inst
-            _write_record(self.name, {"owner": state.me(), "mount": str(self._mounted or "")})
             (inst / "buffer_size_kb").write_text(str(self.buffer_kb))
             (inst / "trace_clock").write_text("mono")
             ev = inst / "events/tcp/tcp_probe"
@@ -244,7 +254,9 @@ class CwndTracer:
         if self._mounted is not None:
             _unmount(self._mounted)
             self._mounted = None
-        _record_path(self.name).unlink(missing_ok=True)
+        if self._recorded:
+            _record_path(self.name).unlink(missing_ok=True)
+            self._recorded = False
         self.stats.events = len(self.events)
 
     @staticmethod

@@ -1,8 +1,12 @@
 """Congestion-control catalogue: which of the twelve variants this kernel provides, and how.
 
     available() -> list[CcInfo]              every variant, its implementation and state
-    ensure_loaded(names) -> list[str]        provide them (register BPF ports, load modules); names loaded now
-    unload(names) -> list[str]               undo what tcpprofile loaded; names unloaded now
+    ensure_loaded(names, hold=False)         provide them (register BPF ports, load modules); names loaded now.
+                                             hold=True (campaigns): this process holds them until release();
+                                             otherwise they stay until unload() (`tcpprofile cc load`)
+    release(names) -> list[str]              drop this process's hold; unregister what nobody needs; names unloaded
+    unload(names) -> list[Unload]            undo what tcpprofile loaded, each variant reported (`cc unload`)
+    cleanup_orphans() -> list[str]           unregister what dead campaigns registered (testbed down)
     kernel_name(name) -> str                 what to select per socket (iperf3 -C NAME)
     implementation_record(name) -> dict      cc_kernel_name, cc_impl, cc_object_sha256 for the runs table
 
@@ -29,8 +33,10 @@ from .registry import (
     variant,
 )
 
-__all__ = ["CcInfo", "NAMES", "VARIANTS", "available", "ensure_loaded", "unload", "kernel_name",
-           "implementation_record", "expand"]
+__all__ = ["CcInfo", "NAMES", "Unload", "VARIANTS", "available", "cleanup_orphans", "ensure_loaded", "expand",
+           "implementation_record", "kernel_name", "release", "unload"]
+
+cleanup_orphans = bpf.cleanup_orphans
 
 
 @dataclass(frozen=True)
@@ -81,10 +87,16 @@ def implementation_record(name: str) -> dict:
             "cc_object_sha256": info.object_sha256}
 
 
-def ensure_loaded(names: list[str]) -> list[str]:
-    """Make every named variant selectable; returns the names this call loaded."""
+def ensure_loaded(names: list[str], *, hold: bool = False) -> list[str]:
+    """Make every named variant offered to sockets; returns the names this call loaded.
+
+    hold=True: this process holds the BPF registrations (release() drops the hold; if the process
+    dies, the next campaign or `testbed down` unregisters what nobody else needs).  Otherwise they
+    are pinned until unload().  What dead owners left registered is removed first.
+    """
     loaded: list[str] = []
     with bpf.locked_state() as state:
+        bpf.remove_orphans(state)
         for name in expand(names):
             v = variant(name)
             impl = provider(v)
@@ -98,23 +110,58 @@ def ensure_loaded(names: list[str]) -> list[str]:
                     raise TcpProfileError(f"modprobe {v.module} failed: {r.stderr.strip()}")
                 state.modules.append(v.module)
                 loaded.append(name)
-            elif bpf.register(state, require_object(v), bpf_kernel_name(v)) is not None:
+            elif bpf.register(state, require_object(v), bpf_kernel_name(v), pin=not hold) is not None:
                 loaded.append(name)
     return loaded
 
 
-def unload(names: list[str]) -> list[str]:
-    """Unregister the BPF ports / remove the modules that tcpprofile loaded; returns names unloaded."""
-    done: list[str] = []
+def release(names: list[str]) -> list[str]:
+    """Drop this process's hold on the BPF registrations of `names`; returns the names unregistered
+    (nobody else held or pinned them).  Raises if one could not be unregistered, after trying all."""
+    done, failed = [], []
     with bpf.locked_state() as state:
         for name in expand(names):
             v = variant(name)
-            if v.bpf and bpf.unregister(state, bpf_kernel_name(v)):
+            result = bpf.release(state, bpf_kernel_name(v)) if v.bpf else None
+            if result is not None and result.ok:
                 done.append(name)
-            if v.module and v.module in state.modules:
-                r = subprocess.run(["modprobe", "-r", v.module], capture_output=True, text=True)
-                if r.returncode != 0:
-                    raise TcpProfileError(f"modprobe -r {v.module} failed: {r.stderr.strip()}")
-                state.modules.remove(v.module)
-                done.append(name)
+            elif result is not None:
+                failed.append(result.message)
+    if failed:
+        raise TcpProfileError("; ".join(failed))
     return done
+
+
+@dataclass(frozen=True)
+class Unload:
+    name: str          # usual name
+    unloaded: bool     # this call removed it
+    ok: bool           # False: a real failure (still offered, or in use by a running campaign)
+    message: str
+
+
+def _unload_one(state: bpf.State, v: Variant) -> Unload:
+    if v.module and v.module in state.modules:
+        r = subprocess.run(["modprobe", "-r", v.module], capture_output=True, text=True)
+        if r.returncode != 0:
+            return Unload(v.name, False, False, f"modprobe -r {v.module} failed: {r.stderr.strip()}")
+        state.modules.remove(v.module)
+        return Unload(v.name, True, True, f"module {v.module} removed")
+    kname = bpf_kernel_name(v) if v.bpf else None
+    if kname is None or kname not in state.regs:
+        offered = kname is not None and kname in kernel_available()
+        return Unload(v.name, False, True, f"{kname} is registered, not by tcpprofile: left alone" if offered
+                      else "not loaded by tcpprofile")
+    users = bpf.live_holders(state, kname)
+    if users:
+        pids = ", ".join(str(h["pid"]) for h in users)
+        return Unload(v.name, False, False, f"{kname} is in use by running campaign(s) (pid {pids}): kept")
+    result = bpf.unregister(state, kname)
+    return Unload(v.name, result.ok, result.ok, result.message)
+
+
+def unload(names: list[str]) -> list[Unload]:
+    """Unregister the BPF ports / remove the modules that tcpprofile loaded, one variant at a time:
+    a failure is reported and the rest are still unloaded."""
+    with bpf.locked_state() as state:
+        return [_unload_one(state, variant(name)) for name in expand(names)]

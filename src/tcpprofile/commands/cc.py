@@ -19,7 +19,7 @@ def register(subparsers) -> None:
     ld = sub.add_parser("load", help="register our BPF ports / load modules so the variants are selectable")
     ld.add_argument("names", nargs="+", metavar="NAME", help=names)
     ld.set_defaults(func=_load)
-    ul = sub.add_parser("unload", help="unregister what tcpprofile loaded (by id, ours only)")
+    ul = sub.add_parser("unload", help="unregister what tcpprofile loaded (by id, ours only); one line per variant")
     ul.add_argument("names", nargs="+", metavar="NAME", help=names)
     ul.set_defaults(func=_unload)
 
@@ -45,6 +45,8 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _unload(args: argparse.Namespace) -> int:
-    done = cc.unload(args.names)
-    print(f"unloaded: {', '.join(done) or 'nothing of ours was loaded'}")
-    return 0
+    """One line per variant; exit 1 only when one is still offered or in use (the rest are unloaded)."""
+    results = cc.unload(args.names)
+    for u in results:
+        print(f"{u.name}: {u.message}" if u.ok else f"{u.name}: FAILED: {u.message}")
+    return 0 if all(u.ok for u in results) else 1
