@@ -206,6 +206,8 @@ def test_cli_exit_codes_and_lines(tmp_path, capsys):
     assert cli(["import", str(DATA / "refused.json"), str(DATA / "truncated.json"), "--db", db]) == 1
     out = capsys.readouterr()
     assert out.out.count("rejected ") == 2 and "no file could be imported" in out.err
+    assert "0 stored, 2 rejected; no run added to" in out.out
+    assert f"rejected {DATA / 'refused.json'}: iperf3 error: unable to connect to server" in out.out
     assert cli(["import", str(DATA / "one_stream.json"), str(DATA / "refused.json"), "--db", db,
                 "--rtt", "45.6ms"]) == 0
     assert "1 stored, 1 rejected" in capsys.readouterr().out

@@ -88,7 +88,8 @@ def _read(p: str | Path) -> tuple[iperf.Parsed | None, bytes, str | None]:
     except UnicodeDecodeError:
         return None, b"", "not JSON: not UTF-8 text"
     except json.JSONDecodeError as err:
-        return None, b"", f"not JSON: {err.msg} at line {err.lineno} (truncated or not iperf3 -J output)"
+        return None, b"", (f"not JSON: {err.msg} (line {err.lineno}, column {err.colno}; truncated or not "
+                           f"iperf3 -J output)")
     except (ValueError, RecursionError) as err:      # a number of > 4300 digits; nesting too deep
         return None, b"", f"not JSON that can be read: {str(err).splitlines()[0][:80]}"
     try:
