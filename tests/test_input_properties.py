@@ -27,7 +27,7 @@ from tcpprofile.errors import IperfDocumentError, TcpProfileError, ValidationErr
 from tcpprofile.store.checks import check_row
 from tcpprofile.store.db import TABLES, Store
 
-PROPS = settings(max_examples=200, derandomize=True, deadline=None,
+PROPS = settings(max_examples=200, derandomize=True, deadline=None, database=None,
                  suppress_health_check=[HealthCheck.too_slow])
 
 json_values = st.recursive(
