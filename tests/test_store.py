@@ -155,3 +155,21 @@ def test_a_database_error_inside_a_transaction_is_reported_as_itself():
         with s.transaction():
             s.insert_columns("cwnd", {"run_id": ["r1"], "stream": [0], "t_s": [0.0], "ssthresh": [2**64]})
     assert s.insert_columns("cwnd", {"run_id": ["r1"], "stream": [0], "t_s": [0.0]}) == 1
+
+
+@pytest.mark.parametrize("sample,field", [
+    ({"srtt_us": float("nan")}, "cwnd.srtt_us"),
+    ({"snd_cwnd": -3}, "cwnd.snd_cwnd"),
+    ({"ssthresh": 2**64}, "cwnd.ssthresh"),
+    ({"t_s": float("inf")}, "cwnd.t_s"),
+])
+def test_one_bad_cwnd_sample_among_many_is_named_and_nothing_is_stored(sample, field):
+    s = Store.open(":memory:")
+    rows = [{"stream": 0, "t_s": i / 1e3, "snd_cwnd": 10 + i, "ssthresh": 7, "srtt_us": 900} for i in range(5000)]
+    rows[4321] = {**rows[4321], **sample}
+    with pytest.raises(ValidationError) as err:
+        s.put_run(_run(), cwnd=rows)
+    assert err.value.field == field
+    assert _counts(s) == {"runs": 0, "intervals": 0, "cwnd": 0}
+    s.put_run(_run(), cwnd=rows[:4321])
+    assert _counts(s)["cwnd"] == 4321

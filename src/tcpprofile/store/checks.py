@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from ..errors import ValidationError
 from ..iperf_json import MAX_COUNT, MAX_RATE_BPS, RATE_REL_TOL, TIME_ROUNDING_S, show
@@ -29,6 +31,39 @@ NON_NEGATIVE = {
     "intervals": {"start_s", "end_s", "bytes", "bits_per_second", "snd_cwnd_bytes", "rtt_us", "retransmits"},
     "cwnd": {"snd_cwnd", "ssthresh", "srtt_us", "snd_wnd", "rcv_wnd", "length"},
 }
+
+
+def check_columns(table: str, columns: Mapping[str, Sequence]) -> None:
+    """check_row over many rows given as equal-length columns (a run's intervals or cwnd samples, up
+    to ~10⁵): a vectorised pass, and row by row only to name the first offending value."""
+    if _columns_ok(table, columns):
+        return
+    names = list(columns)
+    for values in zip(*columns.values()):
+        check_row(table, dict(zip(names, values)))
+
+
+def _columns_ok(table: str, columns: Mapping[str, Sequence]) -> bool:
+    """True when no value breaks check_row's rules (False: look row by row)."""
+    with np.errstate(invalid="ignore"):      # NaN compared below: isfinite finds it
+        try:
+            for column, values in columns.items():
+                if column in ("run_id", "omitted"):
+                    continue
+                a = np.asarray(values, dtype=object)
+                a = a[np.not_equal(a, None)]
+                if ((a > MAX_COUNT) | (a < -MAX_COUNT - 1)).any():
+                    return False
+                x = a.astype(float)
+                if not np.isfinite(x).all() or (column in NON_NEGATIVE[table] and (x < 0).any()):
+                    return False
+            if table == "intervals" and {"start_s", "end_s"} <= set(columns):
+                start, end = (np.asarray(columns[c], dtype=object) for c in ("start_s", "end_s"))
+                both = np.not_equal(start, None) & np.not_equal(end, None)
+                return bool((end[both].astype(float) >= start[both].astype(float)).all())
+        except (TypeError, ValueError, OverflowError):
+            return False
+    return True
 
 
 def check_row(table: str, row: Mapping) -> None:

@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 
 from ..errors import TcpProfileError
-from .checks import NON_NEGATIVE, check_row
+from .checks import NON_NEGATIVE, check_columns
 
 SCHEMA_VERSION = 2
 TABLES = ("campaigns", "links", "runs", "intervals", "cwnd")
@@ -155,11 +155,12 @@ class Store:
             unknown = set(row) - known
             if unknown:
                 raise TcpProfileError(f"{table}: unknown columns {sorted(unknown)}")
-            if table in NON_NEGATIVE:
-                check_row(table, row)
             groups.setdefault(tuple(row), []).append(row)
         for cols, group in groups.items():
-            self.insert_columns(table, {c: [r[c] for r in group] for c in cols})
+            columns = {c: [r[c] for r in group] for c in cols}
+            if table in NON_NEGATIVE:
+                check_columns(table, columns)
+            self.insert_columns(table, columns)
         return sum(len(g) for g in groups.values())
 
     def insert_campaign(self, row: Mapping) -> None:
