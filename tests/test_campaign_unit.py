@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -194,6 +195,19 @@ def test_bad_iperf_output_is_a_failure_with_reason(store):
     assert summary.failed == 8
     raw = store.query("SELECT raw_json FROM runs LIMIT 1")[0]["raw_json"]
     assert '"error"' in raw
+
+
+def test_a_nan_throughput_from_iperf3_is_a_failed_run_never_ok(store, tmp_path):
+    d = json.loads((DATA / "one_stream.json").read_text())
+    d["end"]["sum_received"]["bits_per_second"] = float("nan")
+    (tmp_path / "nan.json").write_text(json.dumps(d))
+    s = spec.parse(SPEC.replace("retries = 1", "retries = 0"))
+    summary, _ = run(s, store, FakeHost(fixture=str(tmp_path / "nan.json")))
+    assert (summary.ok, summary.failed) == (0, 8)
+    assert store.query("SELECT DISTINCT status, failure_reason, throughput_bps FROM runs") == [
+        {"status": "failed", "failure_reason": "end.sum_received.bits_per_second: NaN is not a rate",
+         "throughput_bps": None}]
+    assert store.query("SELECT count(*) AS n FROM intervals") == [{"n": 0}]
 
 
 def test_flags_and_effective_buffer(store):

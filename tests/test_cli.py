@@ -17,8 +17,10 @@ def test_closed_pipe_exits_quietly(tmp_path):
            "--rtt", *[f"{r}ms" for r in range(1, 300)], "--buffer", "50MB", "--size", "20GB", "--json"]
     # ~170 KB of output: more than a pipe holds, so the writer does meet the closed pipe.
     producer = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    producer.stdout.read(1)
+    first = producer.stdout.read(1)
     producer.stdout.close()
     err = producer.stderr.read().decode()
-    producer.wait(timeout=60)
-    assert "Traceback" not in err
+    status = producer.wait(timeout=60)
+    assert first == b"{"                  # the JSON document had begun
+    assert status == 141                  # 128 + SIGPIPE: it met the closed pipe and said so by its status
+    assert err == ""                      # and nothing on stderr: no traceback, no message

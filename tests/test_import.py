@@ -9,14 +9,15 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from tcpprofile import export, importer, iperf
+from tcpprofile import export, importer, iperf, iperf_json
 from tcpprofile.cli import main as cli
 from tcpprofile.store.db import Store
 
 DATA = Path(__file__).resolve().parent / "data" / "iperf3"
-GOOD = ["one_stream.json", "four_streams.json", "reverse.json", "size_mode.json"]
+GOOD = ["one_stream.json", "four_streams.json", "reverse.json", "size_mode.json", "omit.json"]
 
 
 def doc(name: str) -> dict:
@@ -122,11 +123,11 @@ def test_size_mode():
 
 
 @pytest.mark.parametrize("mutate,reason", [
-    (lambda d: d.pop("end"), "no 'end' section"),
-    (lambda d: d.pop("intervals"), "no 'intervals' section"),
-    (lambda d: d["intervals"].clear(), "no intervals"),
-    (lambda d: d["start"].pop("test_start"), "test_start"),
-    (lambda d: (d["end"].pop("sum_received"), d["end"].pop("sum_sent")), "truncated"),
+    (lambda d: d.pop("end"), "^end: no such section"),
+    (lambda d: d.pop("intervals"), "^intervals: no such section"),
+    (lambda d: d["intervals"].clear(), "^intervals: empty"),
+    (lambda d: d["start"].pop("test_start"), "^start.test_start: missing"),
+    (lambda d: (d["end"].pop("sum_received"), d["end"].pop("sum_sent")), "^end: .*truncated"),
 ])
 def test_parse_rejects_incomplete_documents(mutate, reason):
     d = doc("one_stream.json")
@@ -205,6 +206,8 @@ def test_cli_exit_codes_and_lines(tmp_path, capsys):
     assert cli(["import", str(DATA / "refused.json"), str(DATA / "truncated.json"), "--db", db]) == 1
     out = capsys.readouterr()
     assert out.out.count("rejected ") == 2 and "no file could be imported" in out.err
+    assert "0 stored, 2 rejected; no run added to" in out.out
+    assert f"rejected {DATA / 'refused.json'}: iperf3 error: unable to connect to server" in out.out
     assert cli(["import", str(DATA / "one_stream.json"), str(DATA / "refused.json"), "--db", db,
                 "--rtt", "45.6ms"]) == 0
     assert "1 stored, 1 rejected" in capsys.readouterr().out
@@ -261,3 +264,102 @@ def test_intervals_without_the_receivers_output_are_flagged_sender_bytes():
     assert "intervals_sender_bytes" in p.flags
     assert [r["bytes"] for r in p.intervals if r["stream"] is None] == [
         it["sum"]["bytes"] for it in doc("one_stream.json")["intervals"]]
+
+
+def _set(d: dict, path: str, value) -> dict:
+    *parents, last = path.split(".")
+    for k in parents:
+        d = d[int(k)] if isinstance(d, list) else d[k]
+    if isinstance(d, list):
+        d[int(last)] = value
+    else:
+        d[last] = value
+    return d
+
+
+@pytest.mark.parametrize("name,path,value,reason", [
+    ("one_stream.json", "end.sum_received.bits_per_second", float("nan"),
+     "end.sum_received.bits_per_second: NaN is not a rate"),
+    ("one_stream.json", "end.sum_received.bits_per_second", -1.0,
+     "end.sum_received.bits_per_second: -1.0 is negative: not a rate"),
+    ("one_stream.json", "end.sum_received.bytes", 10**30, "end.sum_received.bytes: 1000000000000000000000000000000 "
+                                                          "is above 9.22337e+18"),
+    ("one_stream.json", "end.sum_received.end", float("inf"), "end.sum_received.end: Infinity is not a time"),
+    ("one_stream.json", "end.sum_received.start", "0", "end.sum_received.start: '0' is not a time"),
+    ("one_stream.json", "intervals.1", {}, "intervals[1].streams: missing"),
+    ("one_stream.json", "intervals.2.sum.bytes", 4254597121, "intervals[2].sum.bytes: 4254597121 is not the sum "
+                                                             "over intervals[2].streams (4254597120)"),
+    ("one_stream.json", "start.test_start.num_streams", 2, "start.connected: 1 connections for 2 streams"),
+    ("one_stream.json", "start.timestamp.timesecs", 1e20, "start.timestamp.timesecs: 1e+20 is above"),
+    ("one_stream.json", "end.sender_tcp_congestion", ["cubic"], "end.sender_tcp_congestion: a list is not a string"),
+    # 1,000 bytes more (its rate still agrees to 0.1 %): the streams no longer add up to the total
+    ("four_streams.json", "end.streams.2.receiver.bytes", 1198915584 + 1000,
+     "end.sum_received.bytes: 4820828160 is not the sum over end.streams[*].receiver (4820829160)"),
+    ("four_streams.json", "intervals.0.streams.3.socket", 5, "intervals[0].streams[3].socket: 5 is not one of"),
+    ("four_streams.json", "server_output_json.intervals.1.streams", [],
+     "server_output_json.intervals[1].streams: 0 streams, but the test has 4"),
+    ("reverse.json", "end.sum_received.bits_per_second", 1e9,
+     "end.sum_received.bits_per_second: 1e+09 bit/s disagrees with 5467406336 bytes over 2.00004 s"),
+])
+def test_incoherent_documents_are_rejected_naming_the_path(name, path, value, reason):
+    d = doc(name)
+    _set(d, path, value)
+    with pytest.raises(iperf.IperfError) as err:
+        iperf.parse(json.loads(json.dumps(d)))
+    assert str(err.value).startswith(reason)
+
+
+def test_a_batch_goes_on_past_bad_files_each_stored_or_rolled_back_alone(store, tmp_path, monkeypatch):
+    nan = doc("one_stream.json")
+    nan["end"]["sum_received"]["bits_per_second"] = float("nan")
+    (tmp_path / "nan.json").write_text(json.dumps(nan))
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp_path / "digits.json").write_text('{"start": ' + "9" * 5000 + "}")
+    for n in ("one_stream.json", "reverse.json", "size_mode.json"):
+        shutil.copy(DATA / n, tmp_path / n)
+    # the store refuses reverse.json's run (as a full disk would): its link goes with it
+    put_run = store.put_run
+
+    def refusing(row, *a, **kw):
+        put_run(row, *a, **kw)
+        if row["source_file"].endswith("reverse.json"):
+            raise duckdb.IOException("disk full")
+    monkeypatch.setattr(store, "put_run", refusing)
+    names = ["nan.json", "one_stream.json", "deep.json", "reverse.json", "digits.json", "size_mode.json"]
+    _, results = importer.import_files(store, [tmp_path / n for n in names])
+    got = {Path(r.path).name: r for r in results}
+    assert got["nan.json"].reason == "end.sum_received.bits_per_second: NaN is not a rate"
+    assert got["deep.json"].reason.startswith("not JSON")
+    assert got["digits.json"].reason.startswith("not JSON")
+    assert got["reverse.json"].reason == "not stored: disk full"
+    assert all(got[n].run_id and got[n].reason is None for n in ("one_stream.json", "size_mode.json"))
+    assert sorted(Path(r["source_file"]).name for r in store.query("SELECT source_file FROM runs")) == \
+        ["one_stream.json", "size_mode.json"]
+    assert store.query("SELECT count(*) AS n FROM links") == [{"n": 2}]
+    assert store.query("SELECT count(DISTINCT run_id) AS n FROM intervals") == [{"n": 2}]
+    assert store.query("SELECT count(*) AS n FROM campaigns") == [{"n": 1}]
+
+
+def test_a_batch_of_only_refused_files_leaves_no_campaign(store, tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps({**doc("one_stream.json"), "intervals": "x"}))
+    _, results = importer.import_files(store, [tmp_path / "a.json", DATA / "refused.json"])
+    assert [r.reason for r in results] == ["intervals: 'x' is not a list",
+                                           "iperf3 error: unable to connect to server: Connection refused"]
+    assert all(store.query(f"SELECT count(*) AS n FROM {t}") == [{"n": 0}]
+               for t in ("campaigns", "links", "runs", "intervals", "cwnd"))
+
+
+def test_omit_mode_the_interval_that_straddles_iperf3s_clock_restart():
+    # iperf3 3.12 -O 1: after the omitted intervals its clock restarts inside the next interval, which is
+    # printed ending before it starts; its rate is over iperf3's own `seconds`
+    d = doc("omit.json")
+    quirk = d["intervals"][1]["sum"]
+    assert d["intervals"][0]["sum"]["omitted"] and quirk["end"] < quirk["start"]
+    assert quirk["bits_per_second"] == pytest.approx(quirk["bytes"] * 8 / quirk["seconds"], rel=1e-12)
+    sender = iperf_json.read(d).client.intervals
+    assert sender[1].sum.start == max(0.0, quirk["end"] - quirk["seconds"])
+    assert all(it.sum.end >= it.sum.start for it in sender)
+    # the same end < start anywhere else is refused
+    d["intervals"][2]["sum"]["start"] = d["intervals"][2]["sum"]["end"] + 0.1
+    with pytest.raises(iperf.IperfError, match=r"^intervals\[2\]"):
+        iperf.parse(d)

@@ -46,8 +46,10 @@ def test_cubic_wm_corrected_root_by_hand():
     wm = C * tau + (ce * (4 * beta * 8 * tau / 3) ** 3) ** 0.25
     assert c["W_m"] == pytest.approx(wm, rel=1e-12)
     assert m.epoch_residual(wm / 8, tau) == pytest.approx(0, abs=1e-6 * beta * 8)
-    printed = C * tau - (ce * (4 * beta * 8 * tau / 3) ** 3) ** 0.25
-    assert printed < C * tau  # outside the domain W_m ≥ Cτ the paper itself requires
+    # W_m is the one root in the domain W ≥ Cτ the paper requires (the printed "Cτ − …" lies below it):
+    # at W = Cτ the epoch has not yet filled the buffer (residual −β), past W_m it has overfilled it
+    assert m.epoch_residual(C * tau / 8, tau) == pytest.approx(-beta * 8, rel=1e-12)
+    assert m.epoch_residual(0.9999 * wm / 8, tau) < 0 < m.epoch_residual(1.0001 * wm / 8, tau)
     K = (0.3 * wm / ce) ** (1 / 3)
     d = ((wm - C * tau) / ce) ** (1 / 3)
     assert c["T_0"] == pytest.approx(K - d, rel=1e-12)  # T_0 = ∛((Cτ−W)/c) + ∛(bW/c)

@@ -13,5 +13,14 @@ class ValidationError(TcpProfileError, ValueError):
         super().__init__(f"{field}: {message}")
 
 
+class IperfError(TcpProfileError):
+    """iperf3 produced no usable result; the message is the failure reason stored with the run."""
+
+
+class IperfDocumentError(IperfError, ValidationError):
+    """An iperf3 -J document holds a value that is not part of a coherent iperf3 result; `field` is
+    its JSON path (e.g. ``end.sum_received.bits_per_second``)."""
+
+
 class EnvironmentNotReady(TcpProfileError):
     """A required tool, privilege or kernel facility is missing."""

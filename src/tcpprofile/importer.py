@@ -3,8 +3,12 @@
 The configuration is inferred from each file (congestion algorithm, streams, -w, -n or -t, reverse,
 host and kernel, timestamps); `Overrides` supply what a file cannot say (the path's RTT, rate,
 bottleneck buffer) or replace what it says. Files with the same inferred configuration are numbered
-as repetitions 0, 1, … in timestamp order unless a repetition is given. A malformed file is
-rejected with its reason and the others are still stored.
+as repetitions 0, 1, … in timestamp order unless a repetition is given.
+
+Every value read is checked once (iperf.parse → iperf_json.read): a file that is not a coherent
+iperf3 result is rejected with a reason naming the JSON path (``end.sum_received.bits_per_second:
+NaN is not a rate``). Each file is stored in its own transaction; a file the store refuses is rolled
+back alone, and the store and the rest of the batch stay usable.
 """
 
 from __future__ import annotations
@@ -14,7 +18,10 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import duckdb
+
 from . import iperf
+from .errors import TcpProfileError
 from .store.db import Store, dumps
 
 LOADED_RTT_NOTE = ("rtt_measured_ms is iperf3's mean smoothed RTT under load (sender side), "
@@ -40,48 +47,55 @@ class FileResult:
 
 def import_files(store: Store, paths: list[str | Path], overrides: Overrides = Overrides(),
                  name: str = "import") -> tuple[str, list[FileResult]]:
-    """Store every valid file; return the campaign id and one result per file, in the given order."""
+    """Store every valid file, each in its own transaction; return the campaign id and one result per
+    file, in the given order. A rejected file (its reason in its result) leaves the store as it was."""
     parsed, results = [], []
     for p in paths:
         path = str(Path(p).resolve())
-        try:
-            data = Path(p).read_bytes()
-        except OSError as err:
-            results.append(FileResult(path, None, f"cannot read: {err.strerror}"))
-            continue
-        try:
-            doc = json.loads(data)
-        except json.JSONDecodeError as err:
-            results.append(FileResult(path, None, f"not JSON: {err.msg} at line {err.lineno} "
-                                                  f"(truncated or not iperf3 -J output)"))
-            continue
-        except UnicodeDecodeError:
-            results.append(FileResult(path, None, "not JSON: not UTF-8 text"))
-            continue
-        try:
-            run = iperf.parse(doc)
-        except (iperf.IperfError, KeyError, TypeError, ValueError) as err:
-            reason = str(err) if isinstance(err, iperf.IperfError) else f"unexpected iperf3 JSON ({err!r})"
-            results.append(FileResult(path, None, reason))
-            continue
-        digest = hashlib.sha256(data).hexdigest()
-        results.append(FileResult(path, None, None))
-        parsed.append((len(results) - 1, path, digest, data.decode(), run))
+        run, data, reason = _read(p)
+        results.append(FileResult(path, None, reason))
+        if run is not None:
+            parsed.append((len(results) - 1, path, hashlib.sha256(data).hexdigest(), data.decode(), run))
 
     campaign_id = "import-" + hashlib.sha256(
         json.dumps([sorted(d for _, _, d, _, _ in parsed), asdict(overrides)]).encode()).hexdigest()[:12]
-    if parsed:
-        store.insert_campaign({"campaign_id": campaign_id, "name": name, "mode": "import",
-                               "spec_json": dumps({"files": [p for _, p, _, _, _ in parsed],
-                                                   "overrides": asdict(overrides)})})
+    campaign = {"campaign_id": campaign_id, "name": name, "mode": "import",
+                "spec_json": dumps({"files": [p for _, p, _, _, _ in parsed], "overrides": asdict(overrides)})}
     for (i, path, digest, raw, run), rep in zip(parsed, _repetitions(parsed, overrides)):
         run_id = hashlib.sha256(json.dumps([digest, asdict(overrides)]).encode()).hexdigest()[:20]
-        _store_one(store, campaign_id, run_id, path, raw, run, overrides, rep)
+        try:
+            with store.transaction():
+                store.insert_campaign(campaign)      # with the batch's first stored file
+                _store_one(store, campaign_id, run_id, path, raw, run, overrides, rep)
+        except (TcpProfileError, duckdb.Error) as err:
+            results[i].reason = f"not stored: {err}"
+            continue
         r = run.run
         results[i].run_id = run_id
         results[i].summary = (f"{r['cc_reported'] if overrides.variant is None else overrides.variant} "
                               f"n={r['streams']} {r['throughput_bps'] / 1e9:.3f} Gbit/s")
     return campaign_id, results
+
+
+def _read(p: str | Path) -> tuple[iperf.Parsed | None, bytes, str | None]:
+    """(the checked parse, the file's bytes, None) or (None, b"", the reason it is rejected)."""
+    try:
+        data = Path(p).read_bytes()
+    except OSError as err:
+        return None, b"", f"cannot read: {err.strerror}"
+    try:
+        doc = json.loads(data)
+    except UnicodeDecodeError:
+        return None, b"", "not JSON: not UTF-8 text"
+    except json.JSONDecodeError as err:
+        return None, b"", (f"not JSON: {err.msg} (line {err.lineno}, column {err.colno}; truncated or not "
+                           f"iperf3 -J output)")
+    except (ValueError, RecursionError) as err:      # a number of > 4300 digits; nesting too deep
+        return None, b"", f"not JSON that can be read: {str(err).splitlines()[0][:80]}"
+    try:
+        return iperf.parse(doc), data, None
+    except iperf.IperfError as err:
+        return None, b"", str(err)
 
 
 def _config_key(run: iperf.Parsed, overrides: Overrides) -> str:

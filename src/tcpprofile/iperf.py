@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .errors import TcpProfileError
+from . import iperf_json
+from .errors import IperfDocumentError, IperfError
 
 SYSCTLS = (
     "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem", "net.core.rmem_max",
@@ -27,10 +28,6 @@ SYSCTLS = (
     "net.ipv4.tcp_moderate_rcvbuf", "net.ipv4.tcp_slow_start_after_idle", "net.ipv4.tcp_notsent_lowat",
     "net.ipv4.tcp_adv_win_scale", "net.ipv4.tcp_shrink_window", "net.core.default_qdisc",
 )
-
-
-class IperfError(TcpProfileError):
-    """iperf3 produced no usable result; the message is the failure reason stored with the run."""
 
 
 class Host(Protocol):
@@ -71,151 +68,132 @@ class Parsed:
 
 # -- parsing ------------------------------------------------------------------------------------
 def parse(doc) -> Parsed:
-    """Parse iperf3 -J output (client side, optionally with --get-server-output). Raises IperfError."""
-    if not isinstance(doc, dict):
-        raise IperfError("not an iperf3 JSON object")
-    if doc.get("error"):
-        raise IperfError(f"iperf3 error: {doc['error']}")
-    for key in ("start", "intervals", "end"):
-        if key not in doc:
-            raise IperfError(f"no '{key}' section (iperf3 did not finish)")
-    start, end = doc["start"], doc["end"]
-    ts = start.get("test_start")
-    if not isinstance(ts, dict):
-        raise IperfError("no start.test_start (not iperf3 3.x client output)")
-    if ts.get("protocol", "TCP") != "TCP":
-        raise IperfError(f"protocol {ts.get('protocol')}: only TCP runs are supported")
-    if not doc["intervals"]:
-        raise IperfError("no intervals")
+    """Store rows from iperf3 -J output (client side, optionally with --get-server-output).
+    Raises IperfError; IperfDocumentError (its JSON path named) when a value is not a coherent
+    iperf3 result: every value used is checked once, by iperf_json.read."""
+    d = iperf_json.read(doc)
     flags: list[str] = []
-    reverse = bool(ts.get("reverse"))
-    server = doc.get("server_output_json") if isinstance(doc.get("server_output_json"), dict) else None
-
-    total = end.get("sum_received")
-    if not (isinstance(total, dict) and total.get("bytes")):
-        if not isinstance(end.get("sum_sent"), dict):
-            raise IperfError("no end.sum_received or end.sum_sent (truncated output)")
-        total = end["sum_sent"]
+    total, which = d.sum_received, "end.sum_received"
+    if total is None or not total.bytes:
+        if d.sum_sent is None:
+            raise IperfDocumentError("end.sum_sent", "missing, and end.sum_received counts no bytes")
+        total, which = d.sum_sent, "end.sum_sent"
         flags.append("throughput_sender_side")
-    sent = end.get("sum_sent") or {}
+    if not total.end > total.start:
+        raise IperfDocumentError(f"{which}.end", f"{total.end:g} s: the test must last longer than 0 s")
 
     # loaded RTT: the sender's smoothed RTT per stream (µs); in reverse mode the sender is the server
-    senders = [s["sender"] for s in end.get("streams", []) if isinstance(s.get("sender"), dict)]
-    if not any(s.get("mean_rtt") for s in senders) and server:
-        senders = [s["sender"] for s in server.get("end", {}).get("streams", [])
-                   if isinstance(s.get("sender"), dict)]
-    means = [s["mean_rtt"] for s in senders if s.get("mean_rtt")]
-    mins = [s["min_rtt"] for s in senders if s.get("min_rtt")]
+    rtts = d.client.sender_rtts
+    if not any(mean for mean, _ in rtts) and d.server:
+        rtts = d.server.sender_rtts
+    means = [mean for mean, _ in rtts if mean]
+    mins = [low for _, low in rtts if low]
 
-    sock = start.get("sock_bufsize") or None
     effective = None
-    if sock:
-        granted = [start.get("sndbuf_actual"), start.get("rcvbuf_actual")]
-        if server:
-            granted += [server.get("start", {}).get("sndbuf_actual"),
-                        server.get("start", {}).get("rcvbuf_actual")]
+    if d.sock_bufsize:
+        granted = [d.client.sndbuf_actual, d.client.rcvbuf_actual]
+        if d.server:
+            granted += [d.server.sndbuf_actual, d.server.rcvbuf_actual]
         granted = [g for g in granted if g]
         effective = min(granted) if granted else None
 
     # 1 s traces: bytes as the receiver counted them (the sender's count bytes written into socket
     # buffers, which run ahead of the link by up to the buffer), cwnd/RTT/retransmits from the sender.
-    client = (start, doc["intervals"])
-    other = (server.get("start", {}), server["intervals"]) if server and server.get("intervals") else None
-    sender, receiver = (other, client) if reverse else (client, other)
+    other = d.server if d.server and d.server.intervals else None
+    sender, receiver = (other, d.client) if d.reverse else (d.client, other)
     if sender is None:
-        intervals = _intervals(receiver[1])
+        intervals = _intervals(receiver.intervals)
         flags.append("intervals_receiver_side")
     elif receiver is None:
-        intervals = _intervals(sender[1])
+        intervals = _intervals(sender.intervals)
         flags.append("intervals_sender_bytes")
     else:
-        intervals = _merged_intervals(sender, receiver)
+        intervals = _merged_intervals(sender, receiver, flags)
 
-    version = start.get("version", "")
-    system = start.get("system_info", "")
-    started = start.get("timestamp", {}).get("timesecs")
-    duration = float(total["end"]) - float(total.get("start", 0))
+    system = (d.system_info or "").split()
+    duration = total.end - total.start
     run = {
-        "cc_reported": end.get("sender_tcp_congestion"),
-        "streams": int(ts.get("num_streams", len(start.get("connected", [])) or 1)),
-        "socket_buffer_bytes": sock,
+        "cc_reported": d.sender_tcp_congestion,
+        "streams": d.num_streams,
+        "socket_buffer_bytes": d.sock_bufsize,
         "effective_socket_buffer_bytes": effective,
-        "transfer_bytes": ts.get("bytes") or None,
-        "duration_target_s": float(ts["duration"]) if not ts.get("bytes") and ts.get("duration") else None,
-        "reverse": reverse,
-        "throughput_bps": float(total["bits_per_second"]),
-        "bytes_transferred": int(total["bytes"]),
+        "transfer_bytes": d.test_bytes,
+        "duration_target_s": d.test_duration if not d.test_bytes else None,
+        "reverse": d.reverse,
+        "throughput_bps": total.bits_per_second,
+        "bytes_transferred": total.bytes,
         "duration_s": duration,
-        "retransmits": sent.get("retransmits"),
+        "retransmits": d.sum_sent.retransmits if d.sum_sent else None,
         "rtt_loaded_mean_ms": sum(means) / len(means) / 1e3 if means else None,
         "rtt_loaded_min_ms": min(mins) / 1e3 if mins else None,
-        "kernel": system.split()[2] if len(system.split()) > 2 else None,
-        "iperf3_version": version.split()[-1] if version else None,
-        "started_at": _ts(started),
-        "finished_at": _ts(started + duration) if started else None,
+        "kernel": system[2] if len(system) > 2 else None,
+        "iperf3_version": d.version.split()[-1] if d.version and d.version.split() else None,
+        "started_at": _ts(d.timesecs),
+        "finished_at": _ts(d.timesecs + duration) if d.timesecs is not None else None,
     }
     return Parsed(run, intervals, flags)
 
 
-def _ts(secs):
+def _ts(secs: float | None):
     if secs is None:
         return None
-    return dt.datetime.fromtimestamp(float(secs), dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.fromtimestamp(secs, dt.timezone.utc).replace(tzinfo=None)
 
 
-def _intervals(items: list) -> list[dict]:
+def _intervals(items: tuple[iperf_json.Interval, ...]) -> list[dict]:
     rows = []
     for it in items:
-        for i, s in enumerate(it.get("streams", [])):
-            rows.append(_interval(s, i))
-        if "sum" in it:
-            rows.append(_interval(it["sum"], None))
+        rows.extend(_interval(s, i) for i, s in enumerate(it.streams))
+        rows.append(_interval(it.sum, None))
     return rows
 
 
-def _merged_intervals(sender: tuple[dict, list], receiver: tuple[dict, list]) -> list[dict]:
+def _merged_intervals(sender: iperf_json.Side, receiver: iperf_json.Side, flags: list[str]) -> list[dict]:
     """Rows on the receiver's interval grid: bytes and rate received; the sender's cwnd and RTT at the
     end of its interval ending nearest, and its retransmits summed over its intervals inside. Streams
-    are matched by their port pairs and numbered in the sender's order."""
-    (s_start, s_items), (r_start, r_items) = sender, receiver
-    s_index = {c["socket"]: i for i, c in enumerate(s_start.get("connected", []))}
-    s_socket = {(c["local_port"], c["remote_port"]): c["socket"] for c in s_start.get("connected", [])}
-    to_sender = {c["socket"]: s_socket.get((c["remote_port"], c["local_port"])) for c in r_start.get("connected", [])}
+    are matched by their port pairs (by position, flagged, where they do not pair up: a NAT between)
+    and numbered in the sender's order."""
+    s_index = {c.socket: i for i, c in enumerate(sender.connected)}
+    s_socket = {(c.local_port, c.remote_port): c.socket for c in sender.connected}
+    to_sender = {c.socket: s_socket.get((c.remote_port, c.local_port)) for c in receiver.connected}
+    if None in to_sender.values() or len(set(to_sender.values())) != len(to_sender):
+        to_sender = {r.socket: s.socket for r, s in zip(receiver.connected, sender.connected)}
+        flags.append("streams_matched_by_order")
     # each sender interval belongs to exactly one receiver interval: the first ending at or after it
     # (the two clocks start a few ms apart: a sender interval may end just past the receiver's)
-    r_ends = [float(it["sum"]["end"]) for it in r_items]
+    r_ends = [it.sum.end for it in receiver.intervals]
     owner = []
-    for it in s_items:
-        end, width = float(it["sum"]["end"]), float(it["sum"].get("seconds") or 0)
-        owner.append(next((k for k, e in enumerate(r_ends) if e >= end - 0.05 * width), len(r_ends) - 1))
+    for it in sender.intervals:
+        width = it.sum.end - it.sum.start
+        owner.append(next((k for k, e in enumerate(r_ends) if e >= it.sum.end - 0.05 * width), len(r_ends) - 1))
     rows = []
-    for k, r_item in enumerate(r_items):
+    for k, r_item in enumerate(receiver.intervals):
         b = r_ends[k]
-        inside = [it for it, o in zip(s_items, owner) if o == k]
-        nearest = min(s_items, key=lambda it: abs(float(it["sum"]["end"]) - b))
+        inside = [it for it, o in zip(sender.intervals, owner) if o == k]
+        nearest = min(sender.intervals, key=lambda it: abs(it.sum.end - b))
 
-        def merged(received: dict, stream: int | None, pick) -> dict:
+        def merged(received: iperf_json.Sample, stream: int | None, pick) -> dict:
             row = _interval(received, stream)
             snap = pick(nearest)
-            row["snd_cwnd_bytes"], row["rtt_us"] = (snap.get("snd_cwnd"), snap.get("rtt")) if snap else (None, None)
-            counts = [x.get("retransmits") for x in map(pick, inside) if x and x.get("retransmits") is not None]
+            row["snd_cwnd_bytes"], row["rtt_us"] = (snap.snd_cwnd, snap.rtt) if snap else (None, None)
+            counts = [x.retransmits for x in map(pick, inside) if x and x.retransmits is not None]
             row["retransmits"] = sum(counts) if counts else None
             return row
 
-        for r_stream in r_item.get("streams", []):
-            sock = to_sender.get(r_stream.get("socket"))
-            by_socket = lambda it, sock=sock: next((x for x in it.get("streams", []) if x.get("socket") == sock), None)
-            rows.append(merged(r_stream, s_index.get(sock), by_socket))
-        rows.append(merged(r_item["sum"], None, lambda it: it.get("sum")))
+        for r_stream in r_item.streams:
+            sock = to_sender[r_stream.socket]
+            by_socket = lambda it, sock=sock: next((x for x in it.streams if x.socket == sock), None)
+            rows.append(merged(r_stream, s_index[sock], by_socket))
+        rows.append(merged(r_item.sum, None, lambda it: it.sum))
     return rows
 
 
-def _interval(s: dict, stream: int | None) -> dict:
+def _interval(s: iperf_json.Sample, stream: int | None) -> dict:
     return {
-        "stream": stream, "start_s": float(s["start"]), "end_s": float(s["end"]),
-        "bytes": s.get("bytes"), "bits_per_second": s.get("bits_per_second"),
-        "snd_cwnd_bytes": s.get("snd_cwnd"), "rtt_us": s.get("rtt"),
-        "retransmits": s.get("retransmits"), "omitted": s.get("omitted"),
+        "stream": stream, "start_s": s.start, "end_s": s.end,
+        "bytes": s.bytes, "bits_per_second": s.bits_per_second,
+        "snd_cwnd_bytes": s.snd_cwnd, "rtt_us": s.rtt,
+        "retransmits": s.retransmits, "omitted": s.omitted,
     }
 
 

@@ -173,8 +173,8 @@ def load(path: str | Path) -> CampaignSpec:
 def parse(text: str) -> CampaignSpec:
     try:
         doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ValidationError("spec", f"not valid TOML: {err}") from err
+    except (ValueError, RecursionError) as err:   # TOMLDecodeError; an integer of > 4300 digits
+        raise ValidationError("spec", f"not valid TOML: {str(err).splitlines()[0][:200]}") from err
     for table in doc:
         if table not in _KEYS:
             raise ValidationError(table, f"unknown table (allowed: {', '.join(sorted(_KEYS))})")
@@ -315,7 +315,7 @@ def _loss(v, f: str) -> Loss:
         raise ValidationError(f, f"{v!r}: a table such as {{ mode = \"periodic\", every = 1000 }}")
     mode = v.get("mode")
     allowed = {"none": {"mode"}, "periodic": {"mode", "every"}, "uniform": {"mode", "p"}}
-    if mode not in allowed:
+    if not isinstance(mode, str) or mode not in allowed:
         raise ValidationError(f"{f}.mode", f"{mode!r}: must be 'none', 'periodic' or 'uniform'")
     extra = set(v) - allowed[mode]
     if extra:

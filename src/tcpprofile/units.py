@@ -6,6 +6,7 @@ decimal (KB, MB, GB) and binary (KiB, MiB, GiB) prefixes; a bare number is in th
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import ValidationError
@@ -20,17 +21,29 @@ _TIME = {"": 1, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 
 
 
 def _parse(field: str, value, table: dict, what: str) -> float:
-    if isinstance(value, bool):
-        raise ValidationError(field, f"expected a {what}, got {value!r}")
-    if isinstance(value, (int, float)):
-        return float(value)
-    if not isinstance(value, str):
-        raise ValidationError(field, f"expected a {what}, got {value!r}")
-    m = re.fullmatch(_NUM + r"\s*([a-zA-Zµ]*)", value.strip())
-    if not m or m.group(2).lower() not in table:
-        units = ", ".join(sorted(k for k in table if k))
-        raise ValidationError(field, f"cannot read {value!r} as a {what} (units: {units})")
-    return float(m.group(1)) * table[m.group(2).lower()]
+    """A finite, non-negative quantity in base units; anything else is a ValidationError naming `field`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValidationError(field, f"expected a {what}, got {_show(value)}")
+    if isinstance(value, str):
+        m = re.fullmatch(_NUM + r"\s*([a-zA-Zµ]*)", value.strip())
+        if not m or m.group(2).lower() not in table:
+            units = ", ".join(sorted(k for k in table if k))
+            raise ValidationError(field, f"cannot read {_show(value)} as a {what} (units: {units})")
+        number = float(m.group(1)) * table[m.group(2).lower()]
+    elif isinstance(value, int) and value.bit_length() > 1000:
+        number = math.inf                       # float(value) would raise OverflowError
+    else:
+        number = float(value)
+    if not math.isfinite(number) or number < 0:
+        raise ValidationError(field, f"{_show(value)} is not a {what} (finite, 0 or more)")
+    return number
+
+
+def _show(value) -> str:
+    if isinstance(value, int) and abs(value) >= 10**30:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def rate_bps(field: str, value) -> float:

@@ -55,7 +55,8 @@ def main(args: argparse.Namespace) -> int:
             print(f"stored   {r.path}: {r.summary} (run {r.run_id})")
         else:
             print(f"rejected {r.path}: {r.reason}")
-    print(f"{len(stored)} stored, {len(results) - len(stored)} rejected; campaign {campaign_id} in {args.db}")
+    where = f"campaign {campaign_id} in {args.db}" if stored else f"no run added to {args.db}"
+    print(f"{len(stored)} stored, {len(results) - len(stored)} rejected; {where}")
     if not stored:
         print("tcpprofile import: no file could be imported", file=sys.stderr)
         return 1

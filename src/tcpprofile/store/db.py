@@ -6,13 +6,16 @@ interrupted upgrade leaves the store at its last complete version.
 
 `Store.open(path)` creates or migrates the file and returns a Store; `store.con` is the DuckDB
 connection for queries. Writers use the insert_* methods, which take plain dicts keyed by column name
-(unknown keys are an error, absent keys take the column default).
+(unknown keys are an error, absent keys take the column default); rows of runs, intervals and cwnd
+are checked first (store/checks.py: no NaN, infinite or negative measurement; an 'ok' run has a
+throughput). `with store.transaction():` makes several writes one: all stored, or none.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -20,6 +23,7 @@ import duckdb
 import numpy as np
 
 from ..errors import TcpProfileError
+from .checks import NON_NEGATIVE, check_columns
 
 SCHEMA_VERSION = 2
 TABLES = ("campaigns", "links", "runs", "intervals", "cwnd")
@@ -35,6 +39,7 @@ class Store:
     def __init__(self, con: duckdb.DuckDBPyConnection, path: str):
         self.con = con
         self.path = path
+        self._depth = 0          # transaction() nesting: only the outermost begins and ends it
         self._columns = {t: [r[0] for r in con.execute(f"DESCRIBE {t}").fetchall()] for t in TABLES}
 
     @classmethod
@@ -89,6 +94,32 @@ class Store:
         return list(self._columns[table])
 
     # -- writing -----------------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction around the block: committed when it ends, rolled back when it raises
+        (the store stays usable). A nested block joins the outer one."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._depth = 1
+        try:
+            yield
+        except BaseException:
+            self._depth = 0
+            self.con.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        try:
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+
     def insert_columns(self, table: str, columns: Mapping[str, Sequence]) -> int:
         """Insert rows given as equal-length columns (numpy arrays or lists; None is NULL) in one
         statement: DuckDB scans the registered arrays, ~100× faster than row-by-row inserts."""
@@ -110,7 +141,10 @@ class Store:
         try:
             self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {name}")
         finally:
-            self.con.unregister(name)
+            try:
+                self.con.unregister(name)
+            except duckdb.TransactionException:
+                pass  # the insert failed inside a transaction: its error propagates, the rollback clears
         return n
 
     def _insert(self, table: str, rows: Iterable[Mapping]) -> int:
@@ -123,7 +157,10 @@ class Store:
                 raise TcpProfileError(f"{table}: unknown columns {sorted(unknown)}")
             groups.setdefault(tuple(row), []).append(row)
         for cols, group in groups.items():
-            self.insert_columns(table, {c: [r[c] for r in group] for c in cols})
+            columns = {c: [r[c] for r in group] for c in cols}
+            if table in NON_NEGATIVE:
+                check_columns(table, columns)
+            self.insert_columns(table, columns)
         return sum(len(g) for g in groups.values())
 
     def insert_campaign(self, row: Mapping) -> None:
@@ -138,17 +175,12 @@ class Store:
     def put_run(self, row: Mapping, intervals: Iterable[Mapping] = (), cwnd: Iterable[Mapping] = ()) -> None:
         """Write a run with its intervals and cwnd samples atomically, replacing an earlier attempt."""
         run_id = row["run_id"]
-        self.con.execute("BEGIN TRANSACTION")
-        try:
+        with self.transaction():
             for table in ("intervals", "cwnd", "runs"):
                 self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
             self._insert("runs", [row])
             self._insert("intervals", ({**r, "run_id": run_id} for r in intervals))
             self._insert("cwnd", ({**r, "run_id": run_id} for r in cwnd))
-            self.con.execute("COMMIT")
-        except BaseException:
-            self.con.execute("ROLLBACK")
-            raise
 
     # -- reading -----------------------------------------------------------------------------
     def finished_run_ids(self, campaign_id: str) -> set[str]:

@@ -4,8 +4,9 @@
     .venv/bin/python tests/data/iperf3/generate.py
 
 Writes one_stream.json, four_streams.json (with -w and --get-server-output), reverse.json (-R, two
-streams, --get-server-output), size_mode.json (-n), refused.json (a closed port: iperf3's error
-object) and truncated.json (one_stream.json cut in half).
+streams, --get-server-output), size_mode.json (-n), omit.json (-O 1: omitted intervals, then the
+clock starts again), refused.json (a closed port: iperf3's error object) and truncated.json
+(one_stream.json cut in half).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ RUNS = {
     "four_streams.json": ["-t", "2", "-i", "0.5", "-P", "4", "-w", "1M", "-C", "bbr", "--get-server-output"],
     "reverse.json": ["-t", "2", "-i", "0.5", "-P", "2", "-R", "-C", "cubic", "--get-server-output"],
     "size_mode.json": ["-n", "200M", "-b", "1G", "-i", "0.5", "-C", "reno"],
+    "omit.json": ["-t", "2", "-i", "0.5", "-O", "1", "-P", "2", "-C", "cubic", "--get-server-output"],
 }
 
 
