@@ -20,8 +20,8 @@ from scipy.spatial import cKDTree
 from scipy.stats import spearmanr
 
 from ..errors import ValidationError
-from .lyapunov import local_lyapunov, mean_period, rosenstein
-from .surrogates import surrogate_test
+from .lyapunov import default_min_tsep, local_lyapunov
+from .surrogates import lyapunov_tests
 
 
 @dataclass(frozen=True)
@@ -96,8 +96,15 @@ class TraceDynamics:
     local_iqr: float
     n_local: int           # finite L_i
     neighbour_mean: float  # mean of the nearest-neighbour secant L_i (1-D map exponent)
-    lyapunov: float        # Rosenstein largest exponent
-    surrogate_p: float     # nan when the surrogate test was not run
+    lyapunov: float | None         # Rosenstein largest exponent; None iff lyapunov_status is "undetermined"
+    lyapunov_status: str           # "estimated" | "periodic" | "undetermined" (lyapunov.STATUSES)
+    surrogate_p: float | None      # p-value of the exponent against IAAFT surrogates; None: not tested
+    alpha: float = 0.05
+
+    @property
+    def distinguishable(self) -> bool | None:
+        """Exponent larger than its surrogates' at level alpha; None when not tested."""
+        return None if self.surrogate_p is None else bool(self.surrogate_p <= self.alpha)
 
     def row(self) -> dict:
         r = self.ramp
@@ -107,32 +114,53 @@ class TraceDynamics:
                 "local_lyap_median": self.local_median, "local_lyap_std": self.local_std,
                 "local_lyap_iqr": self.local_iqr, "n_local": self.n_local,
                 "neighbour_lyap_mean": self.neighbour_mean, "lyapunov": self.lyapunov,
-                "surrogate_p": self.surrogate_p}
+                "lyapunov_status": self.lyapunov_status, "surrogate_p": self.surrogate_p,
+                "distinguishable": self.distinguishable}
+
+
+def _local(s: np.ndarray, tsep: int):
+    L = local_lyapunov(s)
+    if L.size:
+        q1, q2, q3 = np.percentile(L, [25, 50, 75])
+        stats = (float(L.mean()), float(q2), float(L.std()), float(q3 - q1))
+    else:
+        stats = (math.nan,) * 4
+    nb = local_lyapunov(s, pairing="neighbour", min_tsep=tsep)
+    return stats, int(L.size), float(nb.mean()) if nb.size else math.nan
+
+
+def dynamics_many(traces, *, fraction: float = 0.9, emb_dim: int = 3, trajectory_len: int = 10,
+                  n_surrogates: int = 0, alpha: float = 0.05, seed=None) -> list[TraceDynamics]:
+    """trace_dynamics for many traces — each (bps, start_s, end_s) with None times allowed — with one
+    batched Rosenstein (and IAAFT surrogate test when n_surrogates > 0) over all sustainment phases."""
+    ramps, sus = [], []
+    for bps, start, end in traces:
+        y = np.asarray(bps, dtype=float)
+        ramps.append(ramp_up(y, start, end, fraction=fraction))
+        sus.append(y[ramps[-1].index:])
+    tseps = [default_min_tsep(s) for s in sus]
+    tests = lyapunov_tests(sus, n_surrogates=n_surrogates, alpha=alpha, seed=seed, emb_dim=emb_dim,
+                           min_tsep=tseps, trajectory_len=trajectory_len)
+    out = []
+    for (bps, _, _), ramp, s, tsep, t in zip(traces, ramps, sus, tseps, tests):
+        (mean, median, std, iqr), n_local, nb = _local(s, tsep)
+        out.append(TraceDynamics(
+            n_points=int(np.size(bps)), mean_bps=ramp.theta_O, ramp=ramp, poincare_spread=poincare_spread(s),
+            local_mean=mean, local_median=median, local_std=std, local_iqr=iqr, n_local=n_local,
+            neighbour_mean=nb, lyapunov=t.exponent, lyapunov_status=t.status, surrogate_p=t.p_value,
+            alpha=alpha))
+    return out
 
 
 def trace_dynamics(bps, start_s=None, end_s=None, *, fraction: float = 0.9, emb_dim: int = 3,
-                   trajectory_len: int = 10, n_surrogates: int = 0, seed=None) -> TraceDynamics:
-    """All per-trace statistics; Rosenstein uses lag 1 and min_tsep = the mean period (at most a
-    quarter of the sustained trace); statistics that need more points than available are nan."""
-    y = np.asarray(bps, dtype=float)
-    ramp = ramp_up(y, start_s, end_s, fraction=fraction)
-    s = y[ramp.index:]
-    L = local_lyapunov(s)
-    q = np.percentile(L, [25, 50, 75]) if L.size else [math.nan] * 3
-    tsep = max(1, min(int(round(mean_period(s))) if np.ptp(s) > 0 else 1, s.size // 4))
-    lyap = math.nan
-    if np.ptp(s) > 0 and s.size - (emb_dim - 1) - trajectory_len + 1 >= 2 * tsep + 2:
-        lyap = rosenstein(s, emb_dim=emb_dim, min_tsep=tsep, trajectory_len=trajectory_len).exponent
-    nb = local_lyapunov(s, pairing="neighbour", min_tsep=tsep)
-    p = math.nan
-    if n_surrogates > 0 and np.ptp(s) > 0 and s.size >= 16:
-        p = surrogate_test(s, n_surrogates=n_surrogates, seed=seed).p_value
-    return TraceDynamics(
-        n_points=int(y.size), mean_bps=ramp.theta_O, ramp=ramp, poincare_spread=poincare_spread(s),
-        local_mean=float(L.mean()) if L.size else math.nan, local_median=float(q[1]),
-        local_std=float(L.std()) if L.size else math.nan, local_iqr=float(q[2] - q[0]),
-        n_local=int(L.size), neighbour_mean=float(nb.mean()) if nb.size else math.nan,
-        lyapunov=lyap, surrogate_p=p)
+                   trajectory_len: int = 10, n_surrogates: int = 0, alpha: float = 0.05,
+                   seed=None) -> TraceDynamics:
+    """All per-trace statistics of the sustainment phase. Rosenstein: lag 1, Theiler window = the mean
+    period (at most a quarter of the phase), fitted beyond the noise floor (lyapunov.rosenstein);
+    with n_surrogates > 0 its p-value against IAAFT surrogates (surrogates.lyapunov_test). Statistics
+    that need more points than available are nan; the exponent is then None, status "undetermined"."""
+    return dynamics_many([(bps, start_s, end_s)], fraction=fraction, emb_dim=emb_dim,
+                         trajectory_len=trajectory_len, n_surrogates=n_surrogates, alpha=alpha, seed=seed)[0]
 
 
 @dataclass(frozen=True)
@@ -149,7 +177,7 @@ def throughput_vs_lyapunov(throughput, exponent) -> Relation:
     """Spearman rank correlation between per-run mean throughput and exponent (non-finite pairs
     dropped; rho nan with fewer than 3 pairs)."""
     t = np.asarray(throughput, dtype=float)
-    e = np.asarray(exponent, dtype=float)
+    e = np.array([np.nan if v is None else v for v in exponent], dtype=float)  # None: undetermined
     ok = np.isfinite(t) & np.isfinite(e)
     t, e = t[ok], e[ok]
     rho, p = (math.nan, math.nan)
