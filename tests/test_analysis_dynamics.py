@@ -6,9 +6,12 @@ import warnings
 import numpy as np
 import pytest
 
-from tcpprofile.analysis import (local_lyapunov, lyap_rosenstein, poincare_points, poincare_spread,
-                                 ramp_up, rosenstein, surrogate_test, throughput_vs_lyapunov,
-                                 trace_dynamics)
+from tcpprofile.analysis import (local_lyapunov, lyap_rosenstein, lyapunov_test, lyapunov_tests, min_length,
+                                 poincare_points, poincare_spread, ramp_up, rosenstein, rosenstein_many,
+                                 surrogate_test, throughput_vs_lyapunov, trace_dynamics)
+from tcpprofile.analysis import lyapunov as lyapunov_mod
+from tcpprofile.analysis.dynamics import _row_quantiles
+from tcpprofile.analysis.poincare import neighbour_exponents
 from tcpprofile.analysis.surrogates import iaaft, phase_randomise
 
 
@@ -158,7 +161,8 @@ def test_trace_dynamics_of_a_ramp_then_noise():
     assert d.poincare_spread > 0.3
     assert d.surrogate_p > 0.05
     assert d.n_local == 100 - 7 - 2  # successive ratios on the sustained 93 points
-    assert math.isnan(trace_dynamics(y).surrogate_p)
+    assert trace_dynamics(y).surrogate_p is None and trace_dynamics(y).distinguishable is None
+    assert d.lyapunov_status == "estimated" and abs(d.lyapunov) < 0.05
 
 
 def test_throughput_vs_lyapunov_rank_correlation():
@@ -166,3 +170,112 @@ def test_throughput_vs_lyapunov_rank_correlation():
     assert rel.spearman_rho == pytest.approx(-1.0)
     assert rel.n == 5
     assert math.isnan(throughput_vs_lyapunov([1, 2], [3, 4]).spearman_rho)
+
+
+# -- noise versus chaos (issue 10) ----------------------------------------------------------------------
+# Tiers: (1) analytical values of chaotic maps within 10 %; (2) exact orbits: an explicit result, never
+# NaN; (3) statistics over seeds: noise near zero and not rejected by the surrogate test.
+
+def logistic_r(r, n, x0=0.3, burn=1000):
+    return _iterate(lambda v: r * v * (1 - v), n, x0, burn)
+
+
+def ar1(n, phi, rng):
+    x, e = np.zeros(n), rng.normal(size=n)
+    for i in range(1, n):
+        x[i] = phi * x[i - 1] + e[i]
+    return x
+
+
+@pytest.mark.parametrize("x, emb_dim, expected", [
+    (logistic(), 2, math.log(2)),                 # r = 4: λ = ln 2 exactly
+    (logistic_r(3.9, 3000), 2, 0.496),            # r = 3.9: ⟨ln|3.9(1 − 2x)|⟩ over 2·10⁶ iterates = 0.496
+    (henon_x(), 2, 0.419),                        # Hénon a = 1.4, b = 0.3
+    (henon_x(), 3, 0.419),
+])
+def test_chaotic_maps_keep_their_exponent_with_the_default_fit(x, emb_dim, expected):
+    d = rosenstein(x, emb_dim=emb_dim, trajectory_len=20)
+    assert d.status == "estimated" and d.grows
+    assert d.exponent == pytest.approx(expected, rel=0.10)
+    assert d.fit_range[0] == emb_dim  # the first emb_dim steps share coordinates with the chosen pair
+
+
+def test_exact_period_4_orbit_is_periodic_not_nan():
+    x = logistic_r(3.5, 400)
+    assert np.allclose(x[4:], x[:-4], atol=1e-12)   # the orbit really has period 4
+    for emb_dim, L in ((2, 10), (3, 20)):
+        d = rosenstein(x, emb_dim=emb_dim, trajectory_len=L)
+        assert d.status == "periodic"
+        assert d.exponent is not None and math.isfinite(d.exponent) and d.exponent <= 0
+    t = lyapunov_test(x, emb_dim=2, seed=0)
+    assert t.status == "periodic" and t.p_value is None and not t.distinguishable
+    assert rosenstein(np.full(100, 7.0)).status == "periodic"   # a constant is a fixed point
+
+
+def test_period_4_plus_small_noise_is_near_zero_and_not_significant():
+    """The issue's case: lyap_rosenstein(..., emb_dim=2, trajectory_len=10) gave ≈ 2.5 per step."""
+    orbit = logistic_r(3.5, 400)
+    significant = 0
+    for s in range(10):
+        x = orbit + np.random.default_rng(s).normal(0, 0.01, orbit.size)
+        t = lyapunov_test(x, emb_dim=2, trajectory_len=10, seed=s)
+        assert t.status == "estimated" and abs(t.exponent) < 0.05
+        significant += t.distinguishable
+    assert significant <= 1
+
+
+@pytest.mark.parametrize("make", [lambda rng: rng.normal(size=300), lambda rng: ar1(300, 0.8, rng)],
+                         ids=["white", "ar1"])
+def test_noise_is_near_zero_and_not_rejected_by_the_surrogate_test(make):
+    tests = lyapunov_tests([make(np.random.default_rng(s)) for s in range(10)], n_surrogates=39, seed=7)
+    assert all(t.status == "estimated" and abs(t.exponent) < 0.1 for t in tests)
+    assert sum(t.distinguishable for t in tests) <= 1      # a 5 % test on 10 seeds
+
+
+def test_chaos_beats_its_surrogates():
+    for s in range(3):
+        x = logistic_r(3.9, 200, x0=np.random.default_rng(s).uniform(0.2, 0.8))
+        t = lyapunov_test(x, seed=s)
+        assert t.distinguishable and t.p_value == pytest.approx(1 / 20)
+        assert t.exponent == pytest.approx(0.496, rel=0.15)
+
+
+def test_short_trace_is_undetermined_and_the_type_never_changes():
+    x = logistic_r(3.9, 200)
+    need = min_length(3, 1, 5, 10)
+    assert need == (3 - 1) * 1 + 1 + (10 - 1) + (2 * 5 + 1)   # one vector, a trajectory, the window
+    short, enough = rosenstein(x[:need - 1], min_tsep=5, trajectory_len=10), rosenstein(x[:need], min_tsep=5,
+                                                                                         trajectory_len=10)
+    assert type(short) is type(enough)
+    assert short.status == "undetermined" and short.exponent is None
+    assert enough.status == "estimated" and isinstance(enough.exponent, float)
+    assert lyapunov_test(x[:need - 1], min_tsep=5).p_value is None
+    d = trace_dynamics(np.full(6, 1e9) + np.arange(6))
+    assert d.lyapunov is None and d.lyapunov_status == "undetermined"
+
+
+def test_batched_rosenstein_equals_one_at_a_time(monkeypatch):
+    rng = np.random.default_rng(4)
+    xs = [rng.normal(size=n).cumsum() for n in (40, 75, 120)] + [logistic_r(3.9, 900), henon_x(150)]
+    tseps = [2, 5, 3, 4, 6]
+    many = rosenstein_many(xs, min_tsep=tseps, emb_dim=3, trajectory_len=10)
+    for x, w, d in zip(xs, tseps, many):
+        one = rosenstein(x, min_tsep=w, emb_dim=3, trajectory_len=10)
+        assert (one.status, one.fit_range) == (d.status, d.fit_range)
+        assert one.exponent == pytest.approx(d.exponent, abs=1e-12)
+    monkeypatch.setattr(lyapunov_mod, "_KDTREE_MIN", 10)      # every trace through the KD-tree path
+    tree = rosenstein_many(xs, min_tsep=tseps, emb_dim=3, trajectory_len=10)
+    for a, b in zip(many, tree):
+        assert a.exponent == pytest.approx(b.exponent, abs=1e-9)
+
+
+def test_batched_map_statistics_equal_the_per_trace_definitions():
+    rng = np.random.default_rng(8)
+    xs = [rng.normal(size=n) for n in (12, 50, 97)]
+    nb = neighbour_exponents(xs, [1, 3, 5])
+    for x, w, got in zip(xs, (1, 3, 5), nb):
+        assert got == pytest.approx(local_lyapunov(x, pairing="neighbour", min_tsep=w).mean(), abs=1e-12)
+    V = np.where(rng.random((4, 9)) < 0.3, np.nan, rng.normal(size=(4, 9)))
+    got = _row_quantiles(V, [25, 50, 75])
+    for row, g in zip(V, got):
+        assert np.allclose(g, np.percentile(row[np.isfinite(row)], [25, 50, 75]))

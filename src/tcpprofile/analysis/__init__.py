@@ -15,12 +15,22 @@ Arrays
   ramp_up(bps, start_s=None, end_s=None, *, fraction=0.9) -> RampUp   (T_R, T_O, f_R, θ̄_R, θ̄_S, Θ_O)
   poincare_points(x) -> (θ_i, θ_{i+1});  poincare_spread(x, *, k=8) -> float in [0, 1]
   local_lyapunov(x, *, pairing="successive"|"neighbour", min_tsep=1) -> array of L_i
-  rosenstein(x, *, emb_dim=3, lag=1, min_tsep=None, trajectory_len=20, fit_range=None) -> Divergence
-  lyap_rosenstein(x, **same) -> float
+  rosenstein(x, *, emb_dim=3, lag=1, min_tsep=None, trajectory_len=20, fit_range=None, fit_offset=None)
+      -> Divergence (.status "estimated"|"periodic"|"undetermined", .exponent float | None, .k, .y,
+                     .fit_range, .min_tsep, .grows)
+  rosenstein_many(xs, *, same, min_tsep=None|int|per-trace) -> list[Divergence]   (batched, same results)
+  lyap_rosenstein(x, **same) -> float | None
+  min_length(emb_dim, lag, min_tsep, trajectory_len) -> int   (shorter traces: "undetermined")
+  lyapunov_test(x, *, n_surrogates=19, alpha=0.05, seed=None, emb_dim=3, lag=1, min_tsep=None,
+                trajectory_len=10, fit_offset=None) -> LyapunovTest
+      (.divergence, .status, .exponent, .surrogate_exponents, .p_value float | None, .distinguishable)
+  lyapunov_tests(xs, *, same) -> list[LyapunovTest]   (batched)
   surrogate_test(x, *, n_surrogates=39, method="iaaft"|"phase", alpha=0.05, statistic=prediction_error,
                  seed=None) -> SurrogateTest (.p_value, .distinguishable)
   trace_dynamics(bps, start_s=None, end_s=None, *, fraction=0.9, emb_dim=3, trajectory_len=10,
-                 n_surrogates=0, seed=None) -> TraceDynamics
+                 n_surrogates=0, alpha=0.05, seed=None) -> TraceDynamics
+      (.lyapunov float | None, .lyapunov_status, .surrogate_p float | None, .distinguishable bool | None)
+  dynamics_many([(bps, start_s, end_s), ...], *, same) -> list[TraceDynamics]   (batched)
   throughput_vs_lyapunov(throughput, exponent) -> Relation   (Spearman ρ, Fig. 14)
   bootstrap_ci(values, stat=np.mean, *, level=0.95, n_boot=2000, method="bca", seed=None) -> (lo, hi)
   vc_bound(n, eps, C=1.0, *, reading="covering") -> probability bound (§5.2, capped at 1)
@@ -33,25 +43,28 @@ Store (con: Store or DuckDB connection; by: dimensions from DIMENSIONS, default 
   transitions_from_store(con, *, by, exclude_flagged, n_boot=200, level, seed) -> list[Transition]
   dynamics_from_store(con, *, run_ids=None, per_stream=False, exclude_flagged, n_surrogates=0, seed,
                       **trace_dynamics kwargs) -> list[RunDynamics]
-  relations_from_store(con, *, by, dynamics=None, exclude_flagged) -> list[(key, Relation)]
+  relations_from_store(con, *, by, dynamics=None, exclude_flagged, distinguishable_only=False)
+      -> list[(key, Relation)]
   bounds_from_store(con, *, by, eps=0.1, alpha=0.05, exclude_flagged) -> list[dict]
 """
 
 from ..dimensions import DEFAULT_BY, DIMENSIONS
 from .confidence import bootstrap_ci, log_vc_bound, samples_needed, vc_bound
-from .dynamics import (RampUp, Relation, TraceDynamics, poincare_points, poincare_spread, ramp_up,
-                       throughput_vs_lyapunov, trace_dynamics)
+from .dynamics import (RampUp, Relation, TraceDynamics, dynamics_many, poincare_points, poincare_spread,
+                       ramp_up, throughput_vs_lyapunov, trace_dynamics)
 from .fromstore import (RunDynamics, bounds_from_store, dynamics_from_store, profiles_from_store,
                         relations_from_store, transitions_from_store)
 from .load import Runs, Trace, load_runs, load_traces
-from .lyapunov import Divergence, local_lyapunov, lyap_rosenstein, rosenstein
+from .lyapunov import Divergence, local_lyapunov, lyap_rosenstein, min_length, rosenstein, rosenstein_many
 from .profiles import BoxStats, Profile, box_stats, profile
 from .regions import Regions, classify_regions, regions_of
 from .sigmoid import DualSigmoidFit, Transition, fit_dual_sigmoid, flipped_sigmoid, transition_rtt
-from .surrogates import SURROGATES, SurrogateTest, prediction_error, surrogate_test
+from .surrogates import (SURROGATES, LyapunovTest, SurrogateTest, lyapunov_test, lyapunov_tests,
+                         prediction_error, surrogate_test)
 
 __all__ = [
-    "BoxStats", "DEFAULT_BY", "DIMENSIONS", "Divergence", "DualSigmoidFit", "Profile", "RampUp", "Regions",
+    "BoxStats", "DEFAULT_BY", "DIMENSIONS", "Divergence", "DualSigmoidFit", "LyapunovTest", "Profile", "RampUp",
+    "Regions", "dynamics_many", "lyapunov_test", "lyapunov_tests", "min_length", "rosenstein_many",
     "Relation", "RunDynamics", "Runs", "SURROGATES", "SurrogateTest", "Trace", "TraceDynamics", "Transition",
     "bootstrap_ci", "bounds_from_store", "box_stats", "classify_regions", "dynamics_from_store",
     "fit_dual_sigmoid", "flipped_sigmoid", "load_runs", "load_traces", "local_lyapunov", "log_vc_bound",

@@ -16,12 +16,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import cKDTree
 from scipy.stats import spearmanr
 
 from ..errors import ValidationError
-from .lyapunov import local_lyapunov, mean_period, rosenstein
-from .surrogates import surrogate_test
+from .lyapunov import default_min_tsep, local_lyapunov
+from .poincare import neighbour_exponents, poincare_points, poincare_spread, poincare_spreads  # noqa: F401
+from .surrogates import lyapunov_tests
 
 
 @dataclass(frozen=True)
@@ -35,52 +35,64 @@ class RampUp:
     index: int        # first sustainment interval
 
 
-def ramp_up(bps, start_s=None, end_s=None, *, fraction: float = 0.9) -> RampUp:
-    """Split a trace into ramp-up and sustainment (see module docstring)."""
-    y = np.asarray(bps, dtype=float)
-    if y.ndim != 1 or y.size < 2 or not np.all(np.isfinite(y)):
-        raise ValidationError("bps", "need a 1-D trace of at least 2 finite rates")
+def _padded(rows: list[np.ndarray], fill=np.nan) -> np.ndarray:
+    out = np.full((len(rows), max((r.size for r in rows), default=0)), fill, dtype=float)
+    for b, r in enumerate(rows):
+        out[b, :r.size] = r
+    return out
+
+
+def _row_quantiles(V: np.ndarray, qs) -> np.ndarray:
+    """numpy's default ('linear') percentiles of each row's finite values (nan where none): (B, len(qs))."""
+    V = np.sort(V, axis=1)                               # nan last
+    cnt = np.isfinite(V).sum(axis=1)
+    out = np.full((V.shape[0], len(qs)), np.nan)
+    has = cnt > 0
+    r = np.flatnonzero(has)
+    for c, q in enumerate(qs):
+        h = (cnt[has] - 1) * q / 100.0
+        lo = np.floor(h).astype(int)
+        hi = np.minimum(lo + 1, cnt[has] - 1)
+        out[has, c] = V[r, lo] + (h - lo) * (V[r, hi] - V[r, lo])
+    return out
+
+
+def ramp_ups(traces, *, fraction: float = 0.9) -> list[RampUp]:
+    """ramp_up of many traces — each (bps, start_s, end_s), None times allowed — at once."""
     if not (0 < fraction <= 1):
         raise ValidationError("fraction", f"must be in (0, 1], got {fraction!r}")
-    start = np.arange(y.size, dtype=float) if start_s is None else np.asarray(start_s, dtype=float)
-    end = start + 1.0 if end_s is None else np.asarray(end_s, dtype=float)
-    dt = end - start
-    level = float(np.median(y[y.size // 2:]))
-    reached = np.flatnonzero(y >= fraction * level)
-    i = int(reached[0]) if reached.size else y.size - 1
-    T_O = float(dt.sum())
-    T_R = float(dt[:i].sum())
-    theta_R = float(np.sum(y[:i] * dt[:i]) / T_R) if T_R > 0 else math.nan
-    theta_S = float(np.sum(y[i:] * dt[i:]) / dt[i:].sum())
-    return RampUp(T_R, T_O, T_R / T_O, theta_R, theta_S, float(np.sum(y * dt) / T_O), i)
+    ys, dts = [], []
+    for bps, start_s, end_s in traces:
+        y = np.asarray(bps, dtype=float)
+        if y.ndim != 1 or y.size < 2 or not np.all(np.isfinite(y)):
+            raise ValidationError("bps", "need a 1-D trace of at least 2 finite rates")
+        start = np.arange(y.size, dtype=float) if start_s is None else np.asarray(start_s, dtype=float)
+        end = start + 1.0 if end_s is None else np.asarray(end_s, dtype=float)
+        ys.append(y)
+        dts.append(end - start)
+    if not ys:
+        return []
+    n = np.array([y.size for y in ys])
+    Y, D = _padded(ys), _padded(dts, 0.0)
+    col = np.arange(Y.shape[1])[None, :]
+    level = _row_quantiles(np.where(col >= (n // 2)[:, None], Y, np.nan), [50])[:, 0]  # median, 2nd half
+    reached = (Y >= fraction * level[:, None]) & (col < n[:, None])
+    i = np.where(reached.any(axis=1), reached.argmax(axis=1), n - 1)
+    before = col < i[:, None]
+    YD = np.where(col < n[:, None], Y * D, 0.0)
+    T_O, T_R = D.sum(axis=1), np.where(before, D, 0.0).sum(axis=1)
+    S_R, S_all = np.where(before, YD, 0.0).sum(axis=1), YD.sum(axis=1)
+    out = []
+    for b in range(len(ys)):
+        theta_R = float(S_R[b] / T_R[b]) if T_R[b] > 0 else math.nan
+        out.append(RampUp(float(T_R[b]), float(T_O[b]), float(T_R[b] / T_O[b]), theta_R,
+                          float((S_all[b] - S_R[b]) / (T_O[b] - T_R[b])), float(S_all[b] / T_O[b]), int(i[b])))
+    return out
 
 
-def poincare_points(x) -> tuple[np.ndarray, np.ndarray]:
-    """The Poincaré map's points (θ_i, θ_{i+1})."""
-    x = np.asarray(x, dtype=float)
-    return x[:-1], x[1:]
-
-
-def poincare_spread(x, *, k: int = 8) -> float:
-    """How far the map's points are from a 1-D curve: median over points of sqrt(λ2/λ1) of the local
-    covariance of each point and its k nearest neighbours in the (θ_i, θ_{i+1}) plane. ≈ 0 on a curve,
-    ≈ 0.6–0.7 for white noise (an isotropic cloud, k = 8); 0 when neighbourhoods collapse to points."""
-    a, b = poincare_points(x)
-    pts = np.column_stack([a, b])
-    if pts.shape[0] < k + 1:
-        return math.nan
-    sd = pts.std()
-    if sd == 0:
-        return 0.0
-    pts = pts / sd
-    _, nb = cKDTree(pts).query(pts, k=k + 1)
-    local = pts[nb] - pts[nb].mean(axis=1, keepdims=True)            # (P, k+1, 2)
-    sxx, syy = (local[..., 0] ** 2).mean(1), (local[..., 1] ** 2).mean(1)
-    sxy = (local[..., 0] * local[..., 1]).mean(1)
-    half, root = (sxx + syy) / 2, np.sqrt(((sxx - syy) / 2) ** 2 + sxy**2)  # 2×2 eigenvalues
-    big, small = half + root, np.clip(half - root, 0, None)
-    ratio = np.sqrt(small / np.where(big > 0, big, 1.0))
-    return float(np.median(ratio))
+def ramp_up(bps, start_s=None, end_s=None, *, fraction: float = 0.9) -> RampUp:
+    """Split a trace into ramp-up and sustainment (see module docstring)."""
+    return ramp_ups([(bps, start_s, end_s)], fraction=fraction)[0]
 
 
 @dataclass(frozen=True)
@@ -96,8 +108,15 @@ class TraceDynamics:
     local_iqr: float
     n_local: int           # finite L_i
     neighbour_mean: float  # mean of the nearest-neighbour secant L_i (1-D map exponent)
-    lyapunov: float        # Rosenstein largest exponent
-    surrogate_p: float     # nan when the surrogate test was not run
+    lyapunov: float | None         # Rosenstein largest exponent; None iff lyapunov_status is "undetermined"
+    lyapunov_status: str           # "estimated" | "periodic" | "undetermined" (lyapunov.STATUSES)
+    surrogate_p: float | None      # p-value of the exponent against IAAFT surrogates; None: not tested
+    alpha: float = 0.05
+
+    @property
+    def distinguishable(self) -> bool | None:
+        """Exponent larger than its surrogates' at level alpha; None when not tested."""
+        return None if self.surrogate_p is None else bool(self.surrogate_p <= self.alpha)
 
     def row(self) -> dict:
         r = self.ramp
@@ -107,32 +126,58 @@ class TraceDynamics:
                 "local_lyap_median": self.local_median, "local_lyap_std": self.local_std,
                 "local_lyap_iqr": self.local_iqr, "n_local": self.n_local,
                 "neighbour_lyap_mean": self.neighbour_mean, "lyapunov": self.lyapunov,
-                "surrogate_p": self.surrogate_p}
+                "lyapunov_status": self.lyapunov_status, "surrogate_p": self.surrogate_p,
+                "distinguishable": self.distinguishable}
+
+
+def _local_stats(sus: list[np.ndarray]) -> np.ndarray:
+    """The paper's successive-difference L_i of each trace: rows (mean, median, std, IQR, count)."""
+    X = _padded(sus)
+    dx = np.diff(X, axis=1)
+    num, den = dx[:, 1:], dx[:, :-1]
+    ok = np.isfinite(num) & np.isfinite(den) & (num != 0) & (den != 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        L = np.where(ok, np.log(np.abs(np.where(ok, num, 1.0) / np.where(ok, den, 1.0))), np.nan)
+        cnt = ok.sum(axis=1)
+        mean = np.where(ok, L, 0.0).sum(axis=1) / cnt
+        std = np.sqrt(np.where(ok, (L - mean[:, None]) ** 2, 0.0).sum(axis=1) / cnt)
+    q = _row_quantiles(L, [25, 50, 75]) if L.shape[1] else np.full((len(sus), 3), np.nan)
+    return np.column_stack([mean, q[:, 1], std, q[:, 2] - q[:, 0], cnt])
+
+
+def dynamics_many(traces, *, fraction: float = 0.9, emb_dim: int = 3, trajectory_len: int = 10,
+                  n_surrogates: int = 0, alpha: float = 0.05, seed=None) -> list[TraceDynamics]:
+    """trace_dynamics for many traces — each (bps, start_s, end_s) with None times allowed — with one
+    batched Rosenstein (and IAAFT surrogate test when n_surrogates > 0) over all sustainment phases."""
+    traces = list(traces)
+    ramps = ramp_ups(traces, fraction=fraction)
+    sus = [np.asarray(bps, dtype=float)[r.index:] for (bps, _, _), r in zip(traces, ramps)]
+    tseps = [default_min_tsep(s) for s in sus]
+    tests = lyapunov_tests(sus, n_surrogates=n_surrogates, alpha=alpha, seed=seed, emb_dim=emb_dim,
+                           min_tsep=tseps, trajectory_len=trajectory_len)
+    spreads, nbs = poincare_spreads(sus), neighbour_exponents(sus, tseps)
+    local = _local_stats(sus) if sus else np.empty((0, 5))
+    out = []
+    for (bps, _, _), ramp, spread, nb, t, (mean, median, std, iqr, n_local) in zip(
+            traces, ramps, spreads, nbs, tests, local):
+        out.append(TraceDynamics(
+            n_points=int(np.size(bps)), mean_bps=ramp.theta_O, ramp=ramp, poincare_spread=float(spread),
+            local_mean=float(mean), local_median=float(median), local_std=float(std), local_iqr=float(iqr),
+            n_local=int(n_local),
+            neighbour_mean=float(nb), lyapunov=t.exponent, lyapunov_status=t.status, surrogate_p=t.p_value,
+            alpha=alpha))
+    return out
 
 
 def trace_dynamics(bps, start_s=None, end_s=None, *, fraction: float = 0.9, emb_dim: int = 3,
-                   trajectory_len: int = 10, n_surrogates: int = 0, seed=None) -> TraceDynamics:
-    """All per-trace statistics; Rosenstein uses lag 1 and min_tsep = the mean period (at most a
-    quarter of the sustained trace); statistics that need more points than available are nan."""
-    y = np.asarray(bps, dtype=float)
-    ramp = ramp_up(y, start_s, end_s, fraction=fraction)
-    s = y[ramp.index:]
-    L = local_lyapunov(s)
-    q = np.percentile(L, [25, 50, 75]) if L.size else [math.nan] * 3
-    tsep = max(1, min(int(round(mean_period(s))) if np.ptp(s) > 0 else 1, s.size // 4))
-    lyap = math.nan
-    if np.ptp(s) > 0 and s.size - (emb_dim - 1) - trajectory_len + 1 >= 2 * tsep + 2:
-        lyap = rosenstein(s, emb_dim=emb_dim, min_tsep=tsep, trajectory_len=trajectory_len).exponent
-    nb = local_lyapunov(s, pairing="neighbour", min_tsep=tsep)
-    p = math.nan
-    if n_surrogates > 0 and np.ptp(s) > 0 and s.size >= 16:
-        p = surrogate_test(s, n_surrogates=n_surrogates, seed=seed).p_value
-    return TraceDynamics(
-        n_points=int(y.size), mean_bps=ramp.theta_O, ramp=ramp, poincare_spread=poincare_spread(s),
-        local_mean=float(L.mean()) if L.size else math.nan, local_median=float(q[1]),
-        local_std=float(L.std()) if L.size else math.nan, local_iqr=float(q[2] - q[0]),
-        n_local=int(L.size), neighbour_mean=float(nb.mean()) if nb.size else math.nan,
-        lyapunov=lyap, surrogate_p=p)
+                   trajectory_len: int = 10, n_surrogates: int = 0, alpha: float = 0.05,
+                   seed=None) -> TraceDynamics:
+    """All per-trace statistics of the sustainment phase. Rosenstein: lag 1, Theiler window = the mean
+    period (at most a quarter of the phase), fitted beyond the noise floor (lyapunov.rosenstein);
+    with n_surrogates > 0 its p-value against IAAFT surrogates (surrogates.lyapunov_test). Statistics
+    that need more points than available are nan; the exponent is then None, status "undetermined"."""
+    return dynamics_many([(bps, start_s, end_s)], fraction=fraction, emb_dim=emb_dim,
+                         trajectory_len=trajectory_len, n_surrogates=n_surrogates, alpha=alpha, seed=seed)[0]
 
 
 @dataclass(frozen=True)
@@ -149,7 +194,7 @@ def throughput_vs_lyapunov(throughput, exponent) -> Relation:
     """Spearman rank correlation between per-run mean throughput and exponent (non-finite pairs
     dropped; rho nan with fewer than 3 pairs)."""
     t = np.asarray(throughput, dtype=float)
-    e = np.asarray(exponent, dtype=float)
+    e = np.array([np.nan if v is None else v for v in exponent], dtype=float)  # None: undetermined
     ok = np.isfinite(t) & np.isfinite(e)
     t, e = t[ok], e[ok]
     rho, p = (math.nan, math.nan)

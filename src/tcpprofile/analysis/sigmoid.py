@@ -26,7 +26,9 @@ from ..errors import ValidationError
 _A = np.geomspace(0.3, 300.0, 40)           # steepness a·span (τ normalised to [0, 1])
 _T0 = np.linspace(-1.5, 2.5, 121)           # τ0 in normalised units
 _CLIP = 1e-6
+_GRID_DTYPE = np.float32                    # grid stage only (the point estimate is refined in float64)
 _REFINE = 3                                  # candidates refined by least squares
+_START_FACTORS = (1.0,)                       # least-squares starts: a from the grid × these
 
 
 def flipped_sigmoid(tau, a, tau0):
@@ -72,14 +74,15 @@ def _grid_sse(u: np.ndarray, Y: np.ndarray, cands):
     τ0 ≥ τ_T (concave side) or τ0 ≤ τ_T (convex side) for every candidate at once.
     """
     t0 = np.union1d(_T0, [c[0] for c in cands])
-    G = expit(-_A[None, :, None] * (u[:, None, None] - t0[None, None, :]))   # (K, a, t0)
-    R = (Y.T[:, :, None, None] - G[:, None]) ** 2                              # (K, B, a, t0)
-    left, right = np.empty((2, u.size, Y.shape[0], t0.size))                   # (K, B, t0)
-    acc_l, acc_r = np.zeros(R.shape[1:]), np.zeros(R.shape[1:])
+    G = expit(-_A[None, :, None] * (u[:, None, None] - t0[None, None, :])).astype(_GRID_DTYPE)  # (K, a, t0)
+    R = (Y.T.astype(_GRID_DTYPE)[:, :, None, None] - G[:, None]) ** 2         # (K, B, a, t0)
+    left, right = np.empty((2, u.size, Y.shape[0], t0.size), dtype=_GRID_DTYPE)  # (K, B, t0)
+    acc_l, acc_r = np.zeros(R.shape[1:], dtype=_GRID_DTYPE), np.zeros(R.shape[1:], dtype=_GRID_DTYPE)
     for k in range(u.size):  # running sums Σ_{i≤k} and Σ_{i≥k}, minimised over a
         acc_l += R[k]
         acc_r += R[u.size - 1 - k]
-        left[k], right[u.size - 1 - k] = acc_l.min(axis=1), acc_r.min(axis=1)
+        acc_l.min(axis=1, out=left[k])
+        acc_r.min(axis=1, out=right[u.size - 1 - k])
     left = np.minimum.accumulate(left[..., ::-1], axis=-1)[..., ::-1]          # min over τ0' ≥ τ0
     right = np.minimum.accumulate(right, axis=-1)                              # min over τ0' ≤ τ0
     sse = np.zeros((Y.shape[0], len(cands)))
@@ -102,8 +105,8 @@ def _grid_start(u, y, t0, lo, hi):
 
 
 def _refine_side(u, y, a0, t00, lo_t0, hi_t0):
-    """Bounded least squares (analytic Jacobian) for one piece from its grid start and two
-    perturbed starts; τ0 is fixed when its bounds coincide."""
+    """Bounded least squares (analytic Jacobian) for one piece from its grid start (and a from the grid
+    scaled by the other _START_FACTORS); τ0 is fixed when its bounds coincide."""
     pinned = lo_t0 == hi_t0
 
     def resid(p):
@@ -119,7 +122,7 @@ def _refine_side(u, y, a0, t00, lo_t0, hi_t0):
     if pinned:
         lb, ub = lb[:1], ub[:1]
     best = None
-    for a_start in (a0, a0 * 3, a0 / 3):
+    for a_start in (a0 * f for f in _START_FACTORS):   # (1, 3, 1/3) before: no fit changed, 3× the time
         x0 = np.clip(np.array([a_start] if pinned else [a_start, t00], float), lb, ub)
         res = least_squares(resid, x0, jac=jac, bounds=(lb, ub))
         x = np.array([res.x[0], lo_t0]) if pinned else res.x

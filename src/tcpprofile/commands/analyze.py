@@ -35,7 +35,10 @@ def register(subparsers) -> None:
                    help="bootstrap resamples (default 2000 for profiles, 200 for transition)")
     p.add_argument("--per-stream", action="store_true", help="dynamics: also each stream's trace")
     p.add_argument("--surrogates", type=int, default=0,
-                   help="dynamics: surrogates per trace for the IAAFT test (0: skip)")
+                   help="dynamics/lyapunov: IAAFT surrogates per aggregate trace for the exponent's p-value "
+                        "(0: skip; 19 gives p >= 0.05, about 3-5 ms per trace)")
+    p.add_argument("--distinguishable-only", action="store_true",
+                   help="lyapunov: only runs whose exponent beats its surrogates (needs --surrogates)")
     p.add_argument("--eps", type=float, default=0.1, help="bound: ε as a fraction of capacity")
     p.add_argument("--alpha", type=float, default=0.05, help="bound: target probability")
     p.add_argument("--out", default="-", help="output file (default: stdout)")
@@ -69,6 +72,8 @@ def rows_for(args, store) -> list[dict]:
     if args.what in ("dynamics", "lyapunov"):
         if args.surrogates < 0:
             raise ValidationError("--surrogates", "must be >= 0")
+        if args.distinguishable_only and args.surrogates == 0:
+            raise ValidationError("--distinguishable-only", "needs --surrogates N (N > 0)")
         dyn = A.dynamics_from_store(store, per_stream=args.per_stream and args.what == "dynamics",
                                     exclude_flagged=args.exclude_flagged, n_surrogates=args.surrogates,
                                     seed=args.seed)
@@ -76,7 +81,8 @@ def rows_for(args, store) -> list[dict]:
             return [d.row() for d in dyn]
         return [{**key, "n": r.n, "spearman_rho": r.spearman_rho, "p_value": r.p_value,
                  "mean_throughput_bps": r.mean_throughput_bps, "mean_lyapunov": r.mean_lyapunov}
-                for key, r in A.relations_from_store(store, by=by, dynamics=dyn)]
+                for key, r in A.relations_from_store(store, by=by, dynamics=dyn,
+                                                     distinguishable_only=args.distinguishable_only)]
     return A.bounds_from_store(store, by=by, eps=args.eps, alpha=args.alpha, exclude_flagged=args.exclude_flagged)
 
 
