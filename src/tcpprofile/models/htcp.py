@@ -30,7 +30,7 @@ class HTCP(FirstPrinciplesModel):
                         adaptive_backoff=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
-                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, delta_l=1.0, b=0.5,
+                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, delta_l=1.0, b=0.5,
                  adaptive_backoff=True):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
@@ -39,6 +39,7 @@ class HTCP(FirstPrinciplesModel):
         self.size_bytes = size_bytes
         self.mss_bytes = mss_bytes
         self.initial_window = initial_window
+        self.duration_s = duration_s
         self.delta_l = delta_l
         self.b = b
         self.adaptive_backoff = adaptive_backoff
