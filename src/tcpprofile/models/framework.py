@@ -67,6 +67,32 @@ def bisect_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 80) -
     return 0.5 * (lo + hi)
 
 
+def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100, rtol: float = 1e-13) -> np.ndarray:
+    """Root of an increasing vectorised g on [lo, hi] per row (g(lo) ≤ 0 ≤ g(hi)) by the Illinois
+    variant of regula falsi (superlinear; a bisection step whenever the secant leaves the bracket);
+    stops when every row's bracket or step is below rtol relative to the root."""
+    lo, hi = lo.copy(), hi.copy()
+    flo, fhi = g(lo), g(hi)
+    side = np.zeros(lo.shape, dtype=np.int8)
+    x = 0.5 * (lo + hi)
+    for _ in range(iterations):
+        with np.errstate(all="ignore"):
+            sec = (lo * fhi - hi * flo) / (fhi - flo)
+        x_new = np.where(np.isfinite(sec) & (sec > lo) & (sec < hi), sec, 0.5 * (lo + hi))
+        step, x = np.abs(x_new - x), x_new
+        fx = g(x)
+        pos = fx > 0
+        hi, fhi = np.where(pos, x, hi), np.where(pos, fx, fhi)
+        lo, flo = np.where(pos, lo, x), np.where(pos, flo, fx)
+        flo = np.where(pos & (side == 1), 0.5 * flo, flo)  # same end kept twice: halve its value
+        fhi = np.where(~pos & (side == -1), 0.5 * fhi, fhi)
+        side = np.where(pos, 1, -1).astype(np.int8)
+        tol = rtol * np.abs(x)
+        if np.all((hi - lo <= tol) | (step <= tol) | (fx == 0)):
+            break
+    return x
+
+
 COMMON_CONSTRAINTS: dict[str, Constraint] = {
     "capacity_bps": Constraint(float, 0, math.inf, "neither", "bit/s"),
     "buffer_bytes": Constraint(float, 0, math.inf, "left", "bytes (bottleneck buffer β)", optional=True),
@@ -106,6 +132,10 @@ class FirstPrinciplesModel(Model):
     def _wm_closed(self, r):
         return np.full(r.tau.shape, np.nan)
 
+    def _phase2_T(self, W, r):
+        """T_m alone (variants whose N_m costs more than T_m override this)."""
+        return self._phase2(W, r)[0]
+
     # -- shared machinery --------------------------------------------------------------------------
     def _rows(self, tau, n, beta_bits, C=None) -> Rows:
         tau, n, beta = np.broadcast_arrays(np.asarray(tau, float), np.asarray(n, float), np.asarray(beta_bits, float))
@@ -137,7 +167,7 @@ class FirstPrinciplesModel(Model):
                     if not low.any():
                         break
                     hi = np.where(low, s.bdp + 4.0 * (hi - s.bdp), hi)
-                wm[todo] = bisect_increasing(lambda w: self._residual(w, s), lo, hi)
+                wm[todo] = illinois_increasing(lambda w: self._residual(w, s), lo, hi)
         return wm
 
     def epoch_residual(self, w_bytes, tau, *, n=1, buffer=None) -> np.ndarray:
@@ -221,7 +251,14 @@ class FirstPrinciplesModel(Model):
                 Wm = self._solve_wm(s)
                 sub2 = Wm > Wmax2  # subcase 2: the peak is capped at W_max (Fig. 5b)
                 Ws = np.where(sub2, Wmax2, Wm)  # Eq. (11): W_s = min(W_m, W_max)
-                Tm, Nm = self._phase2(Ws, s)
+                # Eq. (8) holds at W_m: N_m = C·T_m + β in subcase 1 (only T_m needed); at W_max otherwise.
+                Tm, Nm = self._phase2_T(Ws, s), s.C * 0.0
+                if sub2.any():
+                    Tm2, Nm2 = self._phase2(Ws[sub2], s.take(sub2))
+                    Tm[sub2] = Tm2
+                Nm = np.where(sub2, 0.0, s.C * Tm + s.beta)
+                if sub2.any():
+                    Nm[sub2] = Nm2
                 g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
                 Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
                 Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
