@@ -201,7 +201,7 @@ class FirstPrinciplesModel(Model):
                 s = r.take(binds)
                 lo, hi = np.log(np.full(s.tau.shape, 1e-3) * s.M), np.log(w_clean[binds])
                 f = lambda x: self._epoch(np.exp(x), s)[1] - target[binds]  # noqa: E731
-                W[binds] = np.exp(bisect_increasing(f, lo, hi, iterations=60))
+                W[binds] = np.exp(illinois_increasing(f, lo, hi, rtol=1e-12))
             rate = target / self._epoch(np.where(binds, W, w_clean), r)[0]
         return W, np.where(binds, rate, np.nan)
 
