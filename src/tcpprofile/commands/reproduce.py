@@ -21,7 +21,7 @@ def register(sub) -> None:
                        description=__doc__.splitlines()[0])
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
-                      help="171 runs of 8 s, about 35-45 minutes on 2 cores (default)")
+                      help="183 runs of 8 s, about 35 minutes on 2 cores (default)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="1,155 runs of 30-60 s, about a day")
     p.set_defaults(mode="quick")

@@ -4,10 +4,10 @@ Each mode is a list of specs (TOML text, the format of docs/spec.md), run one af
 tcpprofile.campaign.run_campaign into the same store; a rerun resumes (the campaign ids are the
 specs' hashes). Names start with ``reproduce-`` so that the findings and the report find them.
 
-quick (about 35 min on 2 cores; 171 runs of 8 s):
+quick (about 35 min on 2 cores; 183 runs of 8 s, ~8.5 s each plus ~20 s per link set-up here):
   clean    4 variants × n ∈ {1, 4} × τ ∈ {0.4, 11.8, 45.6, 91.6, 183} ms × 3 repetitions, autotuned
            socket buffers, β = BDP: findings (i)-(iii), (v); `model fit` in duration mode.
-  loss     CUBIC, H-TCP, BBR × n = 1 × τ ∈ {11.8, 45.6, 91.6, 183} ms at periodic 1-in-500 loss × 3:
+  loss     CUBIC, H-TCP, BBR × n = 1 × τ ∈ {11.8, 45.6, 91.6, 183} ms at periodic 1-in-500 loss × 4:
            finding (iv); `model fit` of the loss models.
   buffers  CUBIC × n = 1 × 5 τ × 3 with a 32 MiB socket buffer: with `clean`, the buffer half of (ii).
 full (about a day): the same axes with the papers' seven RTTs, more streams, buffers and loss
@@ -53,7 +53,7 @@ MODES: dict[str, list[str]] = {
         _spec("quick-clean", seed=101, reps=3, rtt=QUICK_RTTS, loss=CLEAN,
               variants='["cubic", "htcp", "scalable", "bbr"]', streams="[1, 4]", socket_buffer='"default"',
               duration="8s"),
-        _spec("quick-loss", seed=102, reps=3, rtt='["11.8ms", "45.6ms", "91.6ms", "183ms"]', loss=LOSS_500,
+        _spec("quick-loss", seed=102, reps=4, rtt='["11.8ms", "45.6ms", "91.6ms", "183ms"]', loss=LOSS_500,
               variants='["cubic", "htcp", "bbr"]', streams="1", socket_buffer='"default"', duration="8s"),
         _spec("quick-buffers", seed=103, reps=3, rtt=QUICK_RTTS, loss=CLEAN, variants='"cubic"', streams="1",
               socket_buffer='"32MiB"', duration="8s"),
