@@ -30,8 +30,8 @@ Added here (derivations in docs/models.md):
   n flows, on its share C/n and β/n, ends an epoch after N segments when that comes before the buffer
   overflows (or W_max): its peak W_L solves N_epoch(W_L) = N·M, with the epoch from the window after a
   loss to W_L built from the variant's own Phase I (to min(W_L, Cτ/n)) and Phase II pieces. Slow start
-  ends at the first loss: N_s = N·M per flow ⇒ thresh ≤ w0 + N·M·ln 2 (Eq. (3)). The transient from that
-  overshoot down to W_L is not modelled.
+  ends at the first loss: N_s = N·M per flow ⇒ thresh ≤ w0 + N·M·ln 2 (Eq. (3)); from that window the
+  peak decays by the after-loss factor per epoch of N segments down to W_L (the transient, _transient).
 """
 
 from __future__ import annotations
@@ -91,6 +91,16 @@ def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100
         if np.all((hi - lo <= tol) | (step <= tol) | (fx == 0)):
             break
     return x
+
+
+TRANSIENT_EPOCHS = 48  # after-loss factor ≤ 0.8: 0.8^48 < 2·10⁻⁵ of the slow-start window
+
+
+def _along(knots_x, knots_y, slope, x):
+    """Per row: the piecewise-linear curve through (knots_x, knots_y) with slope[j] after knot j, at x."""
+    rows = np.arange(x.size)
+    j = np.sum(knots_x <= x[:, None], axis=1) - 1
+    return knots_y[rows, j] + (x - knots_x[rows, j]) * slope[rows, j]
 
 
 COMMON_CONSTRAINTS: dict[str, Constraint] = {
@@ -205,6 +215,23 @@ class FirstPrinciplesModel(Model):
             rate = target / self._epoch(np.where(binds, W, w_clean), r)[0]
         return W, np.where(binds, rate, np.nan)
 
+    def _transient(self, W0, W_L, segs, r, n, sustained):
+        """After slow start ends at the first loss with per-flow window W0 ≫ W_L, the window decays by
+        the variant's after-loss factor per epoch of N segments (growth within these short epochs is
+        neglected) until it reaches W_L. Returns the aggregate data-vs-time curve from the end of slow
+        start: knots Tk [s], Dk [bits] and the rate R [bit/s] after each knot (the last: sustained).
+        The decay stops where an epoch would be slower than the steady state (CUBIC's friendly region)."""
+        keep = self._after_loss(W0, r) / W0
+        W = W0[:, None] * keep[:, None] ** np.arange(1, TRANSIENT_EPOCHS + 1)
+        rate = n[:, None] * np.minimum(W / r.tau[:, None], r.C[:, None])  # epoch k at window W_k  [bit/s]
+        active = (W > W_L[:, None]) & (rate > sustained[:, None])  # until the steady state is as fast
+        seg = (n * segs * r.M)[:, None]  # N segments per flow per epoch  [bits]
+        zero = np.zeros((W0.size, 1))
+        Tk = np.concatenate([zero, np.cumsum(np.where(active, seg / rate, 0.0), axis=1)], axis=1)
+        Dk = np.concatenate([zero, np.cumsum(np.where(active, seg, 0.0), axis=1)], axis=1)
+        R = np.concatenate([np.where(active, rate, sustained[:, None]), sustained[:, None]], axis=1)
+        return Tk, Dk, R
+
     def _variant_loss_rate(self, segs, r, rate):
         """Hook: a variant's own lower bound on the loss-limited rate (CUBIC's TCP-friendly region)."""
         return rate
@@ -304,6 +331,17 @@ class FirstPrinciplesModel(Model):
                 F = np.where(in_ss, n * w0 * (np.exp2(T / tau) - 1.0) / LN2, Ns + (T - Ts) * sustained)
                 k = np.where(in_ss, 0.0, (F - Ns) / Na)
                 S = np.where(np.isinf(T), sustained, F / T)
+            tr = loss_limited & ~in_ss & np.isfinite(sustained)
+            if tr.any():  # the decay from the slow-start window to W_L (_transient)
+                fl = self._rows(tau[tr], np.ones(tr.sum()), r.beta[tr] / n[tr], C[tr] / n[tr])
+                Tk, Dk, R = self._transient(thresh[tr], W_L[tr] / n[tr], segs[tr], fl, n[tr], sustained[tr])
+                if duration is None:
+                    t = np.where(np.isinf(F[tr]), np.inf, Ts[tr] + _along(Dk, Tk, 1.0 / R, F[tr] - Ns[tr]))
+                    S[tr] = np.where(np.isinf(F[tr]), sustained[tr], F[tr] / t)
+                else:
+                    Ftr = Ns[tr] + _along(Tk, Dk, R, T[tr] - Ts[tr])
+                    F[tr] = np.where(np.isinf(T[tr]), F[tr], Ftr)
+                    S[tr] = np.where(np.isinf(T[tr]), sustained[tr], F[tr] / T[tr])
         case = np.where(in_ss, 0, case)
         res = dict(out, T_s=Ts, N_s=Ns, thresh=thresh, W_max=Wagg, T_a=Ta, N_a=Na, k=k, case=case,
                    subcase=subcase, phase1=phase1, W_L=W_L, loss_limited=loss_limited, F=F, S=S,
