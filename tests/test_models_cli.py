@@ -68,7 +68,8 @@ def test_model_fit_reads_store(tmp_path, capsys):
     (fit,) = json.loads(capsys.readouterr().out)
     assert fit["variant"] == "htcp" and set(fit["E_percent"]) == {"1", "2"}
     assert fit["E_mean_percent"] < 0.5 and fit["wmax_bytes_fit"] == pytest.approx(5e7, rel=0.01)
+    assert set(fit["E_heldout_percent"]) == {"1", "2"}  # leave-one-RTT-out, per n
     assert main(["model", "fit", "--db", db]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert len(table) == 3 and table[1].split()[0] == "htcp"
-    assert math.isfinite(float(table[1].split()[-1]))
+    assert len(table) == 4 and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
+    assert math.isfinite(float(table[1].split()[-1])) and math.isfinite(float(table[1].split()[-2]))

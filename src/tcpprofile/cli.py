@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "model": "tcpprofile.commands.model",
     "select": "tcpprofile.commands.select",
     "report": "tcpprofile.commands.report",
+    "reproduce": "tcpprofile.commands.reproduce",
 }
 
 

@@ -1,5 +1,6 @@
 """`tcpprofile model [predict]` — predicted throughput and the model's intermediate quantities;
-`tcpprofile model fit --db DB` — fit β and W_max per dataset of a store and print E per variant and n."""
+`tcpprofile model fit --db DB` — fit β and W_max per dataset of a store and print E per variant and n,
+in-sample and leave-one-RTT-out (duration-mode runs use the model's duration mode; lossy links its loss)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,9 @@ def register(subparsers) -> None:
     p.add_argument("--wmax", default="inf", help="per-flow window limit W_max (default: none)")
     p.add_argument("--wmax-hard", default="inf", help="aggregate window limit W_maxH (default: none)")
     p.add_argument("--size", default="inf", help="transfer size F (default: infinite = sustained rate)")
+    p.add_argument("--duration", help="transfer duration T (iperf3 -t; replaces --size), e.g. 15s")
+    p.add_argument("--loss", type=float, default=0.0,
+                   help="external loss: probability a segment is dropped (periodic 1 in N: 1/N)")
     p.add_argument("--streams", nargs="+", type=int, default=[1], help="parallel streams n (one or more)")
     p.add_argument("--mss", type=int, default=1448, help="segment size in bytes (default 1448)")
     p.add_argument("--initial-window", type=int, default=10, help="initial window in segments (default 10)")
@@ -87,12 +91,13 @@ def _predict(args) -> int:
     model = model_class(args.variant)(
         capacity_bps=units.rate_bps("--capacity", args.capacity), buffer_bytes=float(units.size_bytes("--buffer", args.buffer)),
         wmax_bytes=_size("--wmax", args.wmax), wmax_hard_bytes=_size("--wmax-hard", args.wmax_hard),
-        size_bytes=_size("--size", args.size), mss_bytes=args.mss, initial_window=args.initial_window)
+        size_bytes=_size("--size", args.size), mss_bytes=args.mss, initial_window=args.initial_window,
+        duration_s=None if args.duration is None else units.seconds("--duration", args.duration))
     for name, value in params.items():
         model.set_params(**{name: value})
     tau = np.array([units.seconds("--rtt", r) for r in args.rtt])
     n = np.array(args.streams, dtype=float)
-    comp = model.components(tau[:, None], n=n[None, :])
+    comp = model.components(tau[:, None], n=n[None, :], loss=args.loss)
     rows = []
     for i, t in enumerate(tau):
         for j, s in enumerate(n):
@@ -142,15 +147,20 @@ def _fit(args) -> int:
     if not fits:
         print("no successful runs of a modelled variant in the store")
         return 0
-    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'size GB':>8} {'β fit MB':>9} {'W_max fit MB':>12}"
-          f" {'n':>3} {'E %':>6}")
+    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'size GB':>8} {'loss':>12} {'β fit MB':>9}"
+          f" {'W_max fit MB':>12} {'n':>3} {'E %':>6} {'held-out E %':>12}")
     for f in fits:
         d = f.as_dict()
         for s, e in d["E_percent"].items():
             # β as the store keys the dataset: the spec's words ("BDP") or, for plain tables, bytes
             buf = d.get("buffer") or (_mb(d["buffer_bytes"]) + "MB" if d.get("buffer_bytes") is not None else "-")
             size = d.get("transfer_bytes")
-            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {_gb(size):>8} "
+            dur = d.get("duration_target_s")
+            amount = f"{dur:g}s" if size is None and dur is not None and dur == dur else _gb(size)
+            loss = "none" if d.get("loss_mode") in (None, "none") else f"{d['loss_mode'][:4]} {d['loss_rate']:.3g}"
+            held = d["E_heldout_percent"].get(s, float("nan"))
+            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {amount:>8} {loss:>12} "
                   f"{d['buffer_bytes_fit'] / 1e6:9.3g} "
-                  f"{d['wmax_bytes_fit'] / 1e6:12.4g} {s:3d} {e:6.2f}")
+                  f"{d['wmax_bytes_fit'] / 1e6:12.4g} {s:3d} {e:6.2f} {held:12.2f}")
+    print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
     return 0

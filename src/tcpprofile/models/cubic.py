@@ -25,7 +25,7 @@ class CUBIC(FirstPrinciplesModel):
                         b=Constraint(float, 0, 1, "neither", "fraction of the window removed"))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
-                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, c=0.4, b=0.3):
+                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, c=0.4, b=0.3):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -33,6 +33,7 @@ class CUBIC(FirstPrinciplesModel):
         self.size_bytes = size_bytes
         self.mss_bytes = mss_bytes
         self.initial_window = initial_window
+        self.duration_s = duration_s
         self.c = c
         self.b = b
 
@@ -62,6 +63,16 @@ class CUBIC(FirstPrinciplesModel):
         # without Phase I the whole epoch [0, K] is Phase II: (W/τ)·K·(1 − b/4).
         N = np.where(has1, d * (r.bdp + 3 * W) / (4 * r.tau), W * K * (1 - self.b / 4) / r.tau)
         return T, N
+
+    def _variant_loss_rate(self, segs, r, rate):
+        """TCP-friendly region (RFC 8312 §4.2; Linux tcp_friendliness): the window is never below a Reno
+        estimate growing α = 3b/(2 − b) segments per RTT and cut to (1 − b)W at a loss. Losing one
+        segment in N with that estimate below Cτ: (1 − (1−b)²)·W²/(2αM) = N·M ⇒ W_f = M·sqrt(2αN/(1 − (1−b)²)),
+        epoch T_f = b·W_f·τ/(αM), rate N·M/T_f (derived here as for Reno). The larger rate wins."""
+        alpha, keep = 3 * self.b / (2 - self.b), 1 - self.b
+        wf = r.M * np.sqrt(2 * alpha * segs / (1 - keep * keep))  # [bits]
+        rate_f = np.minimum(segs * r.M * alpha * r.M / (self.b * wf * r.tau), r.C)  # N·M/T_f  [bit/s]
+        return np.where(np.isfinite(rate), np.maximum(rate, rate_f), rate)
 
     def _wm_closed(self, r):
         # Correction: the paper prints W_m = Cτ − ⁴√(c(4βτ/3)³). Writing W = Cτ + c·d³, Eq. (8) reads

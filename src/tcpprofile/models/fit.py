@@ -5,10 +5,15 @@ As in the paper, β (bottleneck buffer) and W_max (per-flow window limit) are fi
 least squares on the relative error of the profile; E = 100/|RTTs| Σ_r |M_r − P_r|/M_r per variant and n.
 Uncertainty of a prediction comes from a residual bootstrap (relative residuals resampled, refitted).
 
+Held-out error: E is also computed leave-one-RTT-out — for each measured τ the model is refitted on the
+other RTTs and predicts the held-out one — since a model meant to predict unmeasured RTTs must be judged
+on RTTs it was not fitted on.
+
 Tables are plain: a dict of equal-length numpy arrays (or a list of dicts, see ``as_columns``) with
 columns variant, streams, rtt_ms, rate_bps, transfer_bytes, throughput_bps, and optionally
-buffer or buffer_bytes and socket_buffer_bytes (parts of the dataset key) and size_bytes (the transfer size F used by the model when
-transfer_bytes is NULL, i.e. time-limited runs: mean throughput × duration).
+buffer or buffer_bytes and socket_buffer_bytes (parts of the dataset key), duration_target_s (time-
+limited runs: the model's duration mode), loss_mode and loss_rate (external loss), mtu (segment size
+M = MTU − 52 bytes) and size_bytes (the transfer size F when transfer_bytes is NULL and no duration is known).
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ from .registry import MODELS, make_model
 PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps")
 # β keys a dataset as the spec wrote it ("buffer", from the store) or in bytes (plain tables); the
 # model fits its own β either way.
-DATASET_KEYS = ("variant", "rate_bps", "buffer", "buffer_bytes", "socket_buffer_bytes", "transfer_bytes")
+DATASET_KEYS = ("variant", "rate_bps", "buffer", "buffer_bytes", "socket_buffer_bytes", "transfer_bytes",
+                "duration_target_s", "loss_mode", "loss_rate", "mtu")
+TCP_IP_HEADERS = 52  # bytes: IPv4 20 + TCP 20 + timestamps 12 (as tcpprofile.testbed.config)
 
 
 def mean_relative_error(measured, predicted) -> float:
@@ -36,7 +43,7 @@ def mean_relative_error(measured, predicted) -> float:
     return float(100.0 * np.mean(np.abs(m - p) / m))
 
 
-def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=None,
+def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=None, duration=None, loss=None,
                     buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11), grid: int = 16, starts: int = 3):
     """(buffer_bytes, wmax_bytes, relative residuals) minimising Σ((P − M)/M)² over the profile.
 
@@ -48,18 +55,25 @@ def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=N
     n = np.asarray(n, float)
     size = model.size_bytes if size is None else size
     size = np.asarray(size, float)
-    tau, M, n, size = (a.ravel() for a in np.broadcast_arrays(tau, M, n, size))
+    duration = model.duration_s if duration is None else duration
+    extra = [np.asarray(x, float) for x in (duration, loss) if x is not None]
+    tau, M, n, size, *extra = (a.ravel() for a in np.broadcast_arrays(tau, M, n, size, *extra))
+    kw = {}
+    if duration is not None:
+        kw["duration"] = extra.pop(0)
+    if loss is not None:
+        kw["loss"] = extra.pop(0)
     for name, (lo, hi) in (("buffer_bounds", buffer_bounds), ("wmax_bounds", wmax_bounds)):
         if not (0 < lo < hi < np.inf):
             raise ValidationError(name, f"need 0 < low < high < inf bytes, got {(lo, hi)}")
     lb, lw = np.log(buffer_bounds), np.log(wmax_bounds)
 
     def sse_of(xb, xw):  # Σ relative squared error for arrays of log-parameters, all at once
-        P = model.predict(tau, n=n, size=size, buffer=np.exp(xb)[..., None], wmax=np.exp(xw)[..., None])
+        P = model.predict(tau, n=n, size=size, buffer=np.exp(xb)[..., None], wmax=np.exp(xw)[..., None], **kw)
         return np.sum(((P - M) / M) ** 2, axis=-1)
 
     def resid(x):
-        return (model.predict(tau, n=n, size=size, buffer=np.exp(x[0]), wmax=np.exp(x[1])) - M) / M
+        return (model.predict(tau, n=n, size=size, buffer=np.exp(x[0]), wmax=np.exp(x[1]), **kw) - M) / M
 
     # The profile is piecewise in (β, W_max) (cases, subcases, no gradient across their borders):
     # a coarse grid, a finer grid around its `starts` best points, then least squares from the best.
@@ -120,23 +134,64 @@ def as_columns(table) -> dict[str, np.ndarray]:
 
 @dataclass
 class DatasetFit:
-    """One dataset's fit: its key, the fitted model, and E [%] per stream count."""
+    """One dataset's fit: its key, the fitted model, E [%] per stream count in-sample and held out
+    (leave-one-RTT-out; nan with fewer than 3 RTTs)."""
 
     key: dict
     model: FirstPrinciplesModel
     errors: dict[int, float] = field(default_factory=dict)
     points: int = 0
+    heldout: dict[int, float] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()},
                 "buffer_bytes_fit": self.model.buffer_bytes_, "wmax_bytes_fit": self.model.wmax_bytes_,
                 "points": self.points, "E_percent": {int(k): v for k, v in self.errors.items()},
-                "E_mean_percent": float(np.mean(list(self.errors.values())))}
+                "E_mean_percent": float(np.mean(list(self.errors.values()))),
+                "E_heldout_percent": {int(k): v for k, v in self.heldout.items()}}
 
 
-def fit_profiles(table, **model_params) -> list[DatasetFit]:
-    """Fit β and W_max per dataset (same variant, rate, buffer, socket buffer, transfer size) and report
-    E per stream count. Rows with a variant that has no model are skipped."""
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v))
+
+
+def _mode(cols, idx, kd) -> dict:
+    """Per-row model inputs of a dataset: size or duration, loss; model parameters from its key."""
+    kw, params = {}, {}
+    dur = kd.get("duration_target_s")
+    if not _missing(dur):
+        kw["duration"] = np.full(idx.size, float(dur))
+    else:
+        kw["size"] = cols["size_bytes" if "size_bytes" in cols else "transfer_bytes"][idx].astype(float)
+    rate = kd.get("loss_rate")
+    if not _missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none"):
+        kw["loss"] = np.full(idx.size, float(rate))  # uniform p: by its mean, 1 in 1/p (framework.py)
+    mtu = kd.get("mtu")
+    if not _missing(mtu):
+        params["mss_bytes"] = int(mtu) - TCP_IP_HEADERS
+    return kw | {"_params": params}
+
+
+def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, **kw) -> np.ndarray:
+    """Held-out predictions: for each distinct τ, the model refitted on the other τ predicts it
+    (nan everywhere with fewer than 3 distinct τ)."""
+    P = np.full(M.shape, np.nan)
+    taus = np.unique(tau)
+    if taus.size < 3:
+        return P
+    twin = type(model)(**model.get_params())
+    for t in taus:
+        out = tau == t
+        sub = {k: v[~out] for k, v in kw.items()}
+        twin.fit(tau[~out], M[~out], n=n[~out], **sub)
+        P[out] = twin.predict(tau[out], n=n[out], **{k: v[out] for k, v in kw.items()})
+    return P
+
+
+def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[DatasetFit]:
+    """Fit β and W_max per dataset (same variant, rate, buffer, socket buffer, transfer size or duration,
+    loss, MTU) and report E per stream count, in-sample and leave-one-RTT-out. Rows with a variant that
+    has no model are skipped."""
 
     cols = as_columns(table)
     keys = [k for k in DATASET_KEYS if k in cols]
@@ -149,32 +204,43 @@ def fit_profiles(table, **model_params) -> list[DatasetFit]:
     for key, idx in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
         idx = np.asarray(idx)
         kd = dict(zip(keys, key))
-        size = cols["size_bytes" if "size_bytes" in cols else "transfer_bytes"][idx].astype(float)
-        model = make_model(str(kd["variant"]), capacity_bps=float(kd["rate_bps"]), **model_params)
+        kw = _mode(cols, idx, kd)
+        params = {**kw.pop("_params"), **model_params}
+        model = make_model(str(kd["variant"]), capacity_bps=float(kd["rate_bps"]), **params)
         tau = cols["rtt_ms"][idx].astype(float) / 1e3
         n = cols["streams"][idx].astype(float)
         M = cols["throughput_bps"][idx].astype(float)
-        model.fit(tau, M, n=n, size=size)
-        P = model.predict(tau, n=n, size=size)
+        model.fit(tau, M, n=n, **kw)
+        P = model.predict(tau, n=n, **kw)
         errors = {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
-        fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size))
+        H = leave_one_rtt_out(model, tau, M, n, **kw) if heldout else np.full(M.shape, np.nan)
+        held = {int(s): mean_relative_error(M[n == s], H[n == s]) for s in np.unique(n)}
+        fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size, heldout=held))
     return fits
 
 
 _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
-    CAST(buffer_bytes AS VARCHAR) AS buffer, throughput_bps, status FROM runs"""
+    CAST(buffer_bytes AS VARCHAR) AS buffer, throughput_bps, status, {flat_extra} FROM runs"""
 # The store keeps the link (τ, C, β) in `links`; each run names its link.
 _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s, l.rtt_ms,
-    l.rate_bps, {BUFFER_SQL} AS buffer, r.throughput_bps, r.status FROM runs r JOIN links l ON r.link_id = l.link_id"""
+    l.rate_bps, {BUFFER_SQL} AS buffer, r.throughput_bps, r.status, r.duration_target_s,
+    coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate, l.mtu
+    FROM runs r JOIN links l ON r.link_id = l.link_id"""
+# optional columns of a flat table (plain tables written by other tools may lack them)
+_FLAT_OPTIONAL = {"duration_target_s": "CAST(NULL AS DOUBLE)", "loss_mode": "'none'", "loss_rate": "CAST(0 AS DOUBLE)",
+                  "mtu": "CAST(NULL AS INTEGER)"}
 
 PROFILE_SQL = """
-SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes,
+SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
+       loss_mode, loss_rate, mtu,
        coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
        avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs
 FROM ({source}) AS runs
 WHERE status = 'ok' AND throughput_bps > 0
-GROUP BY variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes
-ORDER BY variant, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, streams, rtt_ms
+GROUP BY variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
+         loss_mode, loss_rate, mtu
+ORDER BY variant, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s, loss_mode, loss_rate,
+         mtu, streams, rtt_ms
 """
 
 
@@ -185,7 +251,8 @@ def profiles_from_store(con) -> dict[str, np.ndarray]:
     configuration, transfer_bytes (NULL for time-limited runs), size_bytes, throughput_bps (mean),
     std_bps, runs (count)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
-    source = _RUNS_FLAT if "rtt_ms" in run_cols else _RUNS_JOINED
+    flat_extra = ", ".join(f"{name}" if name in run_cols else f"{sql} AS {name}" for name, sql in _FLAT_OPTIONAL.items())
+    source = _RUNS_FLAT.format(flat_extra=flat_extra) if "rtt_ms" in run_cols else _RUNS_JOINED
     cur = con.execute(PROFILE_SQL.format(source=source))
     names = [d[0] for d in cur.description]
     rows = cur.fetchall()

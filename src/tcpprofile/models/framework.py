@@ -20,6 +20,18 @@ Deviations from the printed paper, all documented where they occur:
   ``S`` is kept in the components.
 * A transfer that ends within slow start (F ≤ N_s) has S = F / (τ·log2(1 + F·ln2/(n·w0))) (inverting
   Eq. (3)); the paper assumes F > N_s.
+
+Added here (derivations in docs/models.md):
+* Duration mode (iperf3 -t T): the time to send F is t(F) = T_s + (F − N_s)·T_a/N_a for F > N_s (the
+  sending-rate formula S = F/(T_s + k·T_a) with k = (F − N_s)/N_a), linear in F, so the data sent in T is
+  F(T) = N_s + (T − T_s)·N_a/T_a for T > T_s and n·w0·(2^{T/τ} − 1)/ln 2 (Eq. (3)) within slow start;
+  throughput = min(F(T)/T, C).
+* External loss (1 in N packets, periodic; uniform with probability p by its mean N = 1/p): each of the
+  n flows, on its share C/n and β/n, ends an epoch after N segments when that comes before the buffer
+  overflows (or W_max): its peak W_L solves N_epoch(W_L) = N·M, with the epoch from the window after a
+  loss to W_L built from the variant's own Phase I (to min(W_L, Cτ/n)) and Phase II pieces. Slow start
+  ends at the first loss: N_s = N·M per flow ⇒ thresh ≤ w0 + N·M·ln 2 (Eq. (3)); from that window the
+  peak decays by the after-loss factor per epoch of N segments down to W_L (the transient, _transient).
 """
 
 from __future__ import annotations
@@ -55,6 +67,42 @@ def bisect_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 80) -
     return 0.5 * (lo + hi)
 
 
+def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100, rtol: float = 1e-13) -> np.ndarray:
+    """Root of an increasing vectorised g on [lo, hi] per row (g(lo) ≤ 0 ≤ g(hi)) by the Illinois
+    variant of regula falsi (superlinear; a bisection step whenever the secant leaves the bracket);
+    stops when every row's bracket or step is below rtol relative to the root."""
+    lo, hi = lo.copy(), hi.copy()
+    flo, fhi = g(lo), g(hi)
+    side = np.zeros(lo.shape, dtype=np.int8)
+    x = 0.5 * (lo + hi)
+    for _ in range(iterations):
+        with np.errstate(all="ignore"):
+            sec = (lo * fhi - hi * flo) / (fhi - flo)
+        x_new = np.where(np.isfinite(sec) & (sec > lo) & (sec < hi), sec, 0.5 * (lo + hi))
+        step, x = np.abs(x_new - x), x_new
+        fx = g(x)
+        pos = fx > 0
+        hi, fhi = np.where(pos, x, hi), np.where(pos, fx, fhi)
+        lo, flo = np.where(pos, lo, x), np.where(pos, flo, fx)
+        flo = np.where(pos & (side == 1), 0.5 * flo, flo)  # same end kept twice: halve its value
+        fhi = np.where(~pos & (side == -1), 0.5 * fhi, fhi)
+        side = np.where(pos, 1, -1).astype(np.int8)
+        tol = rtol * np.abs(x)
+        if np.all((hi - lo <= tol) | (step <= tol) | (fx == 0)):
+            break
+    return x
+
+
+TRANSIENT_EPOCHS = 48  # after-loss factor ≤ 0.8: 0.8^48 < 2·10⁻⁵ of the slow-start window
+
+
+def _along(knots_x, knots_y, slope, x):
+    """Per row: the piecewise-linear curve through (knots_x, knots_y) with slope[j] after knot j, at x."""
+    rows = np.arange(x.size)
+    j = np.sum(knots_x <= x[:, None], axis=1) - 1
+    return knots_y[rows, j] + (x - knots_x[rows, j]) * slope[rows, j]
+
+
 COMMON_CONSTRAINTS: dict[str, Constraint] = {
     "capacity_bps": Constraint(float, 0, math.inf, "neither", "bit/s"),
     "buffer_bytes": Constraint(float, 0, math.inf, "left", "bytes (bottleneck buffer β)", optional=True),
@@ -63,10 +111,13 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     "size_bytes": Constraint(float, 0, math.inf, "right", "bytes (transfer size F)"),
     "mss_bytes": Constraint(int, 1, 65535, "both", "bytes"),
     "initial_window": Constraint(int, 1, 1000, "both", "segments"),
+    "duration_s": Constraint(float, 0, math.inf, "right", "s (transfer duration T; None: size mode)",
+                             optional=True),
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",
-                   "N_beta", "T_a", "N_a", "k", "case", "subcase", "phase1", "S", "throughput")
+                   "N_beta", "T_a", "N_a", "k", "case", "subcase", "phase1", "W_L", "loss_limited", "F", "S",
+                   "throughput")
 
 
 class FirstPrinciplesModel(Model):
@@ -91,12 +142,16 @@ class FirstPrinciplesModel(Model):
     def _wm_closed(self, r):
         return np.full(r.tau.shape, np.nan)
 
+    def _phase2_T(self, W, r):
+        """T_m alone (variants whose N_m costs more than T_m override this)."""
+        return self._phase2(W, r)[0]
+
     # -- shared machinery --------------------------------------------------------------------------
     def _rows(self, tau, n, beta_bits, C=None) -> Rows:
         tau, n, beta = np.broadcast_arrays(np.asarray(tau, float), np.asarray(n, float), np.asarray(beta_bits, float))
-        cap = float(self.capacity_bps if C is None else C)
+        cap = float(self.capacity_bps) if C is None else C
         r = Rows(tau=tau.ravel().copy(), n=n.ravel().copy(), beta=beta.ravel().copy())
-        r["C"] = np.full(r["tau"].shape, cap)
+        r["C"] = np.broadcast_to(np.asarray(cap, float), r["tau"].shape).copy()
         r["bdp"] = r["C"] * r["tau"]  # Cτ [bits]
         r["M"] = np.full(r["tau"].shape, self.mss_bytes * BITS)  # one segment [bits]
         self._prepare(r)
@@ -122,7 +177,7 @@ class FirstPrinciplesModel(Model):
                     if not low.any():
                         break
                     hi = np.where(low, s.bdp + 4.0 * (hi - s.bdp), hi)
-                wm[todo] = bisect_increasing(lambda w: self._residual(w, s), lo, hi)
+                wm[todo] = illinois_increasing(lambda w: self._residual(w, s), lo, hi)
         return wm
 
     def epoch_residual(self, w_bytes, tau, *, n=1, buffer=None) -> np.ndarray:
@@ -135,20 +190,71 @@ class FirstPrinciplesModel(Model):
         with np.errstate(all="ignore"):
             return self._residual(np.broadcast_to(w, shape).ravel(), r).reshape(shape)
 
-    def _compute(self, tau, n, beta_bits, size_bits, wmax_bits) -> dict:
-        """All quantities for broadcast inputs (validated, in bits/seconds)."""
-        shape = np.broadcast_shapes(np.shape(tau), np.shape(n), np.shape(beta_bits), np.shape(size_bits),
-                                    np.shape(wmax_bits))
+    def _epoch(self, W, r):
+        """(T, N) of one loss epoch with peak W [bits], from the window after a loss: Phase I up to
+        min(W, Cτ) (the variant's Phase I with Cτ replaced by W when W < Cτ), then Phase II up to W."""
+        low = W <= r.bdp
+        T1, N1 = self._phase1(W, Rows(dict(r, bdp=np.minimum(W, r.bdp))))
+        has1 = low | (self._after_loss(W, r) < r.bdp)
+        Tm, Nm = self._phase2(np.maximum(W, r.bdp), r)
+        T = np.where(has1, T1, 0.0) + np.where(low, 0.0, Tm)
+        return T, np.where(has1, N1, 0.0) + np.where(low, 0.0, Nm)
+
+    def _loss_limited(self, segs, r, w_clean):
+        """Peak W_L [bits] of a flow losing one segment in `segs` (rows of per-flow `r`), and its
+        sustained rate N·M/T_epoch [bit/s]; W_L = nan where the loss comes after w_clean (overflow first)."""
+        target = segs * r.M
+        with np.errstate(all="ignore"):
+            binds = self._epoch(w_clean, r)[1] > target
+            W = np.full(r.tau.shape, np.nan)
+            if binds.any():
+                s = r.take(binds)
+                lo, hi = np.log(np.full(s.tau.shape, 1e-3) * s.M), np.log(w_clean[binds])
+                f = lambda x: self._epoch(np.exp(x), s)[1] - target[binds]  # noqa: E731
+                W[binds] = np.exp(illinois_increasing(f, lo, hi, rtol=1e-12))
+            rate = target / self._epoch(np.where(binds, W, w_clean), r)[0]
+        return W, np.where(binds, rate, np.nan)
+
+    def _transient(self, W0, W_L, segs, r, n, sustained):
+        """After slow start ends at the first loss with per-flow window W0 ≫ W_L, the window decays by
+        the variant's after-loss factor per epoch of N segments (growth within these short epochs is
+        neglected) until it reaches W_L. Returns the aggregate data-vs-time curve from the end of slow
+        start: knots Tk [s], Dk [bits] and the rate R [bit/s] after each knot (the last: sustained).
+        The decay stops where an epoch would be slower than the steady state (CUBIC's friendly region)."""
+        keep = self._after_loss(W0, r) / W0
+        W = W0[:, None] * keep[:, None] ** np.arange(1, TRANSIENT_EPOCHS + 1)
+        rate = n[:, None] * np.minimum(W / r.tau[:, None], r.C[:, None])  # epoch k at window W_k  [bit/s]
+        active = (W > W_L[:, None]) & (rate > sustained[:, None])  # until the steady state is as fast
+        seg = (n * segs * r.M)[:, None]  # N segments per flow per epoch  [bits]
+        zero = np.zeros((W0.size, 1))
+        Tk = np.concatenate([zero, np.cumsum(np.where(active, seg / rate, 0.0), axis=1)], axis=1)
+        Dk = np.concatenate([zero, np.cumsum(np.where(active, seg, 0.0), axis=1)], axis=1)
+        R = np.concatenate([np.where(active, rate, sustained[:, None]), sustained[:, None]], axis=1)
+        return Tk, Dk, R
+
+    def _variant_loss_rate(self, segs, r, rate):
+        """Hook: a variant's own lower bound on the loss-limited rate (CUBIC's TCP-friendly region)."""
+        return rate
+
+    def _compute(self, tau, n, beta_bits, size_bits, wmax_bits, duration=None, loss=None) -> dict:
+        """All quantities for broadcast inputs (validated, in bits/seconds); duration [s] selects the
+        duration mode, loss is the probability that a segment is dropped (0: none)."""
+        shapes = [np.shape(x) for x in (tau, n, beta_bits, size_bits, wmax_bits, duration, loss) if x is not None]
+        shape = np.broadcast_shapes(*shapes)
         b = lambda x: np.broadcast_to(np.asarray(x, float), shape).ravel()  # noqa: E731
         r = self._rows(b(tau), b(n), b(beta_bits))
         F, wmax = b(size_bits), b(wmax_bits)
+        p = b(0.0 if loss is None else loss)
         tau, n, C, bdp, M = r.tau, r.n, r.C, r.bdp, r.M
         Wagg = np.minimum(n * wmax, self.wmax_hard_bytes * BITS)  # §IV-D rule 2: W_max = min(n·W_max, W_maxH)
 
         # Slow start (§IV-A), per flow, with the §IV-D threshold.
         w0 = self.initial_window * M
         ssthresh = bdp / 2.0 + r.beta  # §IV-A: ssthresh = Cτ/2 + β  [bits]
-        thresh = np.maximum(np.minimum.reduce([ssthresh, bdp / n, Wagg / n]), w0)  # §IV-D rule 3
+        with np.errstate(divide="ignore"):
+            segs = np.where(p > 0, 1.0 / p, np.inf)  # segments per flow between external losses, N = 1/p
+        loss_ss = w0 + segs * M * LN2  # first loss after N segments: N_s = (thresh − w0)/ln 2 = N·M (Eq. (3))
+        thresh = np.maximum(np.minimum.reduce([ssthresh, bdp / n, Wagg / n, loss_ss]), w0)  # §IV-D rule 3
         Ts = tau * np.log2(thresh / w0)  # Eq. (2), generalised to w(0) = w0: T_s = τ·log2(thresh/w0)  [s]
         Ns = n * (thresh - w0) / LN2  # Eq. (3) × n (§IV-D rule 3): N_s = n·(thresh − w0)/ln 2  [bits]
 
@@ -172,7 +278,14 @@ class FirstPrinciplesModel(Model):
                 Wm = self._solve_wm(s)
                 sub2 = Wm > Wmax2  # subcase 2: the peak is capped at W_max (Fig. 5b)
                 Ws = np.where(sub2, Wmax2, Wm)  # Eq. (11): W_s = min(W_m, W_max)
-                Tm, Nm = self._phase2(Ws, s)
+                # Eq. (8) holds at W_m: N_m = C·T_m + β in subcase 1 (only T_m needed); at W_max otherwise.
+                Tm, Nm = self._phase2_T(Ws, s), s.C * 0.0
+                if sub2.any():
+                    Tm2, Nm2 = self._phase2(Ws[sub2], s.take(sub2))
+                    Tm[sub2] = Tm2
+                Nm = np.where(sub2, 0.0, s.C * Tm + s.beta)
+                if sub2.any():
+                    Nm[sub2] = Nm2
                 g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
                 Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
                 Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
@@ -187,18 +300,52 @@ class FirstPrinciplesModel(Model):
             Na[c2] = N0 + Nm + Nb  # N_a = N_0 + N_m (+ N_β)  [bits]
             Ta[c2] = T0 + Tm + Tb  # T_a = T_0 + T_m (+ T_β)  [s]
 
-        # Sending rate S = (N_s + k·N_a)/(T_s + k·T_a), k = (F − N_s)/N_a  (§IV-B).
-        in_ss = F <= Ns
         with np.errstate(all="ignore"):
-            k = np.where(in_ss, 0.0, (F - Ns) / Na)
             sustained = np.where(case == 1, Wagg / tau, Na / Ta)  # F → ∞: W_max/τ (Case 1), N_a/T_a (Case 2)
-            S = np.where(np.isinf(F), sustained, F / (Ts + k * Ta))
-            # Transfer ends within slow start: invert Eq. (3) for the time that carries F.
-            t_ss = tau * np.log2(1.0 + F * LN2 / (n * w0))
-            S = np.where(in_ss, F / t_ss, S)
+        W_L = np.full(tau.shape, np.nan)
+        lossy = np.isfinite(segs)
+        if lossy.any():  # external loss: per flow on C/n and β/n (module docstring)
+            fl = self._rows(tau[lossy], np.ones(lossy.sum()), r.beta[lossy] / n[lossy], C[lossy] / n[lossy])
+            w_clean = np.where(case[lossy] == 2, out["W_s"][lossy], Wagg[lossy]) / n[lossy]
+            wl, rate = self._loss_limited(segs[lossy], fl, w_clean)
+            rate = self._variant_loss_rate(segs[lossy], fl, rate)
+            W_L[lossy] = wl * n[lossy]
+            sustained[lossy] = np.where(np.isfinite(rate), np.minimum(rate * n[lossy], sustained[lossy]),
+                                        sustained[lossy])
+        loss_limited = np.isfinite(W_L)
+        with np.errstate(all="ignore"):  # a loss epoch carries N segments per flow in T_a = N_a/rate
+            Na = np.where(loss_limited, n * segs * M, Na)
+            Ta = np.where(loss_limited, Na / sustained, Ta)
+            if duration is None:
+                # Sending rate S = (N_s + k·N_a)/(T_s + k·T_a), k = (F − N_s)/N_a  (§IV-B); k·T_a = (F − N_s)/(N_a/T_a).
+                in_ss = F <= Ns
+                k = np.where(in_ss, 0.0, (F - Ns) / Na)
+                S = np.where(np.isinf(F), sustained, F / (Ts + (F - Ns) / sustained))
+                # Transfer ends within slow start: invert Eq. (3) for the time that carries F.
+                t_ss = tau * np.log2(1.0 + F * LN2 / (n * w0))
+                S = np.where(in_ss, F / t_ss, S)
+            else:
+                T = b(duration)
+                in_ss = T <= Ts
+                # Data sent in T: F(T) = N_s + (T − T_s)·N_a/T_a, or Eq. (3) within slow start  [bits]
+                F = np.where(in_ss, n * w0 * (np.exp2(T / tau) - 1.0) / LN2, Ns + (T - Ts) * sustained)
+                k = np.where(in_ss, 0.0, (F - Ns) / Na)
+                S = np.where(np.isinf(T), sustained, F / T)
+            tr = loss_limited & ~in_ss & np.isfinite(sustained)
+            if tr.any():  # the decay from the slow-start window to W_L (_transient)
+                fl = self._rows(tau[tr], np.ones(tr.sum()), r.beta[tr] / n[tr], C[tr] / n[tr])
+                Tk, Dk, R = self._transient(thresh[tr], W_L[tr] / n[tr], segs[tr], fl, n[tr], sustained[tr])
+                if duration is None:
+                    t = np.where(np.isinf(F[tr]), np.inf, Ts[tr] + _along(Dk, Tk, 1.0 / R, F[tr] - Ns[tr]))
+                    S[tr] = np.where(np.isinf(F[tr]), sustained[tr], F[tr] / t)
+                else:
+                    Ftr = Ns[tr] + _along(Tk, Dk, R, T[tr] - Ts[tr])
+                    F[tr] = np.where(np.isinf(T[tr]), F[tr], Ftr)
+                    S[tr] = np.where(np.isinf(T[tr]), sustained[tr], F[tr] / T[tr])
         case = np.where(in_ss, 0, case)
         res = dict(out, T_s=Ts, N_s=Ns, thresh=thresh, W_max=Wagg, T_a=Ta, N_a=Na, k=k, case=case,
-                   subcase=subcase, phase1=phase1, S=S, throughput=np.minimum(S, C))
+                   subcase=subcase, phase1=phase1, W_L=W_L, loss_limited=loss_limited, F=F, S=S,
+                   throughput=np.minimum(S, C))
         return {name: res[name].reshape(shape) for name in COMPONENT_NAMES}
 
     # -- public API --------------------------------------------------------------------------------
@@ -217,13 +364,29 @@ class FirstPrinciplesModel(Model):
         allow_zero = name == "buffer"
         return positive_array(name, value, units="bytes", allow_zero=allow_zero, allow_inf=name != "buffer")
 
-    def components(self, tau, *, n=1, buffer=None, size=None, wmax=None) -> dict[str, np.ndarray]:
-        """Intermediate quantities as arrays of the broadcast shape of (tau, n, buffer, size, wmax).
+    def _duration_loss(self, duration, loss):
+        if duration is None:
+            duration = self.duration_s
+        if duration is not None:
+            duration = positive_array("duration", duration, units="s", allow_inf=True)
+        if loss is not None:
+            loss = positive_array("loss", loss, units="probability per segment", allow_zero=True)
+            if np.any(loss >= 1):
+                raise ValidationError("loss", f"must be < 1 (probability per segment); got {loss.max()!r}")
+        return duration, loss
+
+    def components(self, tau, *, n=1, buffer=None, size=None, wmax=None, duration=None, loss=None
+                   ) -> dict[str, np.ndarray]:
+        """Intermediate quantities as arrays of the broadcast shape of (tau, n, buffer, size, wmax,
+        duration, loss).
 
         tau in s; buffer (β), size (F), wmax (per-flow W_max) in bytes (default: learned or constructor
-        values). Returned: T_s, T_0, T_m, T_beta, T_a [s]; N_s, N_0, N_m, N_beta, N_a, thresh, W_max
-        (aggregate), W_m, W_s [bits]; k (epochs); case (0: ends in slow start, 1, 2); subcase (1: W_m ≤
-        W_max, 2: W_m > W_max, 0: n/a); phase1 (Phase I non-empty); S and throughput = min(S, C) [bit/s].
+        values); duration T in s (default: the constructor's duration_s; given, it replaces size: the
+        throughput of a T-second transfer); loss: probability that a segment is dropped, periodic
+        1 in N as 1/N (default none). Returned: T_s, T_0, T_m, T_beta, T_a [s]; N_s, N_0, N_m, N_beta,
+        N_a, thresh, W_max (aggregate), W_m, W_s, W_L (loss-limited peak, nan: loss does not bind), F
+        (data sent) [bits]; k (epochs); case (0: ends in slow start, 1, 2); subcase (1: W_m ≤ W_max,
+        2: W_m > W_max, 0: n/a); phase1 (Phase I non-empty); loss_limited; S and throughput = min(S, C) [bit/s].
         """
         self._validate_params()
         tau = positive_array("tau", tau, units="s")
@@ -233,20 +396,25 @@ class FirstPrinciplesModel(Model):
         beta = self._param_array("buffer", buffer, self._buffer_default()) * BITS
         F = self._param_array("size", size, self.size_bytes) * BITS
         W = self._param_array("wmax", wmax, self._wmax_default()) * BITS
-        return self._compute(tau, n, beta, F, W)
+        duration, loss = self._duration_loss(duration, loss)
+        return self._compute(tau, n, beta, F, W, duration, loss)
 
-    def predict(self, tau, *, n=1, buffer=None, size=None, wmax=None) -> np.ndarray:
-        """Predicted throughput min(S, C) in bits/s, broadcast over tau [s], n, buffer, size, wmax [bytes]."""
-        return self.components(tau, n=n, buffer=buffer, size=size, wmax=wmax)["throughput"]
+    def predict(self, tau, *, n=1, buffer=None, size=None, wmax=None, duration=None, loss=None) -> np.ndarray:
+        """Predicted throughput min(S, C) in bits/s, broadcast over tau [s], n, buffer, size, wmax [bytes],
+        duration [s] and loss [probability per segment] (see components)."""
+        return self.components(tau, n=n, buffer=buffer, size=size, wmax=wmax, duration=duration,
+                               loss=loss)["throughput"]
 
-    def fit(self, tau, throughput, *, n=1, size=None, buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11)):
+    def fit(self, tau, throughput, *, n=1, size=None, duration=None, loss=None, buffer_bounds=(1e3, 1e10),
+            wmax_bounds=(1e4, 1e11)):
         """Least-squares fit of β (buffer_bytes_) and W_max (wmax_bytes_) to a measured profile.
 
-        tau [s], throughput [bit/s], n and size [bytes] broadcast together; bounds in bytes.
+        tau [s], throughput [bit/s], n, size [bytes], duration [s] and loss broadcast together; bounds in bytes.
         """
         from .fit import fit_buffer_wmax
 
         self._validate_params()
         self.buffer_bytes_, self.wmax_bytes_, self.residuals_ = fit_buffer_wmax(
-            self, tau, throughput, n=n, size=size, buffer_bounds=buffer_bounds, wmax_bounds=wmax_bounds)
+            self, tau, throughput, n=n, size=size, duration=duration, loss=loss, buffer_bounds=buffer_bounds,
+            wmax_bounds=wmax_bounds)
         return self

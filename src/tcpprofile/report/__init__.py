@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import TcpProfileError
 from ..store import Store
-from . import dynamics, html, models, profiles, tables
+from . import dynamics, findings, html, models, profiles, tables
 from .common import Figure, Note, Section, Table
 from .data import ReportData
 
@@ -42,6 +42,7 @@ def build_report(store: Store, out_dir: str | Path) -> Report:
     fits = profiles.SigmoidFits()
     refs = dynamics.references(data)
     sections = [
+        findings.verdicts(store),
         tables.selection(data),
         profiles.mean_profiles(data, out),
         profiles.box_plots(data, out),

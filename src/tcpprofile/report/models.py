@@ -24,7 +24,8 @@ def _table(profiles: list[sel.Profile], cond: dict) -> dict[str, np.ndarray]:
             rows.append({"variant": p.config.variant, "streams": p.config.streams, "rtt_ms": t,
                          "rate_bps": float(cond["rate_bps"]), "buffer_bytes": None,   # β is fitted
                          "socket_buffer_bytes": p.config.buffer_bytes, "transfer_bytes": cond["transfer_bytes"],
-                         "size_bytes": size, "throughput_bps": mean})
+                         "size_bytes": size, "throughput_bps": mean,
+                         "duration_target_s": None if cond["transfer_bytes"] else cond["duration_s"]})
     return {k: np.array([r[k] for r in rows], dtype=object if k in ("buffer_bytes", "socket_buffer_bytes",
                                                                       "transfer_bytes") else None)
             for k in rows[0]}
@@ -53,7 +54,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
     fig, axes = subplots(len(chosen), sharey=False)
     errors, runs = [], 0
     for ax, (n_runs, g, ps) in zip(axes, chosen):
-        (fit,) = models.fit_profiles(_table(ps, g.conditions))
+        (fit,) = models.fit_profiles(_table(ps, g.conditions), heldout=False)
         runs += n_runs
         ns = pick({p.config.streams for p in ps}, 4)
         for k, p in enumerate(sorted((p for p in ps if p.config.streams in ns), key=lambda p: p.config.streams)):
@@ -61,7 +62,9 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
             sizes = (np.full(len(tau), float(g.conditions["transfer_bytes"])) if g.conditions["transfer_bytes"]
                      else p.means * g.conditions["duration_s"] / 8)
             grid = np.linspace(tau[0], tau[-1], 80)
-            pred = fit.model.predict(grid / 1e3, n=p.config.streams, size=np.interp(grid, tau, sizes))
+            mode = ({"size": np.interp(grid, tau, sizes)} if g.conditions["transfer_bytes"]
+                    else {"duration": float(g.conditions["duration_s"])})  # iperf3 -t: the model's duration mode
+            pred = fit.model.predict(grid / 1e3, n=p.config.streams, **mode)
             ax.plot(tau, p.means / G, "o", color=f"C{k}", ms=4, label=f"n={p.config.streams} measured")
             ax.plot(grid, pred / G, "-", color=f"C{k}", lw=1, label=f"model, E={fit.errors[p.config.streams]:.1f} %")
         cfg = ps[0].config

@@ -1,0 +1,35 @@
+"""The verdict table of `tcpprofile reproduce` at the top of the report: the papers' findings checked
+on the store's reproduce-* campaigns (tcpprofile.reproduce.findings)."""
+
+from __future__ import annotations
+
+import math
+
+from ..store import Store
+from .common import Note, Section, Table
+
+
+def _fmt(x: float) -> str:
+    return "–" if not math.isfinite(x) else f"{x:.3g}"
+
+
+def verdicts(store: Store) -> Section:
+    from ..reproduce.campaigns import PREFIX
+    from ..reproduce.findings import check_findings
+
+    title, paper = "Findings of the papers, checked on this data", "HPDC'17 §2-3; eleven-variants slides"
+    has = store.query("SELECT count(*) AS n FROM campaigns WHERE name LIKE ?", [PREFIX + "%"])[0]["n"]
+    if not has:
+        return Section("findings", title, paper, [Note(
+            "Verdicts", "no reproduce-* campaign in this store (run `tcpprofile reproduce --quick --db DB`)")])
+    result = check_findings(store)
+    rows = [[f"({f.id})", f.claim, f.verdict, f.statistic, _fmt(f.interval.estimate),
+             f"[{_fmt(f.interval.low)}, {_fmt(f.interval.high)}]", str(f.interval.n), f.measured] for f in result]
+    classes = ["" if f.verdict == "reproduced" else "flagged" for f in result]
+    return Section("findings", title, paper, [Table(
+        "findings", "Verdicts",
+        "Each finding as a statistic with a 95 % interval from repeated runs (Student t with at least 3 "
+        "repetitions per group; fewer give no interval and an 'undetermined' verdict). Reproduced: the "
+        "interval lies on the claimed side; not reproduced: on the other side; undetermined: it straddles.",
+        ["", "claim", "verdict", "statistic", "estimate", "95 % interval", "n", "measured"], rows,
+        row_classes=classes)])

@@ -1,0 +1,142 @@
+"""The verdict logic of `tcpprofile reproduce` on synthetic stores with known answers."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from synthetic_store import add_link, add_run, build, profile_value
+from tcpprofile.reproduce import findings, stats
+from tcpprofile.reproduce.campaigns import specs
+from tcpprofile.store import Store
+
+RTTS = (0.4, 11.8, 45.6, 91.6, 183.0)
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(tmp_path / "s.duckdb") as s:
+        yield s
+
+
+def _loss_runs(store, *, bbr_factor: float, reps: int = 4, seed: int = 3, shape: str = "concave"):
+    """Periodic 1-in-500 loss: CUBIC/H-TCP Mathis-like ~1/τ, BBR = bbr_factor × C-ish profile."""
+    rng = np.random.default_rng(seed)
+    for rtt in RTTS[1:]:
+        add_link(store, f"P{rtt:g}", rtt, loss_mode="periodic", loss_rate=0.002)
+    for v, rtt, rep in itertools.product(("cubic", "htcp", "bbr"), RTTS[1:], range(reps)):
+        base = 1.8e9 / rtt
+        if v == "bbr":
+            base = 9e9 * (1 - (rtt / 250) ** 2) if shape == "concave" else 9e9 / (1 + rtt / 20)
+            base *= bbr_factor
+        add_run(store, f"loss-{v}-{rtt:g}-{rep}", f"P{rtt:g}", v, 1, None,
+                float(base * (1 + 0.02 * rng.standard_normal())), rep=rep)
+
+
+def test_holds_on_a_store_built_to_show_it(store):
+    build(store, variants=("cubic", "htcp", "scalable", "bbr"), rtts=RTTS, reps=4)
+    _loss_runs(store, bbr_factor=1.0)
+    by_id = {f.id: f for f in findings.check_findings(store, ["c1"])}
+    assert by_id["i"].verdict == stats.REPRODUCED
+    assert by_id["i"].interval.high < 1  # Θ(183 ms)/Θ(0.4 ms) < 1 with its interval
+    assert by_id["iv"].verdict == stats.REPRODUCED, by_id["iv"].measured
+    assert by_id["iv"].interval.low > findings.FAR_ABOVE
+    # only stream comparisons exist (one socket buffer): not enough to call (ii) reproduced
+    assert by_id["ii"].verdict in (stats.UNDETERMINED, stats.REPRODUCED)
+    assert "socket_buffer_bytes" in by_id["ii"].measured
+    # no 1 s traces: nothing to compute exponents from
+    assert by_id["v"].verdict == stats.UNDETERMINED
+
+
+def test_does_not_hold_on_a_store_built_against_it(store):
+    store.insert_campaign({"campaign_id": "c1", "name": "synthetic", "mode": "emulated"})
+    rng = np.random.default_rng(5)
+    for rtt in RTTS:
+        add_link(store, f"L{rtt:g}", rtt)
+    for rtt, rep in itertools.product(RTTS, range(4)):  # throughput rising with τ
+        add_run(store, f"up-{rtt:g}-{rep}", f"L{rtt:g}", "cubic", 1, None,
+                float(2e9 + 3e7 * rtt) * (1 + 0.01 * rng.standard_normal()), rep=rep)
+    _loss_runs(store, bbr_factor=0.01, shape="convex")  # BBR far below CUBIC and convex
+    by_id = {f.id: f for f in findings.check_findings(store, ["c1"])}
+    assert by_id["i"].verdict == stats.NOT_REPRODUCED
+    assert by_id["i"].interval.low > 1
+    assert by_id["iv"].verdict == stats.NOT_REPRODUCED
+    assert by_id["iv"].interval.high < 1
+
+
+def test_two_repetitions_never_give_a_verdict(store):
+    build(store, variants=("cubic",), streams=(1,), rtts=RTTS, reps=2, noise=0.001)
+    (f,) = [f for f in findings.check_findings(store, ["c1"]) if f.id == "i"]
+    assert f.verdict == stats.UNDETERMINED and not f.interval.known
+    assert f.interval.estimate < 1  # the point estimate is still reported
+
+
+def test_more_streams_push_tau_T_up_with_an_interval(store):
+    build(store, variants=("cubic",), streams=(1, 4), buffers=(int(1e8), int(4e8)), rtts=(0.4, 11.8, 22.6,
+          45.6, 91.6, 183.0, 366.0), reps=4, noise=0.01)
+    data = findings.Data.load(store, ["c1"])
+    f = findings.transition_shift(data)
+    assert f.verdict == stats.REPRODUCED, f.measured
+    assert f.interval.low > 0
+
+
+def test_welch_interval_matches_scipy_for_one_cell():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(1.0, 0.2, 5), rng.normal(0.5, 0.4, 4)
+    iv = stats.mean_difference([a], [b])
+    ci = sps.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert iv.low == pytest.approx(ci.low) and iv.high == pytest.approx(ci.high)
+    assert iv.estimate == pytest.approx(a.mean() - b.mean())
+
+
+def test_verdict_is_three_way_and_combines():
+    iv = lambda lo, hi: stats.Interval((lo + hi) / 2, lo, hi, 6)  # noqa: E731
+    assert stats.verdict(iv(0.1, 0.3), above=0) == stats.REPRODUCED
+    assert stats.verdict(iv(-0.3, -0.1), above=0) == stats.NOT_REPRODUCED
+    assert stats.verdict(iv(-0.1, 0.1), above=0) == stats.UNDETERMINED
+    assert stats.verdict(iv(-0.3, -0.1), below=0) == stats.REPRODUCED
+    assert stats.verdict(stats.unknown(0.5), above=0) == stats.UNDETERMINED
+    assert stats.combine([stats.REPRODUCED, stats.UNDETERMINED]) == stats.UNDETERMINED
+    assert stats.combine([stats.REPRODUCED, stats.NOT_REPRODUCED]) == stats.NOT_REPRODUCED
+    assert stats.combine([stats.REPRODUCED] * 3) == stats.REPRODUCED
+
+
+def test_fisher_interval_covers_at_the_nominal_rate():
+    rng = np.random.default_rng(1)
+    rho_true, hits, trials = -0.5, 0, 400
+    for _ in range(trials):
+        rhos, sizes = [], []
+        for n in (8, 12):
+            x = rng.standard_normal(n)
+            y = rho_true * x + math.sqrt(1 - rho_true ** 2) * rng.standard_normal(n)
+            rhos.append(sps.spearmanr(x, y).statistic)
+            sizes.append(n)
+        iv = stats.fisher_combined(rhos, sizes)
+        true_spearman = 6 / math.pi * math.asin(rho_true / 2)
+        hits += iv.low <= true_spearman <= iv.high
+    assert 0.90 <= hits / trials <= 0.99
+
+
+def test_quick_mode_fits_its_time_budget():
+    from tcpprofile.campaign import LINK_SETUP_ESTIMATE_S, expected_seconds
+    quick = specs("quick")
+    runs = [p for s in quick for p in s.sweep()]
+    seconds = sum(expected_seconds(p) + 2.5 for p in runs) + LINK_SETUP_ESTIMATE_S * sum(len(s.links) for s in quick)
+    assert seconds < 45 * 60
+    assert {s.links[0].loss.mode for s in quick} == {"none", "periodic"}
+    assert all(p.duration_s is not None for p in runs)  # duration mode (model fit on -t runs)
+    assert all(s.repetitions >= stats.MIN_REPS for s in quick)
+
+
+def test_report_section_shows_the_verdicts_of_reproduce_campaigns(store):
+    from tcpprofile.report.findings import verdicts
+    build(store, variants=("cubic",), streams=(1,), rtts=RTTS, reps=3)
+    assert verdicts(store).items[0].title == "Verdicts" and not hasattr(verdicts(store).items[0], "rows")
+    store.con.execute("UPDATE campaigns SET name = 'reproduce-quick-clean' WHERE campaign_id = 'c1'")
+    (table,) = verdicts(store).items
+    assert [r[0] for r in table.rows] == ["(i)", "(ii)", "(iii)", "(iv)", "(v)"]
+    assert table.rows[0][2] == stats.REPRODUCED
