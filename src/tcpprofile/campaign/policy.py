@@ -54,4 +54,7 @@ POLICIES: dict[str, Callable[[CampaignSpec, int | None], Policy]] = {
 
 
 def for_spec(spec: CampaignSpec, seed: int | None) -> Policy:
+    if spec.adaptive:
+        from .adaptive import AdaptiveRepetitions
+        return AdaptiveRepetitions(spec, seed)
     return POLICIES["fixed"](spec, seed)

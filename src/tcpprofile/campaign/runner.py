@@ -78,6 +78,8 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                     remaining = later or sum(len(b.runs) for b in policy.plan(recorder))
                     break
             blocks = policy.plan(recorder)
+    if hasattr(policy, "stops"):               # why each configuration stopped (adaptive, tune)
+        recorder.record_stops(policy.stops(recorder))
     notes = tuple(getattr(policy, "summary_notes", lambda r: ())(recorder))
     return summarise(store, campaign_id, seed, policy.total(recorder), skipped, remaining, notes)
 
