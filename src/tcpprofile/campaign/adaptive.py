@@ -16,14 +16,12 @@ every configuration still open, all in the order of the seeded schedule of the m
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import defaultdict
 
 from .. import decide
 from ..spec import CampaignSpec, RunPoint
 from .executor import Block
-from .policy import blocks_of
+from .policy import blocks_of, config_key
 from .recorder import Recorder
 
 
@@ -37,10 +35,6 @@ def stop_reason(values: list[float], runs: int, *, min_reps: int, max_reps: int,
         if m.half_width(confidence) <= precision * abs(m.value):
             return "precision"
     return "maximum" if runs >= max_reps else None
-
-
-def config_key(p: RunPoint) -> str:
-    return hashlib.sha256(json.dumps(p.configuration(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 class AdaptiveRepetitions:

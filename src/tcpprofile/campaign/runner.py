@@ -71,6 +71,8 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                             len(now))
             for event in executor.run(now):
                 recorder.record(event)        # committed before it is shown
+                if hasattr(policy, "observe"):
+                    policy.observe(event)
                 _show(progress, event)
             if budget is not None:
                 budget -= sum(len(b.runs) for b in now)

@@ -175,6 +175,11 @@ def print_text(choice, settings, applied, ping, top: int) -> None:
     r = choice.recommended
     print(f"\nRecommended: {r.config.label()} — expected {_gbps(r.throughput_bps)} Gbit/s "
           f"({r.method}{', ' + r.model if r.model else ''})")
+    print_settings(settings, applied)
+
+
+def print_settings(settings, applied) -> None:
+    """The host settings block (shared with `tcpprofile tune`)."""
     print("\nHost settings (not applied unless --apply):")
     for k, v in settings.sysctls.items():
         print(f"  sysctl -w {k}=\"{v}\"")
