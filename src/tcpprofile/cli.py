@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "analyze": "tcpprofile.commands.analyze",
     "model": "tcpprofile.commands.model",
     "select": "tcpprofile.commands.select",
+    "tune": "tcpprofile.commands.tune",
     "report": "tcpprofile.commands.report",
 }
 

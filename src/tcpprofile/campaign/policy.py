@@ -9,6 +9,8 @@ Registry: POLICIES (name -> factory(spec, seed)); `for_spec` picks the spec's po
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Callable, Protocol
 
@@ -20,6 +22,11 @@ from .recorder import Recorder
 class Policy(Protocol):
     def plan(self, recorder: Recorder) -> list[Block]: ...
     def total(self, recorder: Recorder) -> int: ...     # runs in the design, for the summary
+
+
+def config_key(p: RunPoint) -> str:
+    """A configuration's identity (everything but the repetition): 16 hex of its sha256."""
+    return hashlib.sha256(json.dumps(p.configuration(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def blocks_of(runs: Sequence[tuple[int, RunPoint]]) -> list[Block]:
@@ -54,4 +61,7 @@ POLICIES: dict[str, Callable[[CampaignSpec, int | None], Policy]] = {
 
 
 def for_spec(spec: CampaignSpec, seed: int | None) -> Policy:
+    if spec.adaptive:
+        from .adaptive import AdaptiveRepetitions
+        return AdaptiveRepetitions(spec, seed)
     return POLICIES["fixed"](spec, seed)

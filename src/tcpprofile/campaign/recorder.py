@@ -37,6 +37,10 @@ class Recorder:
         elif isinstance(event, RunDone):
             self.store.put_run(event.row, intervals=event.intervals, cwnd=event.cwnd)
 
+    def record_stops(self, rows: list[dict]) -> None:
+        """Why each configuration stopped (table stops), replacing what an earlier invocation wrote."""
+        self.store.put_stops(self.campaign_id, rows)
+
     # -- what policies read -------------------------------------------------------------------------
     def finished_run_ids(self) -> set[str]:
         return self.store.finished_run_ids(self.campaign_id)

@@ -71,6 +71,8 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                             len(now))
             for event in executor.run(now):
                 recorder.record(event)        # committed before it is shown
+                if hasattr(policy, "observe"):
+                    policy.observe(event)
                 _show(progress, event)
             if budget is not None:
                 budget -= sum(len(b.runs) for b in now)
@@ -78,6 +80,8 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                     remaining = later or sum(len(b.runs) for b in policy.plan(recorder))
                     break
             blocks = policy.plan(recorder)
+    if hasattr(policy, "stops"):               # why each configuration stopped (adaptive, tune)
+        recorder.record_stops(policy.stops(recorder))
     notes = tuple(getattr(policy, "summary_notes", lambda r: ())(recorder))
     return summarise(store, campaign_id, seed, policy.total(recorder), skipped, remaining, notes)
 
