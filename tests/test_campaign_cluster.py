@@ -57,6 +57,8 @@ def cluster():
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"   # every Ray process on 127.0.0.1 (before import)
     ray_mod = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
+    for module in (sys.modules[__name__], unit):            # the fakes travel to the nodes by value
+        ray_mod.cloudpickle.register_pickle_by_value(module)
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
     try:
         for _ in range(2):
@@ -113,11 +115,9 @@ duration = "1s"
 def test_cluster_campaign_has_exactly_the_local_runs(cluster, tmp_path):
     """Same spec, this machine vs the 2-node cluster: the same run ids with the same seq, each once,
     and the cluster's links were held by two different node processes."""
-    import ray.cloudpickle
+    import ray
     from tcpprofile.campaign.cluster import RayExecutor
     from tcpprofile.campaign.executor import Settings
-    for module in (sys.modules[__name__], unit):          # the fakes travel to the nodes
-        ray.cloudpickle.register_pickle_by_value(module)
     ensure_two_nodes(cluster)
     s = spec.parse(FAKE_SPEC)
     rows = {}
@@ -135,6 +135,24 @@ def test_cluster_campaign_has_exactly_the_local_runs(cluster, tmp_path):
     assert len({r["holder"] for r in rows["local"]}) == 1
     assert len({r["holder"] for r in rows["cluster"]}) == 2
     assert ray.is_initialized() is False     # the executor disconnects at the end
+
+
+def test_tune_spreads_each_round_over_both_nodes(cluster, tmp_path):
+    """tune races on one link configuration: each round is split so that both nodes measure; every
+    candidate still gets exactly one run per round."""
+    from tcpprofile import tune
+    from tcpprofile.campaign.cluster import RayExecutor
+    from tcpprofile.campaign.executor import Settings
+    ensure_two_nodes(cluster)
+    s = tune.spec_for(rtt="10ms", host=None, rate="200Mbit", variants=["cubic", "reno"], streams=[1, 2],
+                      buffers=["default"], duration="1s", max_rounds=3, seed=5)
+    with Store.open(tmp_path / "tune.duckdb") as store:
+        res = tune.tune(s, store, first=2, out=io.StringIO(),
+                        executor=RayExecutor(cluster.address, Settings.of(s), fake_link))
+        rounds = store.query("SELECT repetition, count(*) AS n, count(DISTINCT l.flags) AS holders FROM runs "
+                             "JOIN links l USING (link_id) GROUP BY repetition ORDER BY repetition")
+    assert res.stop == "tie" and res.rounds == 2          # identical stand-in results: a tie after the first test
+    assert [(r["n"], r["holders"]) for r in rounds] == [(4, 2), (4, 2)]
 
 
 # -- real links (privileged) ----------------------------------------------------------------------

@@ -11,7 +11,8 @@ Ray is imported by this module only, and this module only with --cluster.
 
 On a node, a TestbedNode actor wraps a LocalExecutor (congestion control loaded once, a link kept up
 while consecutive blocks ask for it) and hands its events to the driver one per call. The driver deals
-the policy's blocks to idle nodes, a node that already holds a block's link first.
+the policy's blocks to idle nodes, a node that already holds a block's link first; a round with fewer
+blocks than nodes (tune: one link configuration) is split so that every node gets a share.
 
 Faults. Ray's own retries are off (max_restarts=0, max_task_retries=0): a retry is a measurement, and
 the executor already retries a failed run (the spec's `retries`). A node that dies takes its actor and
@@ -154,7 +155,7 @@ class RayExecutor:
 
     # -- scheduling ---------------------------------------------------------------------------------
     def run(self, blocks: Sequence[Block]) -> Iterator[Event]:
-        queue = collections.deque(blocks)
+        queue = collections.deque(spread(blocks, len(self.nodes)))
         idle_since = looked = time.monotonic()
         while queue or any(n.block is not None for n in self.nodes):
             if time.monotonic() - looked > POLL_S:
@@ -218,6 +219,21 @@ class RayExecutor:
 
     def _offered(self) -> int:
         return int(ray.cluster_resources().get(RESOURCE, 0))
+
+
+def spread(blocks: Sequence[Block], nodes: int) -> list[Block]:
+    """Split the longest blocks into contiguous halves (schedule order kept) until every node can have
+    one: a round on one link configuration (tune, a policy's next round) then runs on every node, each
+    with its own copy of the link."""
+    blocks = list(blocks)
+    while 0 < len(blocks) < nodes:
+        i = max(range(len(blocks)), key=lambda k: len(blocks[k].runs))
+        runs = blocks[i].runs
+        if len(runs) < 2:
+            break
+        half = (len(runs) + 1) // 2
+        blocks[i:i + 1] = [Block(blocks[i].link, runs[:half]), Block(blocks[i].link, runs[half:])]
+    return blocks
 
 
 def _cause(err: RayTaskError) -> BaseException:

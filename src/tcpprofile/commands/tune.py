@@ -33,6 +33,7 @@ def register(sub) -> None:
     p.add_argument("--first", type=int, default=3, help="rounds before the first test (default 3)")
     p.add_argument("--max-rounds", type=int, default=10, help="at most this many rounds (default 10)")
     p.add_argument("--seed", type=int, help="seed of the run order (default: drawn and recorded)")
+    p.add_argument("--cluster", metavar="ADDRESS", help="race on a Ray cluster's testbed nodes (docs/cluster.md)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--apply", action="store_true", help="apply the settings (needs --netns or --host-settings)")
     p.add_argument("--netns", help="with --apply: the network namespace to apply the sysctls in")
@@ -44,6 +45,7 @@ def main(args: argparse.Namespace) -> int:
     from .. import decide, select as sel, spec as specs, tune, units
     from ..errors import ValidationError
     from ..store import Store
+    from .run import cluster_executor
     from .select import print_settings
 
     margin = decide.parse_fraction("--margin", args.margin, lo=-1e-12)
@@ -66,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
                           max_rounds=args.max_rounds, seed=args.seed)
     with Store.open(args.db) as store:
         res = tune.tune(s, store, margin=margin, confidence=confidence, first=args.first, budget_s=budget_s,
-                        out=sys.stderr)
+                        out=sys.stderr, executor=cluster_executor(s, args.cluster))
         settings = applied = None
         if res.chosen:
             kernel = store.query("SELECT any_value(cc_kernel_name) AS k, any_value(cc_impl) AS i FROM runs "
