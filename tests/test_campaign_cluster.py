@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -27,7 +28,7 @@ from tcpprofile.store.db import Store
 TESTS = Path(__file__).resolve().parent
 FIXTURE = unit.DATA / "one_stream.json"
 TCPPROFILE = [sys.executable, "-m", "tcpprofile.cli"]
-RESOURCE = "tcpprofile_testbed"
+RESOURCE = "tcpprofile_testbed"          # the documented name (docs/cluster.md)
 DRIVER_TIMEOUT_S = 300
 
 
@@ -51,12 +52,25 @@ print(sorted(m for m in sys.modules if m == "ray" or m.startswith("ray.")))
     assert r.stdout.strip() == "[]"
 
 
+def test_cluster_start_line_offers_the_resource_the_executor_asks_for():
+    r = subprocess.run(TCPPROFILE + ["cluster", "start", "--address", "192.0.2.9:6379", "--print"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    argv = shlex.split(r.stdout)
+    assert argv[:2] == ["ray", "start"] and "--address=192.0.2.9:6379" in argv
+    resources = next(a for a in argv if a.startswith("--resources="))
+    assert json.loads(resources.split("=", 1)[1]) == {RESOURCE: 1}
+
+
 # -- the cluster ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster():
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"   # every Ray process on 127.0.0.1 (before import)
     ray_mod = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
+
+    from tcpprofile.campaign import cluster as executor_module
+    assert executor_module.RESOURCE == RESOURCE
     for module in (sys.modules[__name__], unit):            # the fakes travel to the nodes by value
         ray_mod.cloudpickle.register_pickle_by_value(module)
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
@@ -122,7 +136,7 @@ def test_cluster_campaign_has_exactly_the_local_runs(cluster, tmp_path):
     s = spec.parse(FAKE_SPEC)
     rows = {}
     for label in ("local", "cluster"):
-        ex = RayExecutor(cluster.address, Settings.of(s), fake_link) if label == "cluster" else None
+        ex = RayExecutor(cluster.address, Settings.of(s), fake_link, own_links=True) if label == "cluster" else None
         with Store.open(tmp_path / f"{label}.duckdb") as store:
             summary = campaign.run_campaign(s, store, out=io.StringIO(), environments=fake_link, executor=ex)
             assert summary.ok == summary.total == 12
@@ -137,9 +151,11 @@ def test_cluster_campaign_has_exactly_the_local_runs(cluster, tmp_path):
     assert ray.is_initialized() is False     # the executor disconnects at the end
 
 
-def test_tune_spreads_each_round_over_both_nodes(cluster, tmp_path):
-    """tune races on one link configuration: each round is split so that both nodes measure; every
-    candidate still gets exactly one run per round."""
+@pytest.mark.parametrize("own_links, holders", [(True, 2), (False, 1)])
+def test_tune_spreads_each_round_over_both_nodes_unless_the_link_is_shared(cluster, tmp_path, own_links, holders):
+    """tune races on one link configuration: with a copy of the link per node (emulated) each round is
+    split so that both nodes measure; a shared one (a remote server) is measured by one node at a time.
+    Every candidate gets exactly one run per round either way."""
     from tcpprofile import tune
     from tcpprofile.campaign.cluster import RayExecutor
     from tcpprofile.campaign.executor import Settings
@@ -148,11 +164,11 @@ def test_tune_spreads_each_round_over_both_nodes(cluster, tmp_path):
                       buffers=["default"], duration="1s", max_rounds=3, seed=5)
     with Store.open(tmp_path / "tune.duckdb") as store:
         res = tune.tune(s, store, first=2, out=io.StringIO(),
-                        executor=RayExecutor(cluster.address, Settings.of(s), fake_link))
+                        executor=RayExecutor(cluster.address, Settings.of(s), fake_link, own_links=own_links))
         rounds = store.query("SELECT repetition, count(*) AS n, count(DISTINCT l.flags) AS holders FROM runs "
                              "JOIN links l USING (link_id) GROUP BY repetition ORDER BY repetition")
     assert res.stop == "tie" and res.rounds == 2          # identical stand-in results: a tie after the first test
-    assert [(r["n"], r["holders"]) for r in rounds] == [(4, 2), (4, 2)]
+    assert [(r["n"], r["holders"]) for r in rounds] == [(4, holders), (4, holders)]
 
 
 # -- real links (privileged) ----------------------------------------------------------------------

@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "import": "tcpprofile.commands.import_",
     "export": "tcpprofile.commands.export",
     "testbed": "tcpprofile.commands.testbed",
+    "cluster": "tcpprofile.commands.cluster",
     "cc": "tcpprofile.commands.cc",
     "analyze": "tcpprofile.commands.analyze",
     "model": "tcpprofile.commands.model",

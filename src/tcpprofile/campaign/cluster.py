@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
+from ..commands.cluster import start_argv
 from ..errors import TcpProfileError
 from ..spec import CampaignSpec, LinkPoint
 from .environments import EnvironmentFactory, emulated, link_config
@@ -45,12 +46,6 @@ RESOURCE = "tcpprofile_testbed"
 NODE_WAIT_S = 120.0          # no testbed node for this long: stop (the campaign resumes when run again)
 POLL_S = 2.0                 # how often the driver looks for nodes that joined or left
 CLOSE_TIMEOUT_S = 60.0       # graceful teardown of the links at the end, before the actors are killed
-
-
-def start_argv(head: bool, address: str | None, port: int = 6379) -> list[str]:
-    """The `ray start` line that makes this machine a testbed node (THE documented line)."""
-    argv = ["ray", "start", f"--resources={{\"{RESOURCE}\": 1}}"]
-    return argv + (["--head", f"--port={port}"] if head else [f"--address={address}"])
 
 
 class TestbedNode:
@@ -113,8 +108,12 @@ class RayExecutor:
     """The Executor for `--cluster ADDRESS`: blocks run on the cluster's testbed nodes, in parallel."""
 
     def __init__(self, address: str, settings: Settings, environments: EnvironmentFactory, *,
-                 node_wait_s: float = NODE_WAIT_S):
+                 own_links: bool | None = None, node_wait_s: float = NODE_WAIT_S):
+        """own_links: every node sets up its own copy of a link configuration (emulated links, the
+        default for `emulated`), so several nodes may run one configuration's runs at once; otherwise
+        (a remote iperf3 server, shared by every node) a configuration runs on one node at a time."""
         self.address, self.settings, self.environments = address, settings, environments
+        self.own_links = environments is emulated if own_links is None else own_links
         self.node_wait_s = node_wait_s
         self.nodes: list[_Node] = []
         self.lost = 0                           # nodes lost during this campaign (for the caller)
@@ -155,7 +154,7 @@ class RayExecutor:
 
     # -- scheduling ---------------------------------------------------------------------------------
     def run(self, blocks: Sequence[Block]) -> Iterator[Event]:
-        queue = collections.deque(spread(blocks, len(self.nodes)))
+        queue = collections.deque(spread(blocks, len(self.nodes)) if self.own_links else blocks)
         idle_since = looked = time.monotonic()
         while queue or any(n.block is not None for n in self.nodes):
             if time.monotonic() - looked > POLL_S:
@@ -193,11 +192,15 @@ class RayExecutor:
                     yield value
 
     def _deal(self, queue: collections.deque) -> None:
-        """Give each idle node a block: one on the link it holds if queued, else the first."""
+        """Give each idle node a block: one on the link it holds if queued, else the first it may run."""
         for node in self.nodes:
             if not queue or node.host is None or node.block is not None:
                 continue
-            block = next((b for b in queue if b.link == node.link), queue[0])
+            busy = set() if self.own_links else {n.block.link for n in self.nodes if n.block is not None}
+            allowed = [b for b in queue if b.link not in busy]
+            if not allowed:
+                return
+            block = next((b for b in allowed if b.link == node.link), allowed[0])
             queue.remove(block)
             node.block, node.link, node.done = block, block.link, set()
             node.pending = node.actor.step.remote(block)
