@@ -230,14 +230,20 @@ def raylet_pid(node) -> int:
     return node.all_processes["raylet"][0].process.pid
 
 
+def cluster_links(cluster) -> list[tuple]:
+    """(node, link status row) of every link held by an actor of this cluster's testbed nodes."""
+    from tcpprofile.testbed import cleanup
+    by_raylet = {raylet_pid(n): n for n in nodes_of(cluster)}
+    return [(by_raylet[parent(link["owner_pid"] or 0)], link) for link in cleanup.status()
+            if parent(link["owner_pid"] or 0) in by_raylet]
+
+
 def measuring_node(cluster):
     """The testbed node whose link is running a measurement's iperf3 client now (not calibration's)."""
-    from tcpprofile.testbed import calibrate, cleanup
-    by_raylet = {raylet_pid(n): n for n in nodes_of(cluster)}
+    from tcpprofile.testbed import calibrate
     probe = f" -p {calibrate.IPERF_PORT} "                      # the calibration's rate probe
-    for link in cleanup.status():
-        node = by_raylet.get(parent(link["owner_pid"] or 0))
-        if node is not None and any(p["cmdline"].startswith("iperf3 -c") and probe not in p["cmdline"]
+    for node, link in cluster_links(cluster):
+        if any(p["cmdline"].startswith("iperf3 -c") and probe not in p["cmdline"]
                                     for p in link["processes"]):
             return node, link["tag"]
     return None
@@ -297,3 +303,18 @@ def test_driver_killed_and_restarted_resumes(cluster, tmp_path):
     runs = {r["run_id"]: r for r in check_every_run_once(db, spec_path)}
     for r in before:
         assert runs[r["run_id"]] == r          # finished before the kill: unchanged
+
+
+@pytest.mark.privileged
+def test_driver_interrupted_mid_run_leaves_no_link_behind(cluster, tmp_path):
+    """SIGINT: the busy nodes' actors are killed at once and their links swept on their machines."""
+    with campaign_on(cluster, tmp_path, "interrupt") as (spec_path, db, start):
+        proc = start()
+        wait_for(lambda: measuring_node(cluster), 180, "a measurement running on a testbed node")
+        tags = {link["tag"] for _, link in cluster_links(cluster)}
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=DRIVER_TIMEOUT_S)
+        left = {ns for ns in link_namespaces() if any(f"-{t}-" in ns for t in tags)}   # before the fixture's cleanup
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "tcpprofile run: interrupted"
+    assert tags and not left

@@ -28,13 +28,15 @@ node offering the resource for NODE_WAIT_S the driver stops (exit 2); run it aga
 from __future__ import annotations
 
 import collections
+import os
 import socket
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import ray
-from ray.exceptions import RayActorError, RayTaskError
+from ray.exceptions import RayActorError, RayError, RayTaskError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..commands.cluster import start_argv
 from ..errors import TcpProfileError
@@ -57,11 +59,12 @@ class TestbedNode:
         self.events: Iterator[Event] | None = None
         self.link: LinkPoint | None = None
 
-    def prepare(self) -> str:
-        """Remove leftovers of dead links on this machine, load congestion control; returns the host name."""
+    def prepare(self) -> tuple[str, str, int]:
+        """Remove leftovers of dead links on this machine, load congestion control; returns the host
+        name, the Ray node id and this process's pid (the owner of the links it sets up)."""
         self._clean()
         self.local = LocalExecutor(self.settings, self.environments).__enter__()
-        return socket.gethostname()
+        return socket.gethostname(), ray.get_runtime_context().get_node_id(), os.getpid()
 
     def step(self, block: Block | None = None) -> Event | None:
         """Start `block` (if given) and return its next event; None once the block is done."""
@@ -87,12 +90,25 @@ class TestbedNode:
             cleanup_leftovers()
 
 
+def sweep(owner_pid: int) -> list[str]:
+    """On a node whose actor was killed mid-run: once that process is gone, remove what its link left
+    (iperf3 and delayd run in their own sessions; cleanup_leftovers removes dead owners' things only)."""
+    from ..testbed import cleanup_leftovers
+    from ..testbed.calibrate import wait_until
+    from ..testbed.netns import process_start_time
+    wait_until(lambda: process_start_time(owner_pid) is None, timeout=CLOSE_TIMEOUT_S,   # gone, or a zombie
+               what=f"the killed actor {owner_pid} to exit")
+    return cleanup_leftovers()
+
+
 @dataclass(eq=False)
 class _Node:
     """The driver's view of one actor: its readiness, the link it holds and the block it runs."""
     actor: object
     pending: object                           # the ObjectRef the driver waits on for this node
     host: str | None = None                   # set once prepared
+    node_id: str | None = None
+    pid: int | None = None
     link: LinkPoint | None = None
     block: Block | None = None
     done: set[int] = field(default_factory=set)   # seqs of the block already recorded
@@ -142,12 +158,23 @@ class RayExecutor:
         return self
 
     def __exit__(self, *exc) -> None:
+        """Idle nodes take their links down; nodes still running (an interrupt, an error) are killed at
+        once and their links' processes swept on their machines."""
         try:
-            closing = [n.actor.close.remote() for n in self.nodes if n.host is not None]
+            busy = [n for n in self.nodes if n.block is not None and n.pid is not None]
+            closing = [n.actor.close.remote() for n in self.nodes if n.host is not None and n.block is None]
             if closing:
                 ray.wait(closing, num_returns=len(closing), timeout=CLOSE_TIMEOUT_S)
             for n in self.nodes:
                 ray.kill(n.actor, no_restart=True)
+            if busy and self.environments is emulated:
+                sweeps = [ray.remote(sweep).options(
+                    num_cpus=0, max_retries=0,
+                    scheduling_strategy=NodeAffinitySchedulingStrategy(n.node_id, soft=False)).remote(n.pid)
+                    for n in busy]
+                ray.wait(sweeps, num_returns=len(sweeps), timeout=2 * CLOSE_TIMEOUT_S)
+        except RayError:
+            pass        # the cluster is going: leftovers wait for the next actor there (or `testbed down`)
         finally:
             self.nodes = []
             ray.shutdown()
@@ -182,7 +209,7 @@ class RayExecutor:
                 except RayTaskError as err:
                     raise _cause(err) from None
                 if node.host is None:            # prepared: idle, ready for a block
-                    node.host, node.pending = value, None
+                    (node.host, node.node_id, node.pid), node.pending = value, None
                 elif value is None:              # block done; the link stays up for a later block
                     node.block, node.pending = None, None
                 else:
