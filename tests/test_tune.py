@@ -38,9 +38,26 @@ def test_survivors_within_the_margin_are_a_tie_and_the_simplest_wins():
     # tight, their interval lies within ±1 % of the leader: a tie after the first test
     base = np.array([9.0, 9.3, 8.8]) * G
     values = {"n8": list(base * 1.001), "n1": list(base)}
-    st = replay(values, **RULE)
-    assert st.stop == "tie" and st.need is None and st.ties == ["n1"]
+    st = replay(values, **RULE, simplicity=lambda c: int(c[1:]))
+    assert st.stop == "tie" and st.need is None and st.ties == ["n8"]     # what the simplest ties with
     assert choose(st, values, 0.01, simplicity=lambda c: int(c[1:])) == "n1"
+
+
+def test_the_simplest_must_tie_with_the_best_not_just_with_its_neighbour():
+    """n1 is 0.8 % below n4 and n4 0.8 % below n8: n1 is 1.6 % below the best and must not win, though
+    it ties with n4. Tight, shared round effects: everything is resolved within the ten rounds."""
+    swing = np.array([1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.01, 0.99, 1.0, 1.0]) * 9 * G
+    values = {"n1": list(swing * 0.984), "n4": list(swing * 0.992), "n8": list(swing)}
+    simple = lambda c: int(c[1:])   # noqa: E731
+    st = replay(values, **RULE, simplicity=simple)
+    assert "n1" in st.dropped and choose(st, values, 0.01, simplicity=simple) == "n4"
+
+
+def test_max_rounds_caps_a_race_with_every_round_at_hand():
+    rng = np.random.default_rng(2)
+    values = {k: list(9 * G * (1 + 0.01 * rng.standard_normal(10))) for k in "ab"}
+    st = replay(values, **{**RULE, "margin": 0.0001, "max_rounds": 5})
+    assert st.rounds <= 5 and st.need is None
 
 
 def test_the_race_stops_when_the_budget_would_be_overrun():

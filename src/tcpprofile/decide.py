@@ -12,6 +12,7 @@ best are a tie, and a tie goes to the simplest configuration (select.TIE_BREAK).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -22,6 +23,12 @@ from .errors import ValidationError
 
 DEFAULT_MARGIN = 0.01
 DEFAULT_CONFIDENCE = 0.95
+
+
+@functools.lru_cache(maxsize=4096)
+def t_quantile(q: float, df: float) -> float:
+    """Student t quantile (cached: races and replays ask for the same few again and again)."""
+    return float(stats.t.ppf(q, df))
 
 
 @dataclass(frozen=True)
@@ -40,8 +47,15 @@ class Mean:
         """Two-sided Student-t interval value ± t_{1−α/2, df}·se; None below two repetitions."""
         if not self.df >= 1 or not math.isfinite(self.var):
             return None
-        half = float(stats.t.ppf(0.5 + confidence / 2, self.df)) * self.se
+        half = t_quantile(0.5 + confidence / 2, self.df) * self.se
         return self.value - half, self.value + half
+
+    def bound(self, confidence: float, side: str) -> float | None:
+        """One-sided bound at `confidence`: value ± t_{confidence, df}·se ('upper' or 'lower')."""
+        if not self.df >= 1 or not math.isfinite(self.var):
+            return None
+        step = t_quantile(confidence, self.df) * self.se
+        return self.value + step if side == "upper" else self.value - step
 
     def half_width(self, confidence: float = DEFAULT_CONFIDENCE) -> float:
         """Half the interval's width (inf when there is none)."""

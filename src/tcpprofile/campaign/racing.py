@@ -49,50 +49,59 @@ def _mean(xs) -> float:
 
 
 def replay(values: dict, *, first: int, max_rounds: int, margin: float, confidence: float,
+           simplicity: Callable = str,
            affordable: Callable[[int, list], bool] = lambda r, alive: True) -> RaceState:
     """The race's state given values[c] = [round 0, round 1, …] (None: failed; shorter: not run yet)."""
     st = RaceState(alive=sorted(values, key=str))
     r = 0
     while True:
+        if r >= max_rounds:
+            st.need, st.stop = None, "rounds"
+            return st
         if any(len(values[c]) <= r for c in st.alive):     # round r not complete: run (the rest of) it
             started = any(len(values[c]) > r for c in st.alive)
-            if r >= max_rounds:
-                st.need, st.stop = None, "rounds"
-            elif not started and r > 0 and not affordable(r, st.alive):
+            if not started and r > 0 and not affordable(r, st.alive):
                 st.need, st.stop = None, "budget"
             else:
                 st.need = r
             return st
         st.rounds = r + 1
         if st.rounds >= first:
-            _test(st, values, r, margin, confidence)
+            _test(st, values, r, margin, confidence, simplicity)
             if st.stop:
                 st.need = None
                 return st
         r += 1
 
 
-def _test(st: RaceState, values: dict, r: int, margin: float, confidence: float) -> None:
+def _test(st: RaceState, values: dict, r: int, margin: float, confidence: float, simplicity: Callable) -> None:
     means = {c: _mean(values[c][: r + 1]) for c in st.alive}
     leader = max(st.alive, key=lambda c: (means[c], str(c)))
     m = margin * abs(means[leader])
-    ties, keep = [], [leader]
+
+    def diff(a, b):      # paired mean of a − b over the rounds both have a value for
+        pairs = [(x, y) for x, y in zip(values[a][: r + 1], values[b][: r + 1]) if x is not None and y is not None]
+        return decide.paired(*zip(*pairs)) if len(pairs) >= 2 else None
+
+    keep = [leader]
     for c in st.alive:
         if c == leader:
             continue
-        pairs = [(x, y) for x, y in zip(values[c][: r + 1], values[leader][: r + 1]) if x is not None and y is not None]
-        ci = decide.paired(*zip(*pairs)).interval(confidence) if len(pairs) >= 2 else None   # mean(c − L)
-        if ci is not None and ci[1] < -m:
+        d = diff(c, leader)
+        upper = d.bound(confidence, "upper") if d else None
+        if upper is not None and upper < -m:          # worse than the leader by more than the margin
             st.dropped[c] = (r + 1, leader)
-            continue
-        keep.append(c)
-        if ci is not None and ci[0] >= -m:
-            ties.append(c)
+        else:
+            keep.append(c)
     st.alive = sorted(keep, key=str)
-    st.leader, st.ties = leader, ties
+    st.leader = leader
+    # the decision is the simplest survivor S once no survivor can be better than S by more than the margin
+    # (survivors are only ever dropped as worse than the leader, so the best stays among them)
+    s = min(st.alive, key=simplicity)
+    st.ties = [x for x in st.alive if x != s]
     if len(st.alive) == 1:
         st.stop = "one left"
-    elif len(ties) == len(st.alive) - 1:
+    elif all((d := diff(x, s)) is not None and d.bound(confidence, "upper") <= m for x in st.ties):
         st.stop = "tie"
 
 
@@ -156,7 +165,8 @@ class Racing:
 
         values = self.values(finished)
         self.state = replay(values, first=self.first, max_rounds=self.spec.repetitions, margin=self.margin,
-                            confidence=self.confidence, affordable=affordable)
+                            confidence=self.confidence, simplicity=lambda c: simplicity(self.candidate(c)),
+                            affordable=affordable)
         return self.state, values
 
     def plan(self, recorder: Recorder) -> list[Block]:
