@@ -103,7 +103,7 @@ def run_with(tmp_path, inject, on_setup=None):
                                 "FROM links")
         intervals = store.query("SELECT run_id, count(*) AS n FROM intervals GROUP BY run_id")
     for link in links:   # every link of the campaign is gone, with its processes
-        assert not {link.ns_sender, link.ns_router, link.ns_receiver} & set(netns.netns_list())
+        assert not set(link.namespaces) & set(netns.netns_list())
         assert all(netns.process_start_time(pid) is None for pid in link.engine_pids().values())
     return summary, runs, link_rows, {r["run_id"]: r["n"] for r in intervals}, links, kills, out
 

@@ -42,7 +42,10 @@ def test_exact_point_within_tolerance():
     est = _select(_store_from(ONE), 10.05).best   # within max(1 %, 0.1 ms) of 10 ms
     assert est.method == "exact" and est.rtts_ms == [10.0] and est.repetitions == [3]
     assert est.throughput_bps == pytest.approx(9 * G)
-    assert 8 * G <= est.ci_low_bps < 9 * G < est.ci_high_bps <= 10 * G
+    # Student t with 2 df: 9 ± t(0.975, 2)·s/√3, s = 1 Gbit/s (t = 4.3027; wider than the data's range,
+    # which a bootstrap of three values never is)
+    half = 4.302653 / 3 ** 0.5 * G
+    assert (est.ci_low_bps, est.ci_high_bps) == pytest.approx((9 * G - half, 9 * G + half), rel=1e-6)
 
 
 def test_interpolation_between_bracketing_rtts_hand_computed():
@@ -50,9 +53,12 @@ def test_interpolation_between_bracketing_rtts_hand_computed():
     # w_lo = (30 − 15)/(30 − 10) = 0.75;  0.75·9 + 0.25·5 = 8.0 Gbit/s
     assert est.method == "interpolated" and est.weights == pytest.approx([0.75, 0.25])
     assert est.throughput_bps == pytest.approx(8.0 * G)
-    # the interval is the bootstrap of the same weighted sum: inside the weighted extremes
-    assert 0.75 * 8 * G + 0.25 * 4 * G <= est.ci_low_bps < est.throughput_bps < est.ci_high_bps
-    assert est.ci_high_bps <= 0.75 * 10 * G + 0.25 * 6 * G
+    # variance 0.75²·1/3 + 0.25²·1/3 (Gbit/s)², Welch–Satterthwaite df = v²/Σ(v_k²/2) ≈ 2.439
+    from scipy import stats
+    v1, v2 = 0.75**2 / 3, 0.25**2 / 3
+    df = (v1 + v2) ** 2 / (v1**2 / 2 + v2**2 / 2)
+    half = stats.t.ppf(0.975, df) * (v1 + v2) ** 0.5 * G
+    assert (est.ci_low_bps, est.ci_high_bps) == pytest.approx((8 * G - half, 8 * G + half), rel=1e-6)
 
 
 def test_extrapolation_refused_then_model_backed_and_flagged():
@@ -120,14 +126,20 @@ def test_single_configuration_and_single_repetition():
 
 
 def test_interval_shrinks_as_repetitions_grow():
-    # the same spread of repetitions (pattern tiled k times): the bootstrap width falls like 1/√n
+    # the same spread of repetitions (pattern tiled k times): the t width falls like t(df)·s/√n
     widths = []
     for k in (1, 4, 16):
         pattern = {10.0: [8 * G, 9 * G, 10 * G, 11 * G] * k, 40.0: [4 * G, 5 * G, 6 * G, 7 * G] * k}
         e = _select(_store_from({("cubic", 1, None, "builtin"): pattern}), 25.0).best
         widths.append(e.ci_high_bps - e.ci_low_bps)
     assert widths[0] > widths[1] > widths[2]
-    assert widths[1] / widths[0] == pytest.approx(0.5, rel=0.25) and widths[2] / widths[0] == pytest.approx(0.25, rel=0.25)
+    from scipy import stats
+
+    def width(k):   # w = ½ at 25 ms; s² = 5k/(4k − 1) at both ends; Satterthwaite df = 2(4k − 1)
+        n, s2 = 4 * k, 5 * k / (4 * k - 1)
+        return 2 * stats.t.ppf(0.975, 2 * (n - 1)) * (0.25 * 2 * s2 / n) ** 0.5 * G
+    assert widths == pytest.approx([width(1), width(4), width(16)], rel=1e-6)
+    assert widths[2] / widths[0] < 0.25    # faster than 1/√n: the t quantile falls too
 
 
 def test_incomparable_groups_are_refused_then_conditioned():
@@ -199,7 +211,7 @@ def test_cli_json_keys(db, capsys):
     top = doc["ranking"][0]
     assert top["method"] == "interpolated" and top["rtts_ms"] == [11.8, 45.6] and top["repetitions"] == [4, 4]
     assert top["ci_low_bps"] < top["throughput_bps"] < top["ci_high_bps"]
-    assert doc["comparison"]["decision"] in ("significant", "tie")
+    assert doc["comparison"]["decision"] in ("significant", "tie", "unresolved") and doc["margin"] == 0.01
     assert doc["settings"]["sysctls"]["net.core.rmem_max"]
 
 
@@ -315,3 +327,31 @@ def test_different_link_buffers_are_different_groups():
         sel.load_profiles(s)
     (prof,) = sel.load_profiles(s, conditions={"link_buffer": "50MB"}).profiles
     assert prof.rtts_ms == [10.0]
+
+
+def test_two_repetitions_a_tenth_of_a_percent_apart_are_a_tie_not_a_significance():
+    """The issue's case: htcp n=4 at 9.113 vs cubic n=4 at 9.103 Gbit/s, two repetitions each. A 0.1 %
+    lead is inside the 1 % margin: a tie that goes to the simpler (builtin) cubic; no p-value floor."""
+    pts = {("htcp", 4, None, "bpf"): {120.0: [9.110 * G, 9.116 * G]},
+           ("cubic", 4, None, "builtin"): {120.0: [9.100 * G, 9.106 * G]}}
+    choice = _select(_store_from(pts), 120.0)
+    c = choice.comparison
+    assert choice.best.config.variant == "htcp" and c.decision == "tie"
+    assert choice.recommended.config.variant == "cubic"
+    # Welch with 2 df: the difference 0.01 ± t(0.975, 2)·√(2·0.003²/2)... far wider than its value
+    assert c.ci_low_bps < 0 < c.ci_high_bps and c.p_value > 0.5
+    # without a margin the best stands; the difference is still not significant (t with 2 df)
+    strict = _select(_store_from(pts), 120.0, margin=0.0)
+    assert strict.recommended.config.variant == "htcp" and strict.comparison.decision == "unresolved"
+
+
+def test_a_lead_beyond_the_margin_with_too_few_repetitions_is_unresolved():
+    pts = {("cubic", 1, None, "builtin"): {10.0: [9.0 * G, 9.6 * G]},
+           ("cubic", 2, None, "builtin"): {10.0: [8.5 * G, 9.3 * G]}}
+    c = _select(_store_from(pts), 10.0).comparison
+    assert c.decision == "unresolved" and c.difference_bps == pytest.approx(0.4 * G)
+
+
+def test_cli_margin_is_validated(db, capsys):
+    assert main(["select", "--db", db, "--rtt", "30ms", "--margin", "lots"]) == 2
+    assert "--margin" in capsys.readouterr().err

@@ -81,6 +81,11 @@ CASES = [
     ("campaign.retries", -1, "campaign.retries"),
     ("campaign.retries", 11, "campaign.retries"),
     ("campaign.colour", 1, "campaign.colour"),
+    ("campaign.precision", "two", "campaign.precision"),
+    ("campaign.precision", "2%", "campaign.repetitions"),      # adaptive and fixed together
+    ("campaign.min_repetitions", 3, "campaign.min_repetitions"),   # without precision
+    ("campaign.max_repetitions", 3, "campaign.max_repetitions"),
+    ("campaign.confidence", 0.9, "campaign.confidence"),
     ("link.rate", DELETE, "link.rate"),
     ("link.rate", ["1Gbit", "20Gbit"], "link.rate[1]"),
     ("link.rate", ["0Gbit"], "link.rate[0]"),

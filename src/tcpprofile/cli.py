@@ -19,10 +19,12 @@ COMMANDS: dict[str, str] = {
     "import": "tcpprofile.commands.import_",
     "export": "tcpprofile.commands.export",
     "testbed": "tcpprofile.commands.testbed",
+    "cluster": "tcpprofile.commands.cluster",
     "cc": "tcpprofile.commands.cc",
     "analyze": "tcpprofile.commands.analyze",
     "model": "tcpprofile.commands.model",
     "select": "tcpprofile.commands.select",
+    "tune": "tcpprofile.commands.tune",
     "report": "tcpprofile.commands.report",
     "reproduce": "tcpprofile.commands.reproduce",
 }

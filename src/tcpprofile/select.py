@@ -4,8 +4,10 @@ A configuration is (V, n, B): variant (with its implementation), parallel stream
 Its profile is the mean throughput of its ok runs at each measured RTT τ_k (§5.2, profile mean).
 At a query RTT τ the estimate is the profile point where τ was measured, the linear interpolation
 between the two bracketing measured RTTs otherwise (§5.1 step 2), and, only when asked, a model
-extrapolation outside the measured range. Intervals come from a bootstrap over the repetitions at
-each RTT used, combined with the same interpolation weights (docs/select.md).
+extrapolation outside the measured range. Intervals are small-sample valid (Student t over the
+repetitions at each RTT used, combined with the same interpolation weights, Welch–Satterthwaite df);
+candidates within the indifference margin of the best are a tie that goes to the simplest
+(tcpprofile.decide, docs/select.md).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import analysis, ping
+from . import decide, ping
 from .dimensions import BUFFER_SQL
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .store import Store
@@ -198,14 +200,6 @@ def _same(a, b) -> bool:
 
 
 # -- statistics ------------------------------------------------------------------------------
-def bootstrap_mean_replicates(samples: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """Bootstrap replicates of the mean of `samples` (resampling repetitions with replacement): what the
-    interpolated estimate and the best-vs-runner-up difference are resampled from (analysis.bootstrap_ci
-    returns only an interval)."""
-    idx = rng.integers(0, len(samples), size=(n_boot, len(samples)))
-    return samples[idx].mean(axis=1)
-
-
 def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float) -> tuple[float, float, float, str]:
     """Model-backed profile value outside the measured RTT range: (value, CI low, CI high, model name).
 
@@ -249,7 +243,7 @@ class Estimate:
     weights: list[float]        # their interpolation weights
     repetitions: list[int]      # runs at each of them
     runs: int                   # runs behind the whole profile
-    replicates: np.ndarray | None = field(repr=False)   # None when extrapolated (model interval)
+    stat: decide.Mean | None = field(repr=False)   # the estimate's t form; None when extrapolated (model interval)
     model: str | None = None
     kernel_name: str | None = None
 
@@ -262,9 +256,9 @@ class Estimate:
 
 def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int, confidence: float,
              rng: np.random.Generator) -> Estimate:
-    """The profile at `rtt_ms` with its bootstrap interval (raises TcpProfileError when out of range)."""
+    """The profile at `rtt_ms` with its Student-t interval (raises TcpProfileError when out of range).
+    n_boot and rng are unused since intervals are t intervals (kept for callers)."""
     tau = profile.rtts_ms
-    alpha = 1.0 - confidence
     near = [k for k, t in enumerate(tau) if abs(t - rtt_ms) <= rtt_tolerance_ms(t)]
     if near:
         k = min(near, key=lambda k: abs(tau[k] - rtt_ms))
@@ -285,30 +279,25 @@ def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int,
         point, lo_ci, hi_ci, model = model_extrapolate(profile, rtt_ms, confidence)
         return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used], [], counts,
                         profile.runs, None, model, profile.kernel_name)
-    reps = [bootstrap_mean_replicates(profile.samples[k], n_boot, rng) for k in used]
-    means = np.array([profile.samples[k].mean() for k in used])
-    w = np.asarray(weights)
-    point = float(w @ means)
-    replicates = w @ np.vstack(reps)             # same weights on every replicate
-    if min(counts) < 2:
-        lo_ci = hi_ci = None                      # one repetition: no interval
-    elif method == "exact":                       # the profile's own interval, as `tcpprofile analyze` gives it
-        lo_ci, hi_ci = analysis.bootstrap_ci(profile.samples[used[0]], level=confidence, n_boot=n_boot, seed=rng)
-    else:
-        lo_ci, hi_ci = (float(x) for x in np.quantile(replicates, [alpha / 2, 1 - alpha / 2]))
-    return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used],
-                    [float(x) for x in weights], counts, profile.runs, replicates, model, profile.kernel_name)
+    # Θ̂(τ) = Σ w_k·Θ̂(τ_k) (§5.1 step 2), variance Σ w_k²·s_k²/n_k, Satterthwaite df
+    stat = decide.weighted([decide.mean_of(profile.samples[k]) for k in used], weights)
+    ci = stat.interval(confidence)                # None with one repetition at an RTT used
+    lo_ci, hi_ci = ci if ci is not None else (None, None)
+    return Estimate(profile.config, stat.value, lo_ci, hi_ci, method, [tau[k] for k in used],
+                    [float(x) for x in weights], counts, profile.runs, stat, model, profile.kernel_name)
 
 
 # -- selection -------------------------------------------------------------------------------
 @dataclass
 class Comparison:
-    """Best vs runner-up: bootstrap of the difference at the same interpolation."""
+    """Best vs runner-up: Welch t interval of the difference, against the indifference margin."""
     difference_bps: float
     ci_low_bps: float | None
     ci_high_bps: float | None
-    p_value: float | None       # one-sided: P*(difference ≤ 0)
-    decision: str               # 'significant' | 'tie' | 'insufficient' | 'extrapolated' | 'single'
+    p_value: float | None       # one-sided t test of H0: difference ≤ margin
+    decision: str               # 'significant' | 'tie' | 'unresolved' | 'insufficient' | 'extrapolated' | 'single'
+    margin_bps: float = 0.0     # margin × the best's throughput
+    equivalent: bool = False    # the whole difference interval lies within the margin
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -325,6 +314,7 @@ class Selection:
     excluded: list[dict]
     comparison: Comparison
     recommended: Estimate
+    margin: float = decide.DEFAULT_MARGIN
 
     @property
     def best(self) -> Estimate:
@@ -332,7 +322,7 @@ class Selection:
 
     def to_json(self) -> dict:
         return {"rtt_ms": self.rtt_ms, "conditions": self.conditions, "confidence": self.confidence,
-                "n_boot": self.n_boot, "seed": self.seed,
+                "margin": self.margin, "n_boot": self.n_boot, "seed": self.seed,
                 "ranking": [{"rank": i + 1, **e.to_json()} for i, e in enumerate(self.ranking)],
                 "excluded": self.excluded, "best": self.best.to_json(),
                 "runner_up": self.ranking[1].to_json() if len(self.ranking) > 1 else None,
@@ -340,29 +330,33 @@ class Selection:
                 "tie_break": TIE_BREAK}
 
 
-def _compare(a: Estimate, b: Estimate, confidence: float) -> Comparison:
+def _compare(a: Estimate, b: Estimate, confidence: float, margin: float) -> Comparison:
+    """a (the best) against b: 'significant' when a is better by more than the margin with confidence,
+    'tie' when b is within the margin of a, 'unresolved' (not enough repetitions to separate) otherwise."""
     diff = a.throughput_bps - b.throughput_bps
-    if a.replicates is None or b.replicates is None:
-        return Comparison(diff, None, None, None, "extrapolated")
+    m = margin * abs(a.throughput_bps)
+    if a.stat is None or b.stat is None:
+        return Comparison(diff, None, None, None, "extrapolated", m)
     if a.ci_low_bps is None or b.ci_low_bps is None:
-        return Comparison(diff, None, None, None, "insufficient")
-    d = a.replicates - b.replicates                 # independent resamples of disjoint runs
-    alpha = 1.0 - confidence
-    lo, hi = np.quantile(d, [alpha / 2, 1 - alpha / 2])
-    p = (1 + int(np.sum(d <= 0))) / (len(d) + 1)
-    return Comparison(diff, float(lo), float(hi), p, "significant" if lo > 0 else "tie")
+        return Comparison(diff, None, None, None, "insufficient", m)
+    d = decide.difference(a.stat, b.stat)           # disjoint runs: independent (Welch)
+    lo, hi = d.interval(confidence)
+    decision = "significant" if lo > m else "tie" if diff <= m else "unresolved"
+    return Comparison(diff, lo, hi, d.p_above(m), decision, m, bool(-m <= lo and hi <= m))
 
 
 def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, confidence: float = 0.95,
-           n_boot: int = 2000, seed: int = 0) -> Selection:
+           n_boot: int = 2000, seed: int = 0, margin: float = decide.DEFAULT_MARGIN) -> Selection:
     """Rank every configuration by its profile at `rtt_ms`; compare the best with the runner-up.
 
-    Ties (difference interval contains 0) are broken towards the simpler configuration (TIE_BREAK)
-    among those not significantly worse than the best. Model-backed (extrapolated) estimates carry the
-    model's interval but no replicates: their comparison is 'extrapolated' (not assessed).
+    Configurations whose estimate is within `margin` (relative) of the best are a tie, broken towards
+    the simplest (TIE_BREAK). Model-backed (extrapolated) estimates carry the model's interval but no
+    t form: their comparison is 'extrapolated' (not assessed).
     """
     if not (0.5 <= confidence < 1.0):
         raise ValidationError("confidence", f"must be in [0.5, 1), got {confidence}")
+    if not (0.0 <= margin <= 0.5):
+        raise ValidationError("margin", f"must be from 0% to 50%, got {margin:.4g}")
     rng = np.random.default_rng(seed)
     ranking, excluded = [], []
     for p in profiles.profiles:
@@ -383,14 +377,12 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
     best = ranking[0]
     if len(ranking) == 1:
         return Selection(rtt_ms, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
-                         Comparison(0.0, None, None, None, "single"), best)
-    comparison = _compare(best, ranking[1], confidence)
-    recommended = best
-    if comparison.decision == "tie":
-        tied = [e for e in ranking if e is best or _compare(best, e, confidence).decision == "tie"]
-        recommended = min(tied, key=lambda e: e.config.simplicity())
+                         Comparison(0.0, None, None, None, "single"), best, margin)
+    comparison = _compare(best, ranking[1], confidence, margin)
+    tied = decide.ties({i: e.throughput_bps for i, e in enumerate(ranking)}, margin)
+    recommended = min((ranking[i] for i in tied), key=lambda e: e.config.simplicity())
     return Selection(rtt_ms, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
-                     comparison, recommended)
+                     comparison, recommended, margin)
 
 
 # -- RTT by ping -----------------------------------------------------------------------------

@@ -31,7 +31,8 @@ _VARIANT = re.compile(r"[a-z][a-z0-9_]*")
 _KBDP = re.compile(r"(?:([0-9]*\.?[0-9]+)\s*[xX]\s*)?BDP")
 
 _KEYS = {
-    "campaign": {"name", "seed", "order", "repetitions", "trace_cwnd", "retries"},
+    "campaign": {"name", "seed", "order", "repetitions", "trace_cwnd", "retries",
+                 "precision", "min_repetitions", "max_repetitions", "confidence"},
     "link": {"rate", "rtt", "buffer", "loss", "mtu"},
     "remote": {"host", "port", "rate"},
     "transfer": {"variant", "streams", "socket_buffer", "size", "duration", "reverse"},
@@ -118,10 +119,22 @@ class CampaignSpec:
     durations: tuple[int, ...]
     reverse: bool
     source_toml: str = field(default="", compare=False, repr=False)
+    # adaptive repetitions (docs/spec.md): None unless `precision` is given; then `repetitions` is the
+    # maximum and the schedule covers it
+    precision: float | None = None    # relative half-width of the confidence interval to reach
+    min_repetitions: int | None = None
+    confidence: float | None = None
+
+    @property
+    def adaptive(self) -> bool:
+        return self.precision is not None
 
     def normalised(self) -> dict:
         d = asdict(self)
         del d["source_toml"]
+        if not self.adaptive:      # fixed campaigns keep the campaign ids they had before adaptive ones
+            for k in ("precision", "min_repetitions", "confidence"):
+                del d[k]
         return d
 
     @property
@@ -204,6 +217,9 @@ def parse(text: str) -> CampaignSpec:
     if order not in ("random", "given"):
         raise ValidationError("campaign.order", f"{order!r}: must be 'random' or 'given'")
     repetitions = _int(c.get("repetitions", 1), "campaign.repetitions", 1, MAX_REPETITIONS)
+    precision, min_reps, confidence = _adaptive(c)
+    if precision is not None:
+        repetitions = _int(c.get("max_repetitions", 10), "campaign.max_repetitions", min_reps, MAX_REPETITIONS)
     trace_cwnd = _bool(c.get("trace_cwnd", False), "campaign.trace_cwnd")
     retries = _int(c.get("retries", 1), "campaign.retries", 0, 10)
 
@@ -255,7 +271,25 @@ def parse(text: str) -> CampaignSpec:
         name=name, seed=seed, order=order, repetitions=repetitions, trace_cwnd=trace_cwnd,
         retries=retries, mode=mode, links=links, variants=tuple(variants), streams=tuple(streams),
         socket_buffers=tuple(buffers), sizes=tuple(sizes), durations=tuple(durations),
-        reverse=reverse, source_toml=text)
+        reverse=reverse, source_toml=text, precision=precision, min_repetitions=min_reps,
+        confidence=confidence)
+
+
+def _adaptive(c: dict) -> tuple[float | None, int | None, float | None]:
+    """[campaign] precision / min_repetitions / max_repetitions / confidence (adaptive repetitions)."""
+    adaptive_keys = [k for k in ("min_repetitions", "max_repetitions", "confidence") if k in c]
+    if "precision" not in c:
+        if adaptive_keys:
+            raise ValidationError(f"campaign.{adaptive_keys[0]}", "only with campaign.precision (adaptive repetitions)")
+        return None, None, None
+    from .decide import check_confidence, parse_fraction
+    precision = parse_fraction("campaign.precision", c["precision"])
+    if "repetitions" in c:
+        raise ValidationError("campaign.repetitions",
+                              "give either repetitions (fixed) or precision (adaptive, with min/max_repetitions)")
+    min_reps = _int(c.get("min_repetitions", 3), "campaign.min_repetitions", 2, MAX_REPETITIONS)
+    confidence = check_confidence("campaign.confidence", c.get("confidence", 0.95))
+    return precision, min_reps, confidence
 
 
 def _links(t: dict) -> tuple[LinkPoint, ...]:

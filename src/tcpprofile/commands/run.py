@@ -12,6 +12,8 @@ import argparse
 import signal
 import sys
 
+from ..errors import TcpProfileError
+
 
 
 def register(sub) -> None:
@@ -21,6 +23,9 @@ def register(sub) -> None:
     p.add_argument("--db", required=True, help="the store (a DuckDB file; created if absent)")
     p.add_argument("--max-runs", type=_positive_int, metavar="N",
                    help="run at most N of the remaining runs now; run the spec again to continue")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="run on a Ray cluster (HEAD:PORT) whose testbed nodes offer the resource "
+                        "tcpprofile_testbed (see docs/cluster.md); this process stays the store's only writer")
     p.set_defaults(func=main)
 
 
@@ -38,6 +43,19 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
+def cluster_executor(s, address: str | None):
+    """The Ray executor for --cluster (Ray is imported only then), else None: this machine."""
+    if address is None:
+        return None
+    try:
+        from ..campaign.cluster import RayExecutor
+    except ModuleNotFoundError as err:
+        if err.name != "ray":
+            raise
+        raise TcpProfileError("--cluster needs Ray: pip install 'tcpprofile[cluster]' (scripts/bootstrap does)") from None
+    return RayExecutor.for_spec(s, address)
+
+
 def main(args: argparse.Namespace) -> int:
     from .. import campaign, spec     # duckdb loads only for this command
     from ..store.db import Store
@@ -46,7 +64,8 @@ def main(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         with Store.open(args.db) as store:
-            summary = campaign.run_campaign(s, store, out=sys.stderr, max_runs=args.max_runs)
+            summary = campaign.run_campaign(s, store, out=sys.stderr, max_runs=args.max_runs,
+                                            executor=cluster_executor(s, args.cluster))
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(campaign.format_summary(summary, args.db))

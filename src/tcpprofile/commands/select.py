@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -30,8 +31,10 @@ def register(subparsers) -> None:
     p.add_argument("--extrapolate", action="store_true",
                    help="allow model-backed estimates outside the measured RTT range")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--margin", default="1%",
+                   help="indifference margin: within it of the best is a tie, which goes to the simplest (default 1%%)")
+    p.add_argument("--boot", type=int, default=2000, help=argparse.SUPPRESS)   # kept for scripts: intervals are t
+    p.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print JSON (keys in docs/select.md)")
     p.add_argument("--apply", action="store_true", help="apply the settings (needs --netns or --host-settings)")
     p.add_argument("--netns", help="with --apply: the network namespace to apply the sysctls in")
@@ -83,7 +86,7 @@ def _buffers(values):
 
 
 def validate(args) -> None:
-    from .. import select as sel      # numpy and scipy load only for this command
+    from .. import decide, select as sel      # numpy and scipy load only for this command
 
     if (args.rtt is None) == (args.host is None):
         raise ValidationError("--rtt", "give exactly one of --rtt RTT or --host HOST")
@@ -93,6 +96,7 @@ def validate(args) -> None:
         raise ValidationError("--top", f"must be at least 1, got {args.top}")
     if args.boot < 100:
         raise ValidationError("--boot", f"must be at least 100, got {args.boot}")
+    args.margin = decide.parse_fraction("--margin", args.margin, lo=-1e-12)
     if args.apply and (args.netns is None) == (not args.host_settings):
         raise ValidationError("--apply", "needs exactly one target: --netns NS or --host-settings")
     if not args.apply and (args.netns or args.host_settings):
@@ -114,7 +118,7 @@ def run(args) -> int:
         profiles = sel.load_profiles(store, variants=args.variants, streams=args.streams,
                                      buffers=buffers, conditions=cond)
     choice = sel.select(profiles, rtt_ms, extrapolate=args.extrapolate, confidence=args.confidence,
-                        n_boot=args.boot, seed=args.seed)
+                        n_boot=args.boot, seed=args.seed, margin=args.margin)
     settings = sel.host_settings(choice.recommended, rtt_ms, profiles.conditions.get("rate_bps"),
                                  host=args.host)
     applied = None
@@ -156,17 +160,26 @@ def print_text(choice, settings, applied, ping, top: int) -> None:
         print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s; significance not assessed "
               "(model-backed estimates carry the model's interval only).")
     elif c.decision == "insufficient":
-        print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s; significance not assessed "
-              "(one repetition at an RTT used).")
+        print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s; not enough repetitions to separate "
+              "them (one repetition at an RTT used: no interval).")
     else:
-        verdict = "significantly better" if c.decision == "significant" else "a tie"
-        print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s, {pct}% CI "
-              f"[{_gbps(c.ci_low_bps)}, {_gbps(c.ci_high_bps)}], one-sided p = {c.p_value:.4f}: {verdict}.")
-        if c.decision == "tie":
-            print(f"Tie: prefer the simpler configuration ({sel.TIE_BREAK}).")
+        margin = f"margin {choice.margin * 100:g}% = {_gbps(c.margin_bps)} Gbit/s"
+        verdict = {"significant": "better by more than the margin",
+                   "tie": "within the margin: a tie" + (" (the interval lies inside the margin)" if c.equivalent else ""),
+                   "unresolved": "not enough repetitions to separate them"}[c.decision]
+        print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s, {pct}% t interval "
+              f"[{_gbps(c.ci_low_bps)}, {_gbps(c.ci_high_bps)}] ({margin}), "
+              f"p(difference ≤ margin) = {c.p_value:.3g}: {verdict}.")
+    if choice.recommended is not choice.best:
+        print(f"Within {choice.margin * 100:g}% of the best: prefer the simplest ({sel.TIE_BREAK}).")
     r = choice.recommended
     print(f"\nRecommended: {r.config.label()} — expected {_gbps(r.throughput_bps)} Gbit/s "
           f"({r.method}{', ' + r.model if r.model else ''})")
+    print_settings(settings, applied)
+
+
+def print_settings(settings, applied) -> None:
+    """The host settings block (shared with `tcpprofile tune`)."""
     print("\nHost settings (not applied unless --apply):")
     for k, v in settings.sysctls.items():
         print(f"  sysctl -w {k}=\"{v}\"")

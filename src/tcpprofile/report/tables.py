@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .. import select as sel
+from .. import decide, select as sel
 from ..errors import TcpProfileError
 from .common import G, Note, Section, Table, runs_phrase
 from .data import ReportData
@@ -37,9 +37,11 @@ def selection(data: ReportData) -> Section:
             continue
         items.append(Table(f"selection-{len(items)}", f"Best configuration per measured RTT ({g.label})",
                            f"At each measured RTT, the configuration (V, n, B) with the highest mean throughput, its "
-                           f"95 % bootstrap interval ({SELECTION_BOOT} resamples of the repetitions), the runner-up, "
-                           f"the bootstrap interval of the difference and the one-sided p-value; ties go to the "
-                           f"simpler configuration ({sel.TIE_BREAK}). {runs_phrase(runs)} at these RTTs; runs with {g.label}.",
+                           f"95 % Student-t interval over the repetitions, the runner-up, the Welch interval of the "
+                           f"difference and, when the best leads by more than the {decide.DEFAULT_MARGIN:.0%} "
+                           f"indifference margin with confidence, the t test's p-value; configurations within the "
+                           f"margin of the best are a tie that goes to the simplest ({sel.TIE_BREAK}). "
+                           f"{runs_phrase(runs)} at these RTTs; runs with {g.label}.",
                            ["RTT (ms)", "best", "Gbit/s", "95 % CI", "runner-up", "difference [CI] (Gbit/s)",
                             "best vs runner-up", "recommended", "configurations"], rows, runs=runs))
     return Section("selection", "Transport selection", "HPDC'17 §5",
@@ -48,9 +50,11 @@ def selection(data: ReportData) -> Section:
 
 def _verdict(c: sel.Comparison) -> str:
     if c.decision == "significant":
-        return f"better (p={c.p_value:.3g})"
+        return f"better by > margin (p={c.p_value:.2g})"
     if c.decision == "tie":
-        return f"tie (p={c.p_value:.3g})"
+        return "tie (within margin)"
+    if c.decision == "unresolved":
+        return "not separated (too few repetitions)"
     return "only configuration" if c.decision == "single" else "not assessed (1 repetition)"
 
 

@@ -25,8 +25,8 @@ import numpy as np
 from ..errors import TcpProfileError
 from .checks import NON_NEGATIVE, check_columns
 
-SCHEMA_VERSION = 2
-TABLES = ("campaigns", "links", "runs", "intervals", "cwnd")
+SCHEMA_VERSION = 3
+TABLES = ("campaigns", "links", "runs", "intervals", "cwnd", "stops")
 
 
 def _schema_sql(version: int) -> str:
@@ -181,6 +181,17 @@ class Store:
             self._insert("runs", [row])
             self._insert("intervals", ({**r, "run_id": run_id} for r in intervals))
             self._insert("cwnd", ({**r, "run_id": run_id} for r in cwnd))
+
+    def put_stops(self, campaign_id: str, rows: Iterable[Mapping]) -> None:
+        """Replace the campaign's per-configuration stop decisions (table stops) in one transaction."""
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            self.con.execute("DELETE FROM stops WHERE campaign_id = ?", [campaign_id])
+            self._insert("stops", ({**r, "campaign_id": campaign_id} for r in rows))
+            self.con.execute("COMMIT")
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
 
     # -- reading -----------------------------------------------------------------------------
     def finished_run_ids(self, campaign_id: str) -> set[str]:

@@ -1,0 +1,184 @@
+"""Benchmark: adaptive repetitions and racing replayed on stored measurements, against the fixed
+10-repetition design.
+
+Needs a store with ≥ 10 repetitions per configuration. `--db STORE` uses a real one; without it the
+benchmark writes a SYNTHETIC store (no measured store of that size exists on this machine): 4 variants
+× {1, 4, 8} streams × {autotuning, 256 MiB} × 4 RTTs × 10 repetitions of 10 s runs, means from a
+concave-then-convex profile (HPDC'17's shape), repetition noise modelled on measured runs: a
+coefficient of variation from 0.5 % (near the rate) to 4 % (long RTT, one stream), a 5 % chance of a
+slow run (× 0.75–0.95, the left tail of loss episodes) and a ±0.3 % shared effect per repetition
+(host load: what rounds share). The numbers below are then properties of the rules on modelled data.
+
+Replays (each a fresh random order of the stored repetitions: permutations, so a configuration run to
+the maximum sees exactly its stored values):
+- adaptive: every configuration repeated by campaign/adaptive.stop_reason; the decision per RTT is
+  the simplest configuration within the margin of the best mean (select's rule); "same decision" =
+  that configuration is the exhaustive winner or within its tie (all 10 repetitions, same rule).
+- racing: every RTT's candidates raced by campaign/racing.replay (rounds = repetitions, shared by all
+  candidates); same criterion for the winner.
+Prints transfer seconds of the fixed design ÷ used, and the share of replays with the same decision.
+Goal: ≥ 3× fewer transfer seconds with the same decision in ≥ 95 % of replays.
+
+Run: .venv/bin/python benchmarks/bench_adaptive.py [--db STORE] [--replays 200] [--precision 0.02]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from tcpprofile import decide
+from tcpprofile.campaign.adaptive import stop_reason
+from tcpprofile.campaign.racing import choose, replay
+from tcpprofile.select import BUILTIN_VARIANTS, Config
+from tcpprofile.store import Store
+
+G = 1e9
+RTTS = (11.8, 45.6, 91.6, 183.0)
+VARIANTS = {"cubic": 1.0, "htcp": 1.08, "bbr": 0.92, "scalable": 1.15}   # reach of the concave regime
+STREAMS = (1, 4, 8)
+BUFFERS = (None, 256 * 2**20)
+
+
+def synthetic_store(path: Path, seed: int = 0, reps: int = 10, slow_share: float = 0.05) -> Store:
+    rng = np.random.default_rng(seed)
+    store = Store.open(path)
+    store.insert_campaign({"campaign_id": "synthetic", "name": "synthetic", "mode": "emulated"})
+    for rtt in RTTS:
+        link = f"L{rtt:g}"
+        store.insert_link({"link_id": link, "campaign_id": "synthetic", "kind": "emulated", "rate_bps": 10e9,
+                           "rtt_ms": rtt, "loss_mode": "none", "loss_rate": 0.0, "calibration_ok": True})
+        shared = 1 + 0.003 * rng.standard_normal(reps)                   # what a repetition's runs share
+        rows = defaultdict(list)
+        for v, quality in VARIANTS.items():
+            for n in STREAMS:
+                for b in BUFFERS:
+                    reach = 70.0 * quality * (1 + 0.35 * (n - 1)) * (1 if b is None else 1.6)
+                    level = 0.94 / (1 + (rtt / reach) ** 2.4)              # concave, then convex in τ
+                    cv = 0.005 + 0.035 * (1 - level / 0.94) / n ** 0.5
+                    x = 10e9 * level * shared * (1 + cv * rng.standard_normal(reps))
+                    slow = rng.random(reps) < slow_share
+                    x[slow] *= rng.uniform(0.75, 0.95, slow.sum())
+                    for r in range(reps):
+                        for k, val in (("run_id", f"{v}-{n}-{b}-{rtt:g}-{r}"), ("variant", v), ("streams", n),
+                                       ("socket_buffer_bytes", b), ("repetition", r), ("throughput_bps", float(x[r])),
+                                       ("duration_s", 10.0)):
+                            rows[k].append(val)
+        n_rows = len(rows["run_id"])
+        store.insert_columns("runs", {**rows, "campaign_id": ["synthetic"] * n_rows, "link_id": [link] * n_rows,
+                                      "cc_impl": ["builtin" if v in BUILTIN_VARIANTS else "bpf" for v in rows["variant"]],
+                                      "duration_target_s": [10.0] * n_rows, "status": ["ok"] * n_rows})
+    return store
+
+
+def load(store: Store, min_reps: int) -> dict:
+    """{rtt: {config: (values by repetition, mean duration)}} for configurations with ≥ min_reps ok runs."""
+    rows = store.query(
+        "SELECT coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt, r.variant, coalesce(r.cc_impl, '') AS impl, r.streams, "
+        "r.socket_buffer_bytes AS b, list(r.throughput_bps ORDER BY r.repetition) AS x, avg(r.duration_s) AS d "
+        "FROM runs r JOIN links l USING (link_id) WHERE r.status = 'ok' GROUP BY ALL")
+    out = defaultdict(dict)
+    for r in rows:
+        if len(r["x"]) >= min_reps:
+            out[round(r["rtt"], 1)][Config(r["variant"], r["impl"], r["streams"], r["b"])] = \
+                (np.array(r["x"][:min_reps]), r["d"] or 10.0)
+    return {k: v for k, v in out.items() if len(v) >= 2}
+
+
+def exhaustive_tie(group: dict, margin: float) -> tuple[Config, set]:
+    means = {c: x.mean() for c, (x, _) in group.items()}
+    tie = set(decide.ties(means, margin))
+    return min(tie, key=Config.simplicity), tie
+
+
+def replay_adaptive(group, rng, *, precision, confidence, margin, min_reps, max_reps):
+    used, means = 0.0, {}
+    perm = rng.permutation(max_reps)                 # one random order of repetitions per RTT
+    for c, (x, d) in group.items():
+        seq = x[perm]
+        k = next(k for k in range(min_reps, max_reps + 1)
+                 if stop_reason(list(seq[:k]), k, min_reps=min_reps, max_reps=max_reps, precision=precision,
+                                confidence=confidence))
+        used += k * d
+        means[c] = seq[:k].mean()
+    return min(decide.ties(means, margin), key=Config.simplicity), used
+
+
+def replay_race(group, rng, *, margin, confidence, first, max_reps, max_rounds=None):
+    perm = rng.permutation(max_reps)
+    values = {c: list(x[perm]) for c, (x, _) in group.items()}
+    st = replay(values, first=first, max_rounds=max_rounds or max_reps, margin=margin, confidence=confidence,
+                simplicity=Config.simplicity)
+    rounds = {c: st.dropped[c][0] if c in st.dropped else st.rounds for c in values}
+    used = sum(rounds[c] * group[c][1] for c in values)
+    winner = choose(st, {c: values[c][: rounds[c]] for c in values}, margin, Config.simplicity)
+    return winner, used
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--db", help="a store with ≥ 10 repetitions per configuration (default: synthetic)")
+    ap.add_argument("--replays", type=int, default=200)
+    ap.add_argument("--precision", type=float, default=0.02)
+    ap.add_argument("--margin", type=float, default=0.01)
+    ap.add_argument("--confidence", type=float, default=0.95)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--slow-share", type=float, default=0.05, help="synthetic: share of slow runs (default 0.05)")
+    args = ap.parse_args()
+    reps = 10
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.db:
+            store, source = Store.open(args.db, read_only=True), f"store {args.db} (measured)"
+        else:
+            store = synthetic_store(Path(tmp) / "synthetic.duckdb", slow_share=args.slow_share)
+            source = f"SYNTHETIC store (modelled, see docstring; slow runs {args.slow_share:.0%})"
+        groups = load(store, reps)
+        store.close()
+    n_cfg = sum(len(g) for g in groups.values())
+    print(f"{source}: {len(groups)} RTTs, {n_cfg} configurations × {reps} repetitions; {args.replays} replays; "
+          f"margin {args.margin:.0%}, confidence {args.confidence:.0%}")
+    fixed = sum(d * reps for g in groups.values() for _, d in g.values())
+    rng = np.random.default_rng(args.seed)
+    results = []
+    for name, rule in (
+            (f"adaptive (±{args.precision:.0%}, 3–10)", lambda g: replay_adaptive(
+                g, rng, precision=args.precision, confidence=args.confidence, margin=args.margin, min_reps=3, max_reps=reps)),
+            (f"adaptive (±{2 * args.precision:.0%}, 3–10)", lambda g: replay_adaptive(
+                g, rng, precision=2 * args.precision, confidence=args.confidence, margin=args.margin, min_reps=3, max_reps=reps)),
+            ("racing (first test after 3 rounds)", lambda g: replay_race(
+                g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps)),
+            ("racing, at most 5 rounds", lambda g: replay_race(
+                g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps, max_rounds=5)),
+            ("racing, at most 4 rounds", lambda g: replay_race(
+                g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps, max_rounds=4)),
+            ("racing, confidence 90 %", lambda g: replay_race(
+                g, rng, margin=args.margin, confidence=0.90, first=3, max_reps=reps))):
+        t0 = time.perf_counter()
+        used = same = trials = 0
+        for _ in range(args.replays):
+            for g in groups.values():
+                _, tie = exhaustive_tie(g, args.margin)
+                winner, u = rule(g)
+                used += u
+                same += winner in tie
+                trials += 1
+        used /= args.replays
+        print(f"{name:<36} transfer s: fixed {fixed:8.0f} / used {used:8.0f} = {fixed / used:5.2f}×   "
+              f"same decision {same / trials:6.1%} of {trials}   ({time.perf_counter() - t0:.1f} s)")
+        results.append((name, fixed / used, same / trials))
+    met = [r for r in results if r[1] >= 3 and r[2] >= 0.95]
+    print("goal (≥ 3× fewer transfer seconds, same decision in ≥ 95 %): "
+          + (f"met by {', '.join(r[0] for r in met)}" if met else "NOT met by any rule here"))
+    for rtt, g in sorted(groups.items()):
+        w, tie = exhaustive_tie(g, args.margin)
+        print(f"  exhaustive at {rtt:g} ms: {w.label()} (tie of {len(tie)}: "
+              f"{', '.join(sorted(c.label() for c in tie))[:120]})")
+
+
+if __name__ == "__main__":
+    main()

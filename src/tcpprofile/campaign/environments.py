@@ -1,0 +1,163 @@
+"""Where a run's link comes from and what a run needs on the machine that runs it.
+
+`emulated(point)` / `remote(point)` are context managers that bring one link configuration up (and
+calibrate it) and yield an Environment; `CongestionControl` loads the variants a campaign needs;
+`cwnd_trace` is the one call site for kernel cwnd tracing around a run. Executors (executor.py) use
+these; nothing here writes to the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import ContextManager
+
+from .. import cc, fidelity, iperf, ping, trace
+from ..errors import ValidationError
+from ..spec import LinkPoint
+from ..store.db import dumps
+
+
+@dataclass
+class Environment:
+    """A link that is up: where to run iperf3 and what to store about it."""
+    host: iperf.Host
+    addr: str
+    port: int
+    start_server: bool
+    link_row: dict                       # the links row (without link_id / campaign_id)
+    flags: list[str] = field(default_factory=list)
+    sysctls: dict = field(default_factory=dict)
+    monitor: fidelity.Monitor = fidelity.unmonitored   # per-run fidelity (fidelity.py)
+    check: Callable[[], str | None] = lambda: None      # names a failed part of the link; None: healthy
+
+
+EnvironmentFactory = Callable[[LinkPoint], ContextManager[Environment]]
+
+
+@contextlib.contextmanager
+def emulated(point: LinkPoint) -> Iterator[Environment]:
+    """Set up (and calibrate) an emulated link for one link configuration; torn down on exit."""
+    from ..testbed import EmulatedLink
+    tag = "c" + secrets.token_hex(3)
+    with EmulatedLink(link_config(point), tag=tag) as link:
+        cal = link.calibration
+        row = {
+            "kind": "emulated", "rate_bps": point.rate_bps, "rtt_ms": point.rtt_s * 1e3,
+            "buffer_bytes": point.buffer_bytes, "buffer_spec": point.buffer_label, "loss_mode": point.loss.mode, "loss_rate": point.loss.rate,
+            "mtu": point.mtu, "rtt_measured_ms": cal.rtt_measured_ms, "rtt_measured_mdev_ms": cal.rtt_mdev_ms,
+            "rate_measured_bps": cal.rate_measured_bps, "goodput_ceiling_bps": cal.goodput_ceiling_bps,
+            "calibration_ok": cal.ok, "flags": ",".join(cal.flags) or None,
+            "calibration_json": dumps({**cal.to_dict(), "testbed_tag": tag}),
+            "loss_calibrated_off": point.loss.mode != "none" or None,
+        }
+        sysctls = {role: iperf.read_sysctls(link, role) for role in ("sender", "receiver")}
+        yield Environment(link, link.receiver_addr, 5301 + int(tag[1:], 16) % 20000, True, row,
+                          [f"link_{f}" for f in cal.flags], sysctls, fidelity.emulated_monitor(link),
+                          check=_engines_check(link))
+
+
+def _engines_check(link) -> Callable[[], str | None]:
+    """A dead delay engine (exited, or a zombie not yet reaped) makes the link drop every packet."""
+    from ..testbed.netns import process_start_time
+
+    def check() -> str | None:
+        for name, pid in link.engine_pids().items():
+            if process_start_time(pid) is None:
+                return f"delay engine ({name}, pid {pid}) is not running"
+        return None
+    return check
+
+
+def port_taken(env: Environment) -> str | None:
+    """After a run's own server has been stopped: who else listens on the server port, if anyone."""
+    if not env.start_server:
+        return None
+    out = env.host.run("receiver", ["ss", "-Hltnp", f"sport = :{env.port}"], check=False, timeout=10).stdout.strip()
+    return f"server port {env.port} is taken ({out.split('users:')[-1].strip()})" if out else None
+
+
+def link_config(point: LinkPoint):
+    """The testbed's LinkConfig for a spec link point (raises ValidationError naming the link)."""
+    from ..testbed import LinkConfig
+    try:
+        return LinkConfig.checked(rate_bps=point.rate_bps, rtt_s=point.rtt_s, buffer_bytes=point.buffer_bytes,
+                                  loss_mode=point.loss.mode, loss_rate=point.loss.rate, mtu=point.mtu)
+    except ValidationError as err:
+        raise ValidationError("link", f"{point.describe()}: the testbed rejects it: {err}") from err
+
+
+@contextlib.contextmanager
+def remote(point: LinkPoint) -> Iterator[Environment]:
+    """A real iperf3 server elsewhere: the client runs in the caller's namespace; RTT by ping."""
+    host = iperf.LocalHost()
+    rtt = ping_rtt(point.host)
+    flags = [] if rtt else ["rtt_unmeasured"]
+    row = {"kind": "remote", "host": point.host, "port": point.port, "rate_bps": point.rate_bps,
+           "rtt_measured_ms": rtt.get("avg_ms") if rtt else None,
+           "rtt_measured_mdev_ms": rtt.get("mdev_ms") if rtt else None,
+           "calibration_ok": bool(rtt), "flags": ",".join(flags) or None,
+           "calibration_json": dumps({"ping": rtt})}
+    sysctls = {"sender": iperf.read_sysctls(host, "sender")}
+    yield Environment(host, point.host, point.port, False, row, [f"link_{f}" for f in flags], sysctls,
+                      fidelity.remote_monitor(host))
+
+
+def ping_rtt(host: str, count: int = 10) -> dict:
+    """Idle RTT to host by ping (from the caller's namespace); {} if it does not answer."""
+    r = subprocess.run(["ping", "-n", "-q", "-c", str(count), "-i", "0.2", "-W", "2", host],
+                       capture_output=True, text=True, timeout=count * 0.2 + 30)
+    parsed = ping.summary(r.stdout)
+    return {**parsed, "count": count} if parsed else {}
+
+
+# -- congestion control: the one place the catalogue plugs in --------------------------------------
+class CongestionControl:
+    """Loads the variants a campaign needs (tcpprofile.cc), held by this process; at the end drops the
+    hold, unregistering what no other live process holds and nobody pinned (`tcpprofile cc load`)."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = list(names)
+        self.loaded: list[str] = []
+
+    def __enter__(self) -> "CongestionControl":
+        for i, name in enumerate(self.names):
+            if name not in cc.NAMES:
+                raise ValidationError(f"transfer.variant[{i}]",
+                                      f"{name!r}: not a known variant ({', '.join(cc.NAMES)})")
+        self.loaded = cc.ensure_loaded(self.names, hold=True)   # held by this process, recorded first
+        return self
+
+    def __exit__(self, *exc) -> None:
+        cc.release(self.names)    # what nobody else holds or pinned is unregistered
+
+    def record(self, name: str) -> dict:
+        """cc_kernel_name, cc_impl, cc_object_sha256 for the runs table."""
+        return cc.implementation_record(name)
+
+
+@dataclass
+class CwndCapture:
+    """What a traced run captured; rows() turns it into cwnd table rows once iperf3's JSON is known."""
+    tracer: object = None
+    t0: float = 0.0
+
+    def rows(self, raw_json: str | None) -> list[dict]:
+        if self.tracer is None or raw_json is None:
+            return []
+        return trace.cwnd_rows(self.tracer.events, trace.sender_streams(json.loads(raw_json)), t0=self.t0)
+
+
+@contextlib.contextmanager
+def cwnd_trace(port: int, enabled: bool) -> Iterator[CwndCapture]:
+    """THE call site for kernel cwnd tracing around one run (tcp_probe filtered on the run's port)."""
+    if not enabled:
+        yield CwndCapture()
+        return
+    with trace.CwndTracer(ports=[port]) as tracer:
+        yield CwndCapture(tracer, time.monotonic())

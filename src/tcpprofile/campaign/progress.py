@@ -1,0 +1,100 @@
+"""How long runs take (for the ETA and hang timeouts) and the plain-text progress line."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TextIO
+
+from ..spec import LinkPoint, RunPoint
+from ..testbed.config import TCP_IP_HEADERS
+
+LINK_SETUP_ESTIMATE_S = 15.0   # set-up plus calibration, for the ETA
+ASSUMED_RATE_BPS = 1e9         # remote mode without a nominal rate: for ETA and timeouts only
+
+
+def expected_seconds(p: RunPoint) -> float:
+    """A rough run duration for the ETA: duration mode D; size mode F over the rate the link can give
+    (rate C, window limit n·B/τ, loss limit n·Mathis) plus ten RTTs of ramp-up."""
+    if p.duration_s is not None:
+        return p.duration_s + 1.0
+    link = p.link
+    rate = 0.9 * (link.rate_bps or ASSUMED_RATE_BPS)
+    rtt = link.rtt_s or 0.05
+    if p.socket_buffer_bytes:
+        rate = min(rate, p.streams * p.socket_buffer_bytes * 8 / rtt)   # window-limited: n·W/τ [bit/s]
+    if link.loss.rate > 0:
+        mss = ((link.mtu or 1500) - TCP_IP_HEADERS) * 8     # remote links: MTU 1500 assumed
+        rate = min(rate, p.streams * mss / rtt * math.sqrt(1.5 / link.loss.rate))  # Mathis: MSS/τ·√(3/2p)
+    return p.transfer_bytes * 8 / rate + 10 * rtt + 1.0
+
+
+def timeout_seconds(p: RunPoint) -> float:
+    """When a run counts as hung: generous, a multiple of the expected duration."""
+    if p.duration_s is not None:
+        return p.duration_s + 30.0 + 20 * (p.link.rtt_s or 0.5)
+    return max(60.0, 4 * expected_seconds(p) + 30.0)
+
+
+class Progress:
+    """Plain-text progress with ETA on a stream: \\r updates on a TTY, one line per run otherwise.
+
+    `note` (optional) is a callable whose text is appended to each finished run's line (a policy's
+    state: survivors, budget left)."""
+
+    def __init__(self, total: int, expected_s: float, links: int, out: TextIO):
+        self.total, self.done, self.remaining_s, self.links = total, 0, expected_s, links
+        self.out = out
+        self.tty = out.isatty()
+        self.started = time.monotonic()
+        self.note = None
+
+    def extend(self, runs: int, expected_s: float, links: int) -> None:
+        """A policy planned another round: more runs, time and link set-ups ahead."""
+        self.total += runs
+        self.remaining_s += expected_s
+        self.links += links
+
+    def _eta(self) -> str:
+        s = int(self.remaining_s + self.links * LINK_SETUP_ESTIMATE_S)
+        return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
+
+    def link(self, point: LinkPoint) -> None:
+        self._line(f"link {point.describe()}: setting up and calibrating", final=True)
+
+    def rebuild(self, point: LinkPoint, why: str) -> None:
+        self.links += 1
+        self._line(f"link {point.describe()}: {why}: tearing it down, setting up a new one", final=True)
+
+    def calibrated(self, row: dict) -> None:
+        self.links = max(0, self.links - 1)
+        measured = row.get("rtt_measured_ms")
+        rate = row.get("rate_measured_bps")
+        bits = [f"rtt {measured:.3f} ms" if measured is not None else "rtt unmeasured"]
+        if rate:
+            bits.append(f"rate {rate / 1e9:.3f} Gbit/s")
+        bits.append("ok" if row.get("calibration_ok") else f"FLAGGED {row.get('flags')}")
+        self._line("link calibrated: " + ", ".join(bits), final=True)
+
+    def start(self, p: RunPoint, attempt: int) -> None:
+        if self.tty:
+            again = f" (attempt {attempt})" if attempt > 1 else ""
+            self._line(f"[{self.done + 1}/{self.total}] {self.done * 100 // max(self.total, 1)}% "
+                       f"ETA {self._eta()}  {p.describe()}{again}", final=False)
+
+    def finish(self, p: RunPoint, row: dict, expected: float) -> None:
+        self.done += 1
+        self.remaining_s = max(0.0, self.remaining_s - expected)
+        result = (f"ok {row['throughput_bps'] / 1e9:.3f} Gbit/s" if row["status"] == "ok"
+                  else f"FAILED ({row['failure_reason']})")
+        flags = f" flags={row['flags']}" if row.get("flags") else ""
+        note = f"  [{self.note()}]" if self.note else ""
+        self._line(f"[{self.done}/{self.total}] {result}{flags}  {p.describe()}  ETA {self._eta()}{note}",
+                   final=True)
+
+    def _line(self, text: str, final: bool) -> None:
+        if self.tty:
+            self.out.write("\r\033[K" + text + ("\n" if final else ""))
+        elif final:
+            self.out.write(text + "\n")
+        self.out.flush()

@@ -1,0 +1,225 @@
+"""Racing (`tcpprofile tune`): measure every candidate a few rounds, drop those worse than the leader
+with confidence, keep measuring the survivors (docs/tune.md).
+
+A round is one run of every surviving candidate on the same link, in seeded random order: a block in
+the statistical sense, so candidates are compared by **paired** differences over the rounds both have
+a value for (a one-sample Student t on the differences; small-sample valid, like irace's paired t
+option). After round r ≥ `first` (complete):
+
+- leader L: the survivor with the highest mean; m = margin × mean_L;
+- drop c when the upper end of the interval of mean(c − L) is below −m (worse by more than the
+  margin, with confidence);
+- stop when one survivor is left, when every other survivor's interval lower end is ≥ −m (a tie
+  within the margin: the simplest wins, select.TIE_BREAK), when the next round would overrun the
+  budget of transfer seconds, or after `max_rounds`.
+
+`replay` is the rule on plain numbers (values[candidate][round], None for a failed run): the policy
+applies it to the stored runs, benchmarks/bench_adaptive.py to resampled ones. Decisions after round r
+depend on rounds 0 … r only, so a killed race resumes to the same decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import decide
+from ..spec import CampaignSpec, RunPoint
+from .executor import Block, RunDone
+from .policy import blocks_of, config_key
+from .recorder import Recorder
+
+
+@dataclass
+class RaceState:
+    alive: list                                   # candidates still racing
+    dropped: dict = field(default_factory=dict)   # candidate -> (after round, leader it lost to)
+    rounds: int = 0                               # complete rounds
+    need: int | None = 0                          # the round to run (complete) next; None: stopped
+    stop: str | None = None                       # 'one left' | 'tie' | 'budget' | 'rounds'
+    ties: list = field(default_factory=list)      # survivors confidently within the margin of the leader
+    leader: object = None
+
+
+def _mean(xs) -> float:
+    v = [x for x in xs if x is not None]
+    return float(np.mean(v)) if v else float("-inf")
+
+
+def replay(values: dict, *, first: int, max_rounds: int, margin: float, confidence: float,
+           simplicity: Callable = str,
+           affordable: Callable[[int, list], bool] = lambda r, alive: True) -> RaceState:
+    """The race's state given values[c] = [round 0, round 1, …] (None: failed; shorter: not run yet)."""
+    st = RaceState(alive=sorted(values, key=str))
+    r = 0
+    while True:
+        if r >= max_rounds:
+            st.need, st.stop = None, "rounds"
+            return st
+        if any(len(values[c]) <= r for c in st.alive):     # round r not complete: run (the rest of) it
+            started = any(len(values[c]) > r for c in st.alive)
+            if not started and r > 0 and not affordable(r, st.alive):
+                st.need, st.stop = None, "budget"
+            else:
+                st.need = r
+            return st
+        st.rounds = r + 1
+        if st.rounds >= first:
+            _test(st, values, r, margin, confidence, simplicity)
+            if st.stop:
+                st.need = None
+                return st
+        r += 1
+
+
+def _test(st: RaceState, values: dict, r: int, margin: float, confidence: float, simplicity: Callable) -> None:
+    means = {c: _mean(values[c][: r + 1]) for c in st.alive}
+    leader = max(st.alive, key=lambda c: (means[c], str(c)))
+    m = margin * abs(means[leader])
+
+    def diff(a, b):      # paired mean of a − b over the rounds both have a value for
+        pairs = [(x, y) for x, y in zip(values[a][: r + 1], values[b][: r + 1]) if x is not None and y is not None]
+        return decide.paired(*zip(*pairs)) if len(pairs) >= 2 else None
+
+    keep = [leader]
+    for c in st.alive:
+        if c == leader:
+            continue
+        d = diff(c, leader)
+        upper = d.bound(confidence, "upper") if d else None
+        if upper is not None and upper < -m:          # worse than the leader by more than the margin
+            st.dropped[c] = (r + 1, leader)
+        else:
+            keep.append(c)
+    st.alive = sorted(keep, key=str)
+    st.leader = leader
+    # the decision is the simplest survivor S once no survivor can be better than S by more than the margin
+    # (survivors are only ever dropped as worse than the leader, so the best stays among them)
+    s = min(st.alive, key=simplicity)
+    st.ties = [x for x in st.alive if x != s]
+    if len(st.alive) == 1:
+        st.stop = "one left"
+    elif all((d := diff(x, s)) is not None and d.bound(confidence, "upper") <= m for x in st.ties):
+        st.stop = "tie"
+
+
+def choose(st: RaceState, values: dict, margin: float, simplicity: Callable) -> object:
+    """The decision: the simplest survivor within the margin of the best survivor's mean."""
+    means = {c: _mean(values[c]) for c in st.alive}
+    return min(decide.ties(means, margin), key=simplicity)
+
+
+# -- the policy ----------------------------------------------------------------------------------
+def simplicity(p: RunPoint) -> tuple:
+    """select's tie-break (fewest streams, smallest buffer, builtin variant, name) for a run point."""
+    from ..select import Config
+    return Config(p.variant, "", p.streams, p.socket_buffer_bytes).simplicity()
+
+
+def label(p: RunPoint) -> str:
+    from ..select import fmt_buffer
+    return f"{p.variant} n={p.streams} B={fmt_buffer(p.socket_buffer_bytes)}"
+
+
+class Racing:
+    """The race over a single-link spec's configurations; rounds are repetitions."""
+
+    def __init__(self, spec: CampaignSpec, seed: int | None, *, margin: float = decide.DEFAULT_MARGIN,
+                 confidence: float = decide.DEFAULT_CONFIDENCE, first: int = 3, budget_s: float | None = None):
+        if len(spec.links) != 1:
+            raise ValueError("a race runs on one link configuration")
+        self.spec, self.campaign_id = spec, spec.campaign_id
+        self.margin, self.confidence, self.first, self.budget_s = margin, confidence, first, budget_s
+        self.schedule = spec.schedule(seed)            # max_rounds = spec.repetitions
+        self.points: dict[str, dict[int, tuple[int, RunPoint]]] = {}
+        for seq, p in enumerate(self.schedule):
+            self.points.setdefault(config_key(p), {})[p.repetition] = (seq, p)
+        self.state: RaceState | None = None
+        self.spent_s = 0.0
+
+    def candidate(self, key: str) -> RunPoint:
+        return self.points[key][0][1]
+
+    def values(self, finished: dict) -> dict[str, list]:
+        out = {}
+        for key, reps in self.points.items():
+            vals = []
+            for r in range(len(reps)):
+                row = finished.get(reps[r][1].run_id(self.campaign_id))
+                if row is None:
+                    break
+                vals.append(row["throughput_bps"] if row["status"] == "ok" else None)
+            out[key] = vals
+        return out
+
+    def _replay(self, recorder: Recorder) -> tuple[RaceState, dict]:
+        finished = recorder.finished()
+        durations = [r["duration_s"] or r["duration_target_s"] or 0.0 for r in finished.values()]
+        self.spent_s = float(sum(durations))
+        per_run = float(np.mean(durations)) if durations else 0.0
+
+        def affordable(r: int, alive: list) -> bool:
+            return self.budget_s is None or self.spent_s + len(alive) * per_run <= self.budget_s
+
+        values = self.values(finished)
+        self.state = replay(values, first=self.first, max_rounds=self.spec.repetitions, margin=self.margin,
+                            confidence=self.confidence, simplicity=lambda c: simplicity(self.candidate(c)),
+                            affordable=affordable)
+        return self.state, values
+
+    def plan(self, recorder: Recorder) -> list[Block]:
+        st, values = self._replay(recorder)
+        if st.need is None:
+            return []
+        wanted = {self.points[c][st.need][0] for c in st.alive if len(values[c]) <= st.need}
+        return blocks_of([(seq, p) for seq, p in enumerate(self.schedule) if seq in wanted])
+
+    def total(self, recorder: Recorder) -> int:
+        return len(recorder.finished_run_ids()) + sum(len(b.runs) for b in self.plan(recorder))
+
+    def observe(self, event) -> None:
+        """The runner shows each finished run to the policy: the budget left moves with it."""
+        if isinstance(event, RunDone):
+            self.spent_s += event.row.get("duration_s") or event.row.get("duration_target_s") or 0.0
+
+    def progress_note(self) -> str:
+        st = self.state
+        left = "" if self.budget_s is None else f"; budget left {max(0.0, self.budget_s - self.spent_s) / 60:.1f} min"
+        return f"round {st.rounds + 1 if st.need is not None else st.rounds}: {len(st.alive)} of {len(self.points)} left{left}"
+
+    # -- the decision and its evidence -------------------------------------------------------------
+    def decision(self, recorder: Recorder) -> dict:
+        st, values = self._replay(recorder)
+        chosen = choose(st, values, self.margin, lambda c: simplicity(self.candidate(c))) if st.alive else None
+        return {"state": st, "values": values, "chosen": chosen, "spent_s": self.spent_s}
+
+    def stops(self, recorder: Recorder) -> list[dict]:
+        d = self.decision(recorder)
+        st, values, chosen = d["state"], d["values"], d["chosen"]
+        survivors = {c: _mean(values[c]) for c in st.alive}
+        tied = decide.ties(survivors, self.margin) if survivors else []
+        rows = []
+        for key in self.points:
+            p = self.candidate(key)
+            ok = [v for v in values[key] if v is not None]
+            ci = decide.mean_of(ok).interval(self.confidence) if ok else None
+            if key in st.dropped:
+                rnd, leader = st.dropped[key]
+                reason, detail = "dropped", (f"dropped after round {rnd}: below {label(self.candidate(leader))} "
+                                             f"by more than {self.margin * 100:g}%")
+            elif key == chosen:
+                reason, detail = "chosen", f"chosen ({st.stop or 'race unfinished'})"
+            elif key in tied:
+                reason, detail = "tie", f"within {self.margin * 100:g}% of the best; a simpler one was chosen"
+            else:
+                reason, detail = "survivor", "not separated when the race stopped"
+            rows.append({"config_key": key, "link": p.link.describe(), "variant": p.variant, "streams": p.streams,
+                         "socket_buffer_bytes": p.socket_buffer_bytes, "transfer_bytes": p.transfer_bytes,
+                         "duration_target_s": float(p.duration_s) if p.duration_s is not None else None,
+                         "reverse": p.reverse, "repetitions": len(values[key]), "ok_runs": len(ok),
+                         "mean_bps": float(np.mean(ok)) if ok else None,
+                         "ci_low_bps": ci[0] if ci else None, "ci_high_bps": ci[1] if ci else None,
+                         "reason": reason, "detail": detail})
+        return rows

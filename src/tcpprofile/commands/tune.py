@@ -1,0 +1,97 @@
+"""`tcpprofile tune (--rtt RTT | --host HOST) --db DB`: race candidate (V, n, B) on one connection.
+
+Exit status: 0 with a decision; 1 when every run failed; 2 with a one-line reason when it could not
+run; 130 when interrupted (run the same command again to continue the race).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser("tune", help="find the best (variant, streams, buffer) for one connection by racing",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("--db", required=True, help="the store (every run is stored as a campaign)")
+    p.add_argument("--rtt", help="emulate a link with this RTT (e.g. 87ms)")
+    p.add_argument("--host", help="or race against the iperf3 server on HOST")
+    p.add_argument("--port", type=int, default=5201, help="its port (default 5201)")
+    p.add_argument("--rate", default="10Gbit", help="emulated link rate (default 10Gbit)")
+    p.add_argument("--link-buffer", default="BDP", help="emulated bottleneck buffer (default BDP)")
+    p.add_argument("--mtu", type=int, default=9000, help="emulated MTU (default 9000)")
+    p.add_argument("--spec", help="take link and candidate grid from a campaign spec (one link configuration)")
+    p.add_argument("--variants", nargs="+", default=["cubic", "htcp", "bbr"], help="candidate variants")
+    p.add_argument("--streams", nargs="+", type=int, default=[1, 4, 8], help="candidate stream counts")
+    p.add_argument("--buffers", nargs="+", default=["default"], help="candidate socket buffers (default, 256MiB, …)")
+    p.add_argument("--duration", default="10s", help="each run's duration (default 10s)")
+    p.add_argument("--size", help="or each run's transfer size")
+    p.add_argument("--budget", help="transfer time to spend at most (e.g. 20m)")
+    p.add_argument("--margin", default="1%", help="indifference margin (default 1%%)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
+    p.add_argument("--first", type=int, default=3, help="rounds before the first test (default 3)")
+    p.add_argument("--max-rounds", type=int, default=10, help="at most this many rounds (default 10)")
+    p.add_argument("--seed", type=int, help="seed of the run order (default: drawn and recorded)")
+    p.add_argument("--cluster", metavar="ADDRESS", help="race on a Ray cluster's testbed nodes (docs/cluster.md)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--apply", action="store_true", help="apply the settings (needs --netns or --host-settings)")
+    p.add_argument("--netns", help="with --apply: the network namespace to apply the sysctls in")
+    p.add_argument("--host-settings", action="store_true", help="with --apply: change the host's sysctls")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from .. import decide, select as sel, spec as specs, tune, units
+    from ..errors import ValidationError
+    from ..store import Store
+    from .run import cluster_executor
+    from .select import print_settings
+
+    margin = decide.parse_fraction("--margin", args.margin, lo=-1e-12)
+    confidence = decide.check_confidence("--confidence", args.confidence)
+    if not 2 <= args.first <= args.max_rounds:
+        raise ValidationError("--first", f"must be from 2 to --max-rounds ({args.max_rounds}), got {args.first}")
+    budget_s = None
+    if args.budget is not None:
+        budget_s = units.seconds("--budget", args.budget)
+        if budget_s <= 0:
+            raise ValidationError("--budget", f"must be above 0, got {args.budget!r}")
+    if args.apply and (args.netns is None) == (not args.host_settings):
+        raise ValidationError("--apply", "needs exactly one target: --netns NS or --host-settings")
+    if args.spec:
+        s = specs.load(args.spec)
+    else:
+        s = tune.spec_for(rtt=args.rtt, host=args.host, port=args.port, rate=args.rate, link_buffer=args.link_buffer,
+                          mtu=args.mtu, variants=args.variants, streams=args.streams, buffers=args.buffers,
+                          duration=None if args.size else args.duration, size=args.size,
+                          max_rounds=args.max_rounds, seed=args.seed)
+    with Store.open(args.db) as store:
+        res = tune.tune(s, store, margin=margin, confidence=confidence, first=args.first, budget_s=budget_s,
+                        out=sys.stderr, executor=cluster_executor(s, args.cluster))
+        settings = applied = None
+        if res.chosen:
+            kernel = store.query("SELECT any_value(cc_kernel_name) AS k, any_value(cc_impl) AS i FROM runs "
+                                 "WHERE campaign_id = ? AND variant = ?", [res.campaign_id, res.chosen["variant"]])[0]
+            rtt_ms = (s.links[0].rtt_s * 1e3 if s.links[0].rtt_s else
+                      store.query("SELECT avg(rtt_measured_ms) AS r FROM links WHERE campaign_id = ?",
+                                  [res.campaign_id])[0]["r"] or 0.0)
+            cfg = sel.Config(res.chosen["variant"], kernel["i"] or "", res.chosen["streams"],
+                             res.chosen["socket_buffer_bytes"])
+            est = sel.Estimate(cfg, res.chosen["mean_bps"], res.chosen["ci_low_bps"], res.chosen["ci_high_bps"],
+                               "exact", [rtt_ms], [1.0], [res.chosen["ok_runs"]], res.chosen["ok_runs"], None,
+                               kernel_name=kernel["k"])
+            settings = sel.host_settings(est, rtt_ms, s.links[0].rate_bps, host=args.host)
+            if args.apply:
+                applied = sel.apply_settings(settings, netns=args.netns, host=args.host_settings)
+    if args.json:
+        json.dump({**res.to_json(), "margin": margin, "confidence": confidence,
+                   "settings": settings.to_json() if settings else None, "applied": applied},
+                  sys.stdout, indent=2, default=str)
+        print()
+    else:
+        print(tune.format_result(res, margin=margin, confidence=confidence))
+        if settings:
+            print_settings(settings, applied)
+        print(f"store: {args.db}")
+    return 0 if res.chosen else 1

@@ -1,0 +1,159 @@
+"""Racing (`tcpprofile tune`): the rule on plain numbers, the policy driving a campaign with a fake
+executor (decision, evidence, budget, resume), the store usable by select, and the CLI's validation."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from fake_executor import FakeExecutor
+from tcpprofile import select as sel, tune
+from tcpprofile.campaign.racing import choose, replay
+from tcpprofile.cli import main
+from tcpprofile.errors import ValidationError
+from tcpprofile.store import Store
+
+G = 1e9
+RULE = dict(first=3, max_rounds=10, margin=0.01, confidence=0.95)
+
+
+def test_a_clearly_worse_candidate_is_dropped_after_the_first_rounds():
+    values = {"a": [9.0, 9.1, 8.9], "b": [5.0, 5.2, 4.9], "c": [9.05, 9.0, 9.1]}
+    st = replay({k: [x * G for x in v] for k, v in values.items()}, **RULE)
+    assert st.dropped == {"b": (3, "c")} and st.alive == ["a", "c"]
+    assert st.need == 3 and st.stop is None            # a and c not separated yet: round 4 next
+
+
+def test_not_tested_before_the_first_rounds_and_incomplete_rounds_are_completed():
+    st = replay({"a": [9.0, 9.1], "b": [5.0, 5.1]}, **RULE)
+    assert st.dropped == {} and st.need == 2
+    st = replay({"a": [9.0, 9.1, 9.0, 9.2], "b": [9.0, 9.0, 9.1]}, **{**RULE, "first": 5})
+    assert st.need == 3 and st.alive == ["a", "b"]     # b's round 4 is missing: complete it
+
+
+def test_survivors_within_the_margin_are_a_tie_and_the_simplest_wins():
+    # identical up to a 0.1 % offset with the same round-to-round swings: the paired differences are
+    # tight, their interval lies within ±1 % of the leader: a tie after the first test
+    base = np.array([9.0, 9.3, 8.8]) * G
+    values = {"n8": list(base * 1.001), "n1": list(base)}
+    st = replay(values, **RULE, simplicity=lambda c: int(c[1:]))
+    assert st.stop == "tie" and st.need is None and st.ties == ["n8"]     # what the simplest ties with
+    assert choose(st, values, 0.01, simplicity=lambda c: int(c[1:])) == "n1"
+
+
+def test_the_simplest_must_tie_with_the_best_not_just_with_its_neighbour():
+    """n1 is 0.8 % below n4 and n4 0.8 % below n8: n1 is 1.6 % below the best and must not win, though
+    it ties with n4. Tight, shared round effects: everything is resolved within the ten rounds."""
+    swing = np.array([1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.01, 0.99, 1.0, 1.0]) * 9 * G
+    values = {"n1": list(swing * 0.984), "n4": list(swing * 0.992), "n8": list(swing)}
+    simple = lambda c: int(c[1:])   # noqa: E731
+    st = replay(values, **RULE, simplicity=simple)
+    assert "n1" in st.dropped and choose(st, values, 0.01, simplicity=simple) == "n4"
+
+
+def test_max_rounds_caps_a_race_with_every_round_at_hand():
+    rng = np.random.default_rng(2)
+    values = {k: list(9 * G * (1 + 0.01 * rng.standard_normal(10))) for k in "ab"}
+    st = replay(values, **{**RULE, "margin": 0.0001, "max_rounds": 5})
+    assert st.rounds <= 5 and st.need is None
+
+
+def test_the_race_stops_when_the_budget_would_be_overrun():
+    values = {"a": [9.0 * G, 9.5 * G, 8.5 * G], "b": [9.1 * G, 8.6 * G, 9.4 * G]}
+    st = replay(values, **RULE, affordable=lambda r, alive: r < 3)
+    assert st.stop == "budget" and st.rounds == 3 and sorted(st.alive) == ["a", "b"]
+
+
+def test_the_race_ends_after_the_most_rounds():
+    rng = np.random.default_rng(1)
+    values = {k: list(9 * G + 0.3 * G * rng.standard_normal(4)) for k in "ab"}
+    st = replay(values, **{**RULE, "max_rounds": 4})
+    assert st.stop in ("rounds", "tie", "one left") and st.need is None
+
+
+# -- the policy in a campaign ---------------------------------------------------------------------
+MEANS = {("cubic", 1): 6.0, ("cubic", 4): 9.40, ("cubic", 8): 9.42, ("bbr", 1): 7.0, ("bbr", 4): 8.0, ("bbr", 8): 8.5}
+
+
+def truth(p):
+    return MEANS[(p.variant, p.streams)] * G, 0.02 * G
+
+
+def race_spec(max_rounds=10, seed=5):
+    return tune.spec_for(rtt="87ms", host=None, variants=["cubic", "bbr"], streams=[1, 4, 8],
+                         buffers=["default"], max_rounds=max_rounds, seed=seed)
+
+
+def run_race(s, store, **kw):
+    ex = FakeExecutor(s.campaign_id, truth)
+    res = tune.tune(s, store, out=io.StringIO(), executor=ex, **kw)
+    return res, ex
+
+
+def test_tune_drops_the_slow_candidates_and_chooses_the_simplest_of_the_tie(tmp_path):
+    s = race_spec()
+    with Store.open(tmp_path / "t.duckdb") as store:
+        res, ex = run_race(s, store)
+        assert res.stop == "tie"
+        c = res.chosen
+        assert (c["variant"], c["streams"]) == ("cubic", 4)                  # 9.40 ties 9.42: fewer streams
+        status = {(r["variant"], r["streams"]): r for r in res.evidence}
+        assert status[("cubic", 8)]["reason"] == "tie"
+        for k in [("cubic", 1), ("bbr", 1), ("bbr", 4), ("bbr", 8)]:
+            assert status[k]["reason"] == "dropped" and "dropped after round" in status[k]["detail"]
+        # dropped candidates stop being measured; everything measured is stored
+        assert len(ex.ran) == res.runs == store.query("SELECT count(*) AS n FROM runs")[0]["n"]
+        assert len(ex.ran) < 6 * 10 and res.spent_s == pytest.approx(10.0 * len(ex.ran))
+        assert {r["reason"] for r in store.query("SELECT reason FROM stops")} == {"chosen", "tie", "dropped"}
+        # the store is a campaign store: select works on it (the link's RTT is the fake's 10 ms)
+        choice = sel.select(sel.load_profiles(store), 10.0)
+        assert choice.recommended.config.variant == "cubic" and choice.recommended.config.streams == 4
+        text = tune.format_result(res, margin=0.01, confidence=0.95)
+        assert "decision: cubic n=4 B=auto" in text and "survivors are a tie" in text
+
+
+def test_a_budget_bounds_the_transfer_time(tmp_path):
+    s = race_spec()
+    with Store.open(tmp_path / "b.duckdb") as store:
+        res, ex = run_race(s, store, budget_s=200.0)
+        assert res.spent_s <= 200.0 and res.chosen is not None
+        assert res.stop in ("budget", "tie", "one left")
+
+
+def test_an_interrupted_race_resumes_to_the_same_decision(tmp_path):
+    s = race_spec()
+    with Store.open(tmp_path / "a.duckdb") as a, Store.open(tmp_path / "b.duckdb") as b:
+        whole, _ = run_race(s, a)
+        for _ in range(40):
+            part, _ = run_race(s, b, max_runs=4)
+            if part.stop is not None:
+                break
+        assert part.chosen == whole.chosen and part.evidence == whole.evidence
+        q = "SELECT run_id, seq, throughput_bps FROM runs ORDER BY seq"
+        assert a.query(q) == b.query(q)
+
+
+def test_spec_for_names_the_flag():
+    with pytest.raises(ValidationError) as err:
+        tune.spec_for(rtt="87 parsecs", host=None, variants=["cubic"], streams=[1], buffers=["default"])
+    assert err.value.field == "--rtt"
+    with pytest.raises(ValidationError) as err:
+        tune.spec_for(rtt="87ms", host=None, variants=["cubic"], streams=[1, 500], buffers=["default"])
+    assert err.value.field == "--streams"
+    with pytest.raises(ValidationError) as err:
+        tune.spec_for(rtt="87ms", host="h", variants=["cubic"], streams=[1], buffers=["default"])
+    assert err.value.field == "--rtt"
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--rtt", "87ms", "--margin", "lots"], "--margin"),
+    (["--rtt", "87ms", "--first", "1"], "--first"),
+    (["--rtt", "87ms", "--budget", "soon"], "--budget"),
+    (["--rtt", "87ms", "--streams", "0"], "--streams"),
+])
+def test_cli_validates_before_running(tmp_path, capsys, argv, flag):
+    assert main(["tune", "--db", str(tmp_path / "x.duckdb"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"tcpprofile tune: {flag}") and err.count("\n") == 1
