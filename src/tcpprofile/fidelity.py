@@ -287,11 +287,11 @@ def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
     def monitor(port: int) -> Iterator[RunFidelity]:
         fid = RunFidelity()
         cfg = link.config
-        before = link.engine_stats(period=True)
+        before = link.engine_stats(period=True, answering=True)
         loss0 = link.loss_counters()
         with HostSampler() as sampler, RttWatcher(link, "sender", port) as rtt:
             yield fid
-        after = link.engine_stats(period=True)
+        after = link.engine_stats(period=True, answering=True)
         loss1 = link.loss_counters()
         load = sampler.result()
         fid.columns.update(engine_columns(before, after, load.wall_s))
@@ -305,7 +305,7 @@ def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
             flags.append("rtt_base_off")
         if engine_late(fid.columns, cfg.rtt_s * 1e3, t):
             flags.append("engine_late")
-        if fid.columns["engine_fwd_drops"] or fid.columns["engine_rev_drops"]:
+        if fid.columns.get("engine_fwd_drops") or fid.columns.get("engine_rev_drops"):
             flags.append("engine_dropped")
         if loss_off(cfg.loss_mode, cfg.loss_rate, cfg.loss_every if cfg.loss_mode == "periodic" else 0,
                     seen, dropped, t):

@@ -300,12 +300,21 @@ class EmulatedLink:
         for engine in self._engines.values():
             engine.set_delay(per_direction_ns)
 
-    def engine_stats(self, *, period: bool = False) -> dict[str, EngineStats]:
+    def engine_stats(self, *, period: bool = False, answering: bool = False) -> dict[str, EngineStats]:
         """Counters of the forward (receiver namespace; also the bottleneck) and reverse (sender
-        namespace) engines. period=True also starts a new lateness period (EngineStats.period_*)."""
+        namespace) engines. period=True also starts a new lateness period (EngineStats.period_*).
+        answering=True leaves out an engine that died instead of raising (a run's monitor: the
+        campaign names the dead engine itself)."""
         if not self._engines:
             return dict(self.final_engine_stats)
-        return {name: engine.stats(period=period) for name, engine in self._engines.items()}
+        out = {}
+        for name, engine in self._engines.items():
+            try:
+                out[name] = engine.stats(period=period)
+            except (TcpProfileError, OSError):
+                if not answering:
+                    raise
+        return out
 
     def engine_pids(self) -> dict[str, int]:
         return {name: engine.pid for name, engine in self._engines.items()}
