@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from synthetic_store import add_link, add_run, build, profile_value
+from synthetic_store import add_link, add_run, build, profile_value, trace
 from tcpprofile.reproduce import findings, stats
 from tcpprofile.reproduce.campaigns import specs
 from tcpprofile.store import Store
@@ -140,3 +140,17 @@ def test_report_section_shows_the_verdicts_of_reproduce_campaigns(store):
     (table,) = verdicts(store).items
     assert [r[0] for r in table.rows] == ["(i)", "(ii)", "(iii)", "(iv)", "(v)"]
     assert table.rows[0][2] == stats.REPRODUCED
+
+
+def test_short_traces_leave_the_exponent_finding_undetermined(store):
+    """The quick campaigns' 8 s traces are too short for an exponent (status undetermined, lyapunov
+    None): finding (v) says so instead of failing (it raised TypeError on the first real store)."""
+    store.insert_campaign({"campaign_id": "c1", "name": "synthetic", "mode": "emulated"})
+    rng = np.random.default_rng(11)
+    add_link(store, "L11.8", 11.8)
+    for rep in range(12):
+        add_run(store, f"short-{rep}", "L11.8", "cubic", 1, None, 9e9, rep=rep, duration_s=8.0,
+                intervals=trace(rng, 9e9, 1, seconds=8))
+    (v,) = [f for f in findings.check_findings(store, ["c1"]) if f.id == "v"]
+    assert v.verdict == stats.UNDETERMINED
+    assert "12 traces" in v.measured and "0 with an exponent" in v.measured, v.measured

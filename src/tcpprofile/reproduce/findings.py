@@ -315,11 +315,8 @@ def bbr_loss(data: Data) -> Finding:
 
 # -- (v) -------------------------------------------------------------------------------------------
 def _distinguishable(dyn) -> bool:
-    flag = getattr(dyn, "significant", None)  # newer dynamics API: explicit surrogate verdict
-    if flag is not None:
-        return bool(flag)
-    p = getattr(dyn, "surrogate_p", math.nan)
-    return bool(math.isfinite(p) and p <= 0.05)
+    """The exponent beat its IAAFT surrogates (TraceDynamics.distinguishable; untested counts as not)."""
+    return bool(dyn.distinguishable)
 
 
 def lyapunov_throughput(data: Data, seed: int = 0, min_runs: int = 10) -> Finding:
@@ -330,7 +327,8 @@ def lyapunov_throughput(data: Data, seed: int = 0, min_runs: int = 10) -> Findin
     clean = data.mask(loss="none")
     dyn = dynamics_from_store(data.con, run_ids=list(data.runs.run_id[clean]), n_surrogates=SURROGATES, seed=seed)
     pos = {r: i for i, r in enumerate(data.runs.run_id)}
-    finite = [d for d in dyn if math.isfinite(d.dynamics.lyapunov)]
+    # an exponent only where one was estimated (None: undetermined, e.g. an 8 s trace is too short)
+    finite = [d for d in dyn if d.dynamics.lyapunov is not None and math.isfinite(d.dynamics.lyapunov)]
     kept = [d for d in finite if _distinguishable(d.dynamics)]
     points = [d.dynamics.n_points for d in dyn]
     head = (f"{len(dyn)} traces ({min(points) if points else 0}-{max(points) if points else 0} s), "
