@@ -17,7 +17,7 @@ _RATE = {"": 1, "bit": 1, "bps": 1, "k": 1e3, "kbit": 1e3, "kbps": 1e3, "m": 1e6
          "mbps": 1e6, "g": 1e9, "gbit": 1e9, "gbps": 1e9, "t": 1e12, "tbit": 1e12, "tbps": 1e12}
 _SIZE = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12,
          "tb": 1e12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_TIME = {"": 1, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0}
+_TIME = {"": 1, "s": 1, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "m": 60.0, "min": 60.0, "h": 3600.0}
 
 
 def _parse(field: str, value, table: dict, what: str) -> float:
