@@ -48,6 +48,8 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
     campaign_id = spec.campaign_id
     recorder = Recorder(store, campaign_id)
     seed = recorder.open(spec)
+    if spec.rerun_flagged and (redo := recorder.rerun_flagged()):
+        out.write(f"rerun_flagged: {redo} ok run{'s' if redo != 1 else ''} with instrument flags will be run again\n")
     policy = policy or policies.for_spec(spec, seed)
     skipped = len(recorder.finished_run_ids())
     if executor is None:
