@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import decide, ping
-from .analysis.load import FLAGGED_SQL
-from .dimensions import BUFFER_SQL
+from .dimensions import BUFFER_SQL, FLAGGED_SQL
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .store import Store
 from .testbed.netns import in_ns, netns_list
@@ -87,7 +86,7 @@ class Profile:
     run_ids: list[list[str]] = field(default_factory=list)   # per RTT, aligned with samples
     transfer_bytes: int | None = None
     duration_s: float | None = None
-    flagged: list[np.ndarray] = field(default_factory=list)  # per RTT, bool per run (analysis.load.FLAGGED_SQL)
+    flagged: list[np.ndarray] = field(default_factory=list)  # per RTT, bool per run (dimensions.FLAGGED_SQL)
 
     @property
     def means(self) -> np.ndarray:
@@ -170,7 +169,7 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
 
     `conditions` fixes some of CONDITION_FIELDS; when the remaining runs still span several groups
     (different F, duration, loss, C or direction) the choice is refused with the list of groups.
-    Flagged runs (analysis.load.FLAGGED_SQL) are included and counted per RTT (Profile.flagged), or
+    Flagged runs (dimensions.FLAGGED_SQL) are included and counted per RTT (Profile.flagged), or
     left out with exclude_flagged (counted in ProfileSet.flagged_left_out).
     """
     rows = store.query(_RUNS_SQL)

@@ -2,8 +2,9 @@
 
 Only runs with status = 'ok' and a link with a configured RTT are analysed. A run is *flagged* when its
 link failed calibration (calibration_ok false or link flags set) or the run carries flags other than the
-trace-assembly notes (NOTE_FLAGS); flagged runs are included and counted (Profile.n_flagged) unless
-exclude_flagged=True. FLAGGED_SQL is that definition, the one `analyze`, `select` and `report` share.
+trace-assembly notes (dimensions.NOTE_FLAGS); flagged runs are included and counted (Profile.n_flagged)
+unless exclude_flagged=True. dimensions.FLAGGED_SQL is that definition, the one `analyze`, `select`,
+`report` and the campaign summary share.
 """
 
 from __future__ import annotations
@@ -13,23 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dimensions import DIMENSIONS, check_by
-
-
-# Run flags that only say how the 1 s traces were assembled (tcpprofile.iperf.parse): they question no
-# throughput, and a remote server without -J raises intervals_sender_bytes on every run.
-NOTE_FLAGS = ("intervals_receiver_side", "intervals_sender_bytes", "streams_matched_by_order")
-
-# A run is flagged (docs/analysis.md): its link missed calibration or carries flags, or the run carries a
-# flag other than a note (fidelity: host_contended, rtt_base_off, engine_late, engine_dropped, loss_off;
-# the link's calibration copied as link_*; throughput_sender_side, cc_mismatch, variant_unknown, and any
-# flag added later). SQL over `runs r JOIN links l`; without a link row (LEFT JOIN) the run's flags decide.
-# r.flags is comma-separated: each flag gets its own pair of commas, the notes are cut out, and anything
-# left but commas is a flag (plain string functions: every DuckDB ≥ 1.0 has them).
-_RUN_FLAGGED = (f"regexp_matches(regexp_replace(',' || replace(coalesce(r.flags, ''), ',', ',,') || ',', "
-                f"',({'|'.join(NOTE_FLAGS)}),', '', 'g'), '[^,]')")
-FLAGGED_SQL = (f"(coalesce(l.calibration_ok = false, false) OR coalesce(l.flags, '') <> '' "
-               f"OR {_RUN_FLAGGED})")
+from ..dimensions import DIMENSIONS, FLAGGED_SQL, check_by
 
 
 def connection(con):

@@ -32,7 +32,7 @@ class Report:
 
 
 def build_report(store: Store, out_dir: str | Path, *, exclude_flagged: bool = False) -> Report:
-    """exclude_flagged: leave flagged runs out of every figure and table (analysis.load.FLAGGED_SQL);
+    """exclude_flagged: leave flagged runs out of every figure and table (dimensions.FLAGGED_SQL);
     the header says whether they were left out and how many."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

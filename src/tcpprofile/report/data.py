@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import analysis
 from .. import select as sel
-from ..analysis.load import FLAGGED_SQL
+from ..dimensions import FLAGGED_SQL
 from ..store import Store
 
 
@@ -35,7 +35,7 @@ class ReportData:
     store: Store
     groups: list[Group]
     exclude_flagged: bool = False
-    flagged: int = 0             # flagged runs (analysis.load.FLAGGED_SQL) the report could draw on
+    flagged: int = 0             # flagged runs (dimensions.FLAGGED_SQL) the report could draw on
     candidates: int = 0          # ok runs with a throughput and an RTT, flagged or not
 
     @classmethod
