@@ -13,9 +13,10 @@ from tcpprofile.campaign import LinkSetup, LinkUp, RunDone, RunStarted
 
 
 class FakeExecutor:
-    def __init__(self, campaign_id: str, truth, duration_s: float = 10.0):
-        """truth(point) -> (mean_bps, sd_bps)."""
+    def __init__(self, campaign_id: str, truth, duration_s: float = 10.0, flags=None):
+        """truth(point) -> (mean_bps, sd_bps); flags(point) -> the run's flags (str or None), default none."""
         self.campaign_id, self.truth, self.duration_s = campaign_id, truth, duration_s
+        self.flags = flags or (lambda p: None)
         self.ran: list = []
         self.links = 0
 
@@ -46,4 +47,4 @@ class FakeExecutor:
                 yield RunStarted(seq, p, 1, {**base, "status": "running", "attempts": 1})
                 self.ran.append(p)
                 yield RunDone(seq, p, {**base, "status": "ok", "attempts": 1, "throughput_bps": self.value(p),
-                                       "duration_s": self.duration_s})
+                                       "duration_s": self.duration_s, "flags": self.flags(p)})

@@ -25,12 +25,13 @@ def add_link(store: Store, link_id: str, rtt_ms: float, *, campaign_id: str = "c
 
 def add_run(store: Store, run_id: str, link_id: str, variant: str, streams: int, buffer, throughput: float,
             *, rep: int = 0, cc_impl: str = "builtin", intervals: list | None = None, cwnd: list | None = None,
-            status: str = "ok", transfer_bytes: int | None = None, duration_s: float | None = 10.0) -> None:
+            status: str = "ok", transfer_bytes: int | None = None, duration_s: float | None = 10.0,
+            flags: str | None = None) -> None:
     store.put_run({"run_id": run_id, "campaign_id": "c1", "link_id": link_id, "variant": variant,
                    "cc_impl": cc_impl, "cc_kernel_name": variant, "streams": streams,
                    "socket_buffer_bytes": buffer, "transfer_bytes": transfer_bytes,
                    "duration_target_s": duration_s, "repetition": rep, "status": status,
-                   "throughput_bps": throughput, "duration_s": duration_s},
+                   "throughput_bps": throughput, "duration_s": duration_s, "flags": flags},
                   intervals=intervals or [], cwnd=cwnd or [])
 
 
@@ -78,3 +79,23 @@ def build(store: Store, *, variants=("cubic", "htcp"), streams=(1, 4), buffers=(
                 intervals=iv, cwnd=cw)
         count += 1
     return count
+
+
+def build_flagged(s: Store) -> None:
+    """Campaign c1 with two flagged runs (G = 1e9): cubic n=1 at 10 ms: 9.0, 9.1, 8.9 and a slow run
+    flagged host_contended (3.0); htcp n=1: 8.5, 8.6, 8.4 and 8.5 on a link that missed calibration
+    (rate_low). 30 ms: three clean runs each (cubic 5.0, 5.1, 5.2; htcp 4.0, 4.1, 4.2)."""
+    G = 1e9
+    s.insert_campaign({"campaign_id": "c1", "name": "t", "mode": "emulated"})
+    add_link(s, "L10", 10.0)
+    add_link(s, "L10bad", 10.0, calibration_ok=False, flags="rate_low")
+    add_link(s, "L30", 30.0)
+    for i, x in enumerate((9.0, 9.1, 8.9)):
+        add_run(s, f"cubic-10-{i}", "L10", "cubic", 1, None, x * G, rep=i)
+    add_run(s, "cubic-10-slow", "L10", "cubic", 1, None, 3.0 * G, rep=3, flags="host_contended")
+    for i, x in enumerate((8.5, 8.6, 8.4)):
+        add_run(s, f"htcp-10-{i}", "L10", "htcp", 1, None, x * G, rep=i)
+    add_run(s, "htcp-10-badlink", "L10bad", "htcp", 1, None, 8.5 * G, rep=3)
+    for v, x in (("cubic", 5.0), ("htcp", 4.0)):
+        for i in range(3):
+            add_run(s, f"{v}-30-{i}", "L30", v, 1, None, (x + 0.1 * i) * G, rep=i)

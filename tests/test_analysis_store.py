@@ -66,6 +66,29 @@ def test_load_runs_keeps_ok_runs_and_marks_flagged_links(store):
     assert len(load_runs(store.con, exclude_flagged=True)) == 48
 
 
+@pytest.mark.parametrize("calibration_ok, link_flags, run_flags, flagged", [
+    (True, None, None, False),
+    (True, None, "intervals_sender_bytes", False),                       # notes on how the traces were made
+    (True, None, "intervals_receiver_side,streams_matched_by_order", False),
+    (True, None, "intervals_sender_bytes,host_contended", True),         # a note beside a flag: flagged
+    (True, None, "engine_late,intervals_sender_bytes", True),
+    (True, None, "throughput_sender_side", True),
+    (True, None, "link_rate_low", True),
+    (True, None, "some_future_flag", True),                              # unknown flags count
+    (True, None, "xintervals_sender_bytes", True),                       # whole names only
+    (False, None, None, True),                                           # the link missed calibration
+    (None, "rtt_off", None, True),
+])
+def test_which_flags_flag_a_run(calibration_ok, link_flags, run_flags, flagged):
+    s = Store.open(":memory:")
+    s.insert_link({"link_id": "L", "campaign_id": "c", "kind": "emulated", "rtt_ms": 10.0,
+                   "calibration_ok": calibration_ok, "flags": link_flags})
+    s.put_run({"run_id": "r", "campaign_id": "c", "link_id": "L", "variant": "cubic", "streams": 1,
+               "status": "ok", "throughput_bps": 1e9, "flags": run_flags})
+    assert load_runs(s).flagged.tolist() == [flagged]
+    assert len(load_runs(s, exclude_flagged=True)) == (0 if flagged else 1)
+
+
 def test_load_traces_aggregate_and_streams(store):
     tr = load_traces(store, ["cubic-2-0.4-0"], per_stream=True)
     assert set(tr) == {("cubic-2-0.4-0", None), ("cubic-2-0.4-0", 0), ("cubic-2-0.4-0", 1)}

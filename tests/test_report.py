@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from synthetic_store import add_link, add_run, build, trace
+from synthetic_store import add_link, add_run, build, build_flagged, trace
 from tcpprofile.cli import main
 from tcpprofile.report import Table, build_report
 from tcpprofile.store import Store
@@ -200,3 +200,31 @@ def test_report_renders_in_chromium(report):
     assert len(sizes) == len(report.figures())
     assert all(s["w"] > 0 and s["h"] > 0 and s["shown"] > 0 for s in sizes), [s for s in sizes if not s["w"]]
     assert (shots / "full.png").stat().st_size > 10_000 and (shots / "calibration.png").exists()
+
+
+def test_flagged_runs_counted_in_the_tables_and_left_out_on_request(tmp_path, capsys):
+    db = tmp_path / "flagged.duckdb"
+    with Store.open(db) as s:
+        build_flagged(s)        # 14 ok runs, 2 flagged: a slow cubic run (host_contended), htcp on a missed link
+    with Store.open(db, read_only=True) as s:
+        included = build_report(s, tmp_path / "in")
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "out"), "--exclude-flagged"]) == 0
+    with Store.open(db, read_only=True) as s:
+        excluded = build_report(s, tmp_path / "out", exclude_flagged=True)
+
+    def table(report, prefix):
+        return next(i for sec in report.sections for i in sec.items if isinstance(i, Table) and i.id.startswith(prefix))
+
+    sel_in, sel_out = table(included, "selection"), table(excluded, "selection")
+    assert sel_in.header[-1] == "runs unflagged/flagged"
+    at10_in, at10_out = (next(r for r in t.rows if r[0] == "10") for t in (sel_in, sel_out))
+    assert at10_in[-1] == "6/2" and at10_out[-1] == "6/0"
+    assert at10_in[1] == "htcp n=1 B=auto" and at10_in[2] == "8.500"    # the slow flagged run pulls cubic to 7.5
+    assert at10_out[1] == "cubic n=1 B=auto" and at10_out[2] == "9.000"
+    calib = table(included, "calibration")
+    flagged_col = {r[0]: r[calib.header.index("flagged runs")] for r in calib.rows}
+    assert flagged_col == {"L10": "1", "L10bad": "1", "L30": "0"}
+    assert "Flagged runs included: 2 of 14 ok runs" in included.index.read_text()
+    assert "Flagged runs left out (--exclude-flagged): 2 of 14 ok runs" in excluded.index.read_text()
+    box = {f.id: f.runs for f in excluded.figures()}
+    assert box["box-g0-cubic"] == 6 and {f.id: f.runs for f in included.figures()}["box-g0-cubic"] == 7

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from synthetic_store import add_link, add_run, build
+from synthetic_store import add_link, add_run, build, build_flagged
 from tcpprofile import select as sel
 from tcpprofile.cli import main
 from tcpprofile.errors import TcpProfileError, ValidationError
@@ -355,3 +355,63 @@ def test_a_lead_beyond_the_margin_with_too_few_repetitions_is_unresolved():
 def test_cli_margin_is_validated(db, capsys):
     assert main(["select", "--db", db, "--rtt", "30ms", "--margin", "lots"]) == 2
     assert "--margin" in capsys.readouterr().err
+
+
+# -- flagged runs (dimensions.FLAGGED_SQL: one definition for analyze, select and report) ------------
+def _flagged_store(path=":memory:") -> Store:
+    s = Store.open(path)
+    build_flagged(s)
+    return s
+
+
+def test_flagged_runs_are_counted_and_change_the_choice_only_when_included():
+    s = _flagged_store()
+    included = sel.select(sel.load_profiles(s), 10.0)
+    by = {e.config.variant: e for e in included.ranking}
+    assert by["cubic"].repetitions == [4] and by["cubic"].flagged == [1]
+    assert by["htcp"].repetitions == [4] and by["htcp"].flagged == [1]       # its run on the missed link
+    assert by["cubic"].runs_flagged == 1 and by["htcp"].runs_flagged == 1
+    assert by["cubic"].throughput_bps == pytest.approx((9.0 + 9.1 + 8.9 + 3.0) / 4 * G)   # 7.5
+    assert included.best.config.variant == "htcp" and not included.exclude_flagged
+    assert included.flagged_left_out == 0
+
+    ps = sel.load_profiles(s, exclude_flagged=True)
+    assert ps.flagged_left_out == 2
+    excluded = sel.select(ps, 10.0)
+    by = {e.config.variant: e for e in excluded.ranking}
+    assert by["cubic"].repetitions == [3] and by["cubic"].flagged == [0]
+    assert by["cubic"].throughput_bps == pytest.approx(9.0 * G)
+    assert by["htcp"].throughput_bps == pytest.approx(8.5 * G)
+    assert excluded.best.config.variant == "cubic" and excluded.comparison.decision == "significant"
+    assert excluded.to_json()["flagged_left_out"] == 2 and excluded.to_json()["exclude_flagged"] is True
+    # at 30 ms nothing is flagged: the same estimate either way
+    assert (sel.select(ps, 30.0).best.throughput_bps
+            == sel.select(sel.load_profiles(s), 30.0).best.throughput_bps == pytest.approx(5.1 * G))
+
+
+def test_select_and_analyze_flag_the_same_runs():
+    from tcpprofile import analysis
+    s = _flagged_store()
+    runs = analysis.load_runs(s)
+    flagged_by_analysis = {r for r, f in zip(runs.run_id, runs.flagged) if f}
+    flagged_by_select = {rid for p in sel.load_profiles(s).profiles
+                         for ids, fl in zip(p.run_ids, p.flagged) for rid, f in zip(ids, fl) if f}
+    assert flagged_by_analysis == flagged_by_select == {"cubic-10-slow", "htcp-10-badlink"}
+    assert len(analysis.load_runs(s, exclude_flagged=True)) == len(runs) - 2
+
+
+def test_cli_shows_flagged_counts_and_leaves_them_out(tmp_path, capsys):
+    path = tmp_path / "f.duckdb"
+    _flagged_store(path).close()
+    assert main(["select", "--db", str(path), "--rtt", "10ms"]) == 0
+    out = capsys.readouterr().out
+    assert "Flagged runs included: 2" in out and "unflagged/flagged" in out
+    rows = {line.split()[1]: line for line in out.splitlines() if line.strip()[:1].isdigit() and "n=1" in line}
+    assert "3/1" in rows["htcp"].split() and "3/1" in rows["cubic"].split()   # unflagged/flagged at 10 ms
+    assert "Recommended: htcp" in out
+    assert main(["select", "--db", str(path), "--rtt", "10ms", "--exclude-flagged", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["exclude_flagged"] is True and doc["flagged_left_out"] == 2
+    assert doc["recommended"]["variant"] == "cubic" and doc["best"]["flagged"] == [0]
+    assert main(["select", "--db", str(path), "--rtt", "10ms", "--exclude-flagged"]) == 0
+    assert "Flagged runs left out (--exclude-flagged): 2." in capsys.readouterr().out

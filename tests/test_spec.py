@@ -78,6 +78,8 @@ CASES = [
     ("campaign.repetitions", 1001, "campaign.repetitions"),
     ("campaign.repetitions", 1.5, "campaign.repetitions"),
     ("campaign.trace_cwnd", "yes", "campaign.trace_cwnd"),
+    ("campaign.rerun_flagged", "yes", "campaign.rerun_flagged"),
+    ("campaign.rerun_flagged", 1, "campaign.rerun_flagged"),
     ("campaign.retries", -1, "campaign.retries"),
     ("campaign.retries", 11, "campaign.retries"),
     ("campaign.colour", 1, "campaign.colour"),

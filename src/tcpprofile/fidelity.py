@@ -54,6 +54,18 @@ class Thresholds:
 
 THRESHOLDS = Thresholds()
 
+# The flags that say the instrument was not faithful during a run, so that the same run made again may
+# be: this module's, and the link's calibration copied to the run (link_rate_low, link_rtt_off; remote:
+# link_rtt_unmeasured). A campaign with `rerun_flagged = true` runs ok runs carrying one again on resume.
+# Not: the iperf3 output notes (throughput_sender_side, intervals_*, streams_matched_by_order) and
+# cc_mismatch, which say what the run reported or loaded, and come out the same again.
+RERUN_FLAGS = ("host_contended", "rtt_base_off", "engine_late", "engine_dropped", "loss_off")
+
+
+def rerun_flags(flags: str | None) -> list[str]:
+    """The instrument flags (RERUN_FLAGS and link_*) among a run's comma-separated flags."""
+    return [f for f in (flags or "").split(",") if f in RERUN_FLAGS or f.startswith("link_")]
+
 
 @dataclass
 class RunFidelity:

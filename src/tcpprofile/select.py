@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import decide, ping
-from .dimensions import BUFFER_SQL
+from .dimensions import BUFFER_SQL, FLAGGED_SQL
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .store import Store
 from .testbed.netns import in_ns, netns_list
@@ -40,7 +40,7 @@ SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name
        r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
        coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
        l.rate_bps, {BUFFER_SQL} AS link_buffer, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
-       coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, r.throughput_bps
+       coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
   AND coalesce(l.rtt_ms, l.rtt_measured_ms) IS NOT NULL
@@ -86,6 +86,7 @@ class Profile:
     run_ids: list[list[str]] = field(default_factory=list)   # per RTT, aligned with samples
     transfer_bytes: int | None = None
     duration_s: float | None = None
+    flagged: list[np.ndarray] = field(default_factory=list)  # per RTT, bool per run (dimensions.FLAGGED_SQL)
 
     @property
     def means(self) -> np.ndarray:
@@ -95,11 +96,21 @@ class Profile:
     def runs(self) -> int:
         return int(sum(len(s) for s in self.samples))
 
+    def flagged_at(self, k: int) -> int:
+        """Flagged runs among the repetitions at the k-th RTT."""
+        return int(self.flagged[k].sum()) if self.flagged else 0
+
+    @property
+    def runs_flagged(self) -> int:
+        return sum(self.flagged_at(k) for k in range(len(self.samples)))
+
 
 @dataclass
 class ProfileSet:
     conditions: dict            # the condition group these profiles share
     profiles: list[Profile]
+    exclude_flagged: bool = False
+    flagged_left_out: int = 0   # flagged runs of this group (and filters) left out by exclude_flagged
 
 
 def _condition_key(row: dict) -> tuple:
@@ -117,12 +128,19 @@ def cluster_rtts(values: list[float]) -> list[list[float]]:
     return clusters
 
 
-def condition_groups(store: Store) -> dict[tuple, int]:
-    """Comparable groups present in the store (conditions -> ok runs)."""
+def condition_groups(store: Store, *, exclude_flagged: bool = False) -> dict[tuple, int]:
+    """Comparable groups present in the store (conditions -> ok runs; without flagged runs if asked)."""
     counts: dict[tuple, int] = defaultdict(int)
     for row in store.query(_RUNS_SQL):
-        counts[_condition_key(row)] += 1
+        if not (exclude_flagged and row["flagged"]):
+            counts[_condition_key(row)] += 1
     return dict(counts)
+
+
+def flagged_runs(store: Store) -> tuple[int, int]:
+    """(flagged, all) ok runs with a throughput and an RTT: what select and the report can draw on."""
+    rows = store.query(_RUNS_SQL)
+    return sum(1 for r in rows if r["flagged"]), len(rows)
 
 
 def describe_conditions(cond: dict) -> str:
@@ -146,11 +164,13 @@ def describe_conditions(cond: dict) -> str:
 
 
 def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
-                  conditions: dict | None = None) -> ProfileSet:
+                  conditions: dict | None = None, exclude_flagged: bool = False) -> ProfileSet:
     """Profiles of every configuration in one comparable condition group.
 
     `conditions` fixes some of CONDITION_FIELDS; when the remaining runs still span several groups
     (different F, duration, loss, C or direction) the choice is refused with the list of groups.
+    Flagged runs (dimensions.FLAGGED_SQL) are included and counted per RTT (Profile.flagged), or
+    left out with exclude_flagged (counted in ProfileSet.flagged_left_out).
     """
     rows = store.query(_RUNS_SQL)
     conditions = conditions or {}
@@ -161,8 +181,12 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
         rows = [r for r in rows if r["streams"] in streams]
     if buffers:
         rows = [r for r in rows if r["buffer_bytes"] in buffers]
+    left_out = [r for r in rows if r["flagged"]] if exclude_flagged else []
+    if exclude_flagged:
+        rows = [r for r in rows if not r["flagged"]]
     if not rows:
-        raise TcpProfileError("no ok runs match (check --variants/--streams/--buffers and the conditions)")
+        more = f" ({len(left_out)} flagged runs left out)" if left_out else ""
+        raise TcpProfileError(f"no ok runs match (check --variants/--streams/--buffers and the conditions){more}")
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         groups[_condition_key(r)].append(r)
@@ -180,7 +204,7 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
     names: dict[Config, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
         cfg = Config(r["variant"], r["cc_impl"], int(r["streams"] or 1), r["buffer_bytes"])
-        by_config[cfg][centre[r["rtt_ms"]]].append((r["throughput_bps"], r["run_id"]))
+        by_config[cfg][centre[r["rtt_ms"]]].append((r["throughput_bps"], r["run_id"], bool(r["flagged"])))
         names[cfg][r["cc_kernel_name"] or r["variant"]] += 1
     cond = dict(zip(CONDITION_FIELDS, key))
     profiles = []
@@ -189,8 +213,9 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
         profiles.append(Profile(cfg, [p[0] for p in pts], [np.array([x[0] for x in p[1]]) for p in pts],
                                 kernel_name=max(names[cfg], key=names[cfg].get), rate_bps=cond["rate_bps"],
                                 run_ids=[[x[1] for x in p[1]] for p in pts],
-                                transfer_bytes=cond["transfer_bytes"], duration_s=cond["duration_s"]))
-    return ProfileSet(cond, profiles)
+                                transfer_bytes=cond["transfer_bytes"], duration_s=cond["duration_s"],
+                                flagged=[np.array([x[2] for x in p[1]], bool) for p in pts]))
+    return ProfileSet(cond, profiles, exclude_flagged, sum(1 for r in left_out if _condition_key(r) == key))
 
 
 def _same(a, b) -> bool:
@@ -246,12 +271,15 @@ class Estimate:
     stat: decide.Mean | None = field(repr=False)   # the estimate's t form; None when extrapolated (model interval)
     model: str | None = None
     kernel_name: str | None = None
+    flagged: list[int] = field(default_factory=list)   # flagged runs among the repetitions at each RTT used
+    runs_flagged: int = 0                              # flagged runs of the whole profile
 
     def to_json(self) -> dict:
         return {**self.config.to_json(), "label": self.config.label(), "cc_kernel_name": self.kernel_name,
                 "throughput_bps": self.throughput_bps, "ci_low_bps": self.ci_low_bps,
                 "ci_high_bps": self.ci_high_bps, "method": self.method, "rtts_ms": self.rtts_ms,
-                "weights": self.weights, "repetitions": self.repetitions, "runs": self.runs, "model": self.model}
+                "weights": self.weights, "repetitions": self.repetitions, "flagged": self.flagged,
+                "runs": self.runs, "runs_flagged": self.runs_flagged, "model": self.model}
 
 
 def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int, confidence: float,
@@ -275,16 +303,18 @@ def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int,
     else:
         used, weights, method = list(range(len(tau))), [], "extrapolated"
     counts = [len(profile.samples[k]) for k in used]
+    flagged = [profile.flagged_at(k) for k in used]
     if method == "extrapolated":
         point, lo_ci, hi_ci, model = model_extrapolate(profile, rtt_ms, confidence)
         return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used], [], counts,
-                        profile.runs, None, model, profile.kernel_name)
+                        profile.runs, None, model, profile.kernel_name, flagged, profile.runs_flagged)
     # Θ̂(τ) = Σ w_k·Θ̂(τ_k) (§5.1 step 2), variance Σ w_k²·s_k²/n_k, Satterthwaite df
     stat = decide.weighted([decide.mean_of(profile.samples[k]) for k in used], weights)
     ci = stat.interval(confidence)                # None with one repetition at an RTT used
     lo_ci, hi_ci = ci if ci is not None else (None, None)
     return Estimate(profile.config, stat.value, lo_ci, hi_ci, method, [tau[k] for k in used],
-                    [float(x) for x in weights], counts, profile.runs, stat, model, profile.kernel_name)
+                    [float(x) for x in weights], counts, profile.runs, stat, model, profile.kernel_name,
+                    flagged, profile.runs_flagged)
 
 
 # -- selection -------------------------------------------------------------------------------
@@ -315,6 +345,8 @@ class Selection:
     comparison: Comparison
     recommended: Estimate
     margin: float = decide.DEFAULT_MARGIN
+    exclude_flagged: bool = False
+    flagged_left_out: int = 0
 
     @property
     def best(self) -> Estimate:
@@ -327,7 +359,8 @@ class Selection:
                 "excluded": self.excluded, "best": self.best.to_json(),
                 "runner_up": self.ranking[1].to_json() if len(self.ranking) > 1 else None,
                 "comparison": self.comparison.to_json(), "recommended": self.recommended.to_json(),
-                "tie_break": TIE_BREAK}
+                "tie_break": TIE_BREAK, "exclude_flagged": self.exclude_flagged,
+                "flagged_left_out": self.flagged_left_out}
 
 
 def _compare(a: Estimate, b: Estimate, confidence: float, margin: float) -> Comparison:
@@ -375,14 +408,15 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
             for reason, labels in reasons.items()))
     ranking.sort(key=lambda e: (-e.throughput_bps, e.config.simplicity()))
     best = ranking[0]
+    flags = dict(exclude_flagged=profiles.exclude_flagged, flagged_left_out=profiles.flagged_left_out)
     if len(ranking) == 1:
         return Selection(rtt_ms, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
-                         Comparison(0.0, None, None, None, "single"), best, margin)
+                         Comparison(0.0, None, None, None, "single"), best, margin, **flags)
     comparison = _compare(best, ranking[1], confidence, margin)
     tied = decide.ties({i: e.throughput_bps for i, e in enumerate(ranking)}, margin)
     recommended = min((ranking[i] for i in tied), key=lambda e: e.config.simplicity())
     return Selection(rtt_ms, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
-                     comparison, recommended, margin)
+                     comparison, recommended, margin, **flags)
 
 
 # -- RTT by ping -----------------------------------------------------------------------------

@@ -31,7 +31,7 @@ _VARIANT = re.compile(r"[a-z][a-z0-9_]*")
 _KBDP = re.compile(r"(?:([0-9]*\.?[0-9]+)\s*[xX]\s*)?BDP")
 
 _KEYS = {
-    "campaign": {"name", "seed", "order", "repetitions", "trace_cwnd", "retries",
+    "campaign": {"name", "seed", "order", "repetitions", "trace_cwnd", "retries", "rerun_flagged",
                  "precision", "min_repetitions", "max_repetitions", "confidence"},
     "link": {"rate", "rtt", "buffer", "loss", "mtu"},
     "remote": {"host", "port", "rate"},
@@ -124,6 +124,9 @@ class CampaignSpec:
     precision: float | None = None    # relative half-width of the confidence interval to reach
     min_repetitions: int | None = None
     confidence: float | None = None
+    # on resume, run again ok runs whose instrument was not faithful (fidelity.RERUN_FLAGS): how the
+    # campaign executes, not what it measures, so not part of the campaign's identity
+    rerun_flagged: bool = False
 
     @property
     def adaptive(self) -> bool:
@@ -131,7 +134,7 @@ class CampaignSpec:
 
     def normalised(self) -> dict:
         d = asdict(self)
-        del d["source_toml"]
+        del d["source_toml"], d["rerun_flagged"]
         if not self.adaptive:      # fixed campaigns keep the campaign ids they had before adaptive ones
             for k in ("precision", "min_repetitions", "confidence"):
                 del d[k]
@@ -222,6 +225,7 @@ def parse(text: str) -> CampaignSpec:
         repetitions = _int(c.get("max_repetitions", 10), "campaign.max_repetitions", min_reps, MAX_REPETITIONS)
     trace_cwnd = _bool(c.get("trace_cwnd", False), "campaign.trace_cwnd")
     retries = _int(c.get("retries", 1), "campaign.retries", 0, 10)
+    rerun_flagged = _bool(c.get("rerun_flagged", False), "campaign.rerun_flagged")
 
     if "link" in doc:
         mode, links = "emulated", _links(doc["link"])
@@ -272,7 +276,7 @@ def parse(text: str) -> CampaignSpec:
         retries=retries, mode=mode, links=links, variants=tuple(variants), streams=tuple(streams),
         socket_buffers=tuple(buffers), sizes=tuple(sizes), durations=tuple(durations),
         reverse=reverse, source_toml=text, precision=precision, min_repetitions=min_reps,
-        confidence=confidence)
+        confidence=confidence, rerun_flagged=rerun_flagged)
 
 
 def _adaptive(c: dict) -> tuple[float | None, int | None, float | None]:

@@ -1,8 +1,10 @@
 """Reading the store for analysis: successful runs with their link configuration, and 1 s traces.
 
 Only runs with status = 'ok' and a link with a configured RTT are analysed. A run is *flagged* when its
-link failed calibration (calibration_ok false or link flags set) or the run carries flags; flagged runs
-are included and counted (Profile.n_flagged) unless exclude_flagged=True.
+link failed calibration (calibration_ok false or link flags set) or the run carries flags other than the
+trace-assembly notes (dimensions.NOTE_FLAGS); flagged runs are included and counted (Profile.n_flagged)
+unless exclude_flagged=True. dimensions.FLAGGED_SQL is that definition, the one `analyze`, `select`,
+`report` and the campaign summary share.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dimensions import DIMENSIONS, check_by
+from ..dimensions import DIMENSIONS, FLAGGED_SQL, check_by
 
 
 def connection(con):
@@ -48,8 +50,7 @@ def load_runs(con, *, exclude_flagged: bool = False) -> Runs:
     dims = ", ".join(f"{sql} AS {name}" for name, sql in DIMENSIONS.items())
     rows = con.execute(f"""
         SELECT r.run_id, l.rtt_ms, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
-               coalesce(l.calibration_ok = false, false) OR coalesce(l.flags, '') <> ''
-                 OR coalesce(r.flags, '') <> '',
+               {FLAGGED_SQL},
                {dims}
         FROM runs r JOIN links l USING (link_id)
         WHERE r.status = 'ok' AND l.rtt_ms IS NOT NULL AND r.throughput_bps IS NOT NULL

@@ -2,10 +2,17 @@
 
 The Recorder turns executor events into store writes (a link row when a link is up; a 'running'
 marker before each attempt; the run with its intervals and cwnd samples when it ends) and answers
-the questions policies ask of what is recorded (which runs are finished, their throughputs)."""
+the questions policies ask of what is recorded (which runs are finished, their throughputs).
+
+With rerun_flagged() (spec `rerun_flagged = true`), ok runs that carry an instrument flag
+(fidelity.rerun_flags) when this invocation starts do not count as finished until this invocation has
+run them again (once: a run flagged again stays so until the next invocation); the new row replaces the
+old one and says so in failure_reason ("rerun_flagged: replaces an ok run flagged host_contended, 7.9
+Gbit/s [its failure_reason: …]"), so the reruns of a run stay on record, one note per replacement."""
 
 from __future__ import annotations
 
+from ..fidelity import rerun_flags
 from ..spec import CampaignSpec, draw_seed
 from ..store.db import Store, dumps
 from .executor import Event, LinkUp, RunDone, RunStarted
@@ -15,6 +22,7 @@ class Recorder:
     def __init__(self, store: Store, campaign_id: str):
         self.store = store
         self.campaign_id = campaign_id
+        self._redo: dict[str, str] = {}     # run_id -> what the row it replaces was (rerun_flagged)
 
     def open(self, spec: CampaignSpec) -> int:
         """Record the campaign (once: a resumed campaign keeps its row) and return its seed: the stored
@@ -29,13 +37,34 @@ class Recorder:
                                     "spec_json": dumps(spec.normalised())})
         return seed
 
+    def rerun_flagged(self) -> int:
+        """Count the ok runs with instrument flags as unfinished until this invocation reruns them;
+        returns how many there are."""
+        rows = self.store.query(
+            "SELECT run_id, flags, throughput_bps, failure_reason FROM runs "
+            "WHERE campaign_id = ? AND status = 'ok' AND flags IS NOT NULL", [self.campaign_id])
+        for r in rows:
+            if flags := rerun_flags(r["flags"]):
+                thr = "" if r["throughput_bps"] is None else f", {r['throughput_bps'] / 1e9:.3f} Gbit/s"
+                earlier = f" [its failure_reason: {r['failure_reason']}]" if r["failure_reason"] else ""
+                self._redo[r["run_id"]] = f"rerun_flagged: replaces an ok run flagged {','.join(flags)}{thr}{earlier}"
+        return len(self._redo)
+
     def record(self, event: Event) -> None:
         if isinstance(event, LinkUp):
             self.store.insert_link(event.row)
         elif isinstance(event, RunStarted):
-            self.store.put_run(event.row)
+            self.store.put_run(self._noted(event.row))
         elif isinstance(event, RunDone):
-            self.store.put_run(event.row, intervals=event.intervals, cwnd=event.cwnd)
+            self.store.put_run(self._noted(event.row), intervals=event.intervals, cwnd=event.cwnd)
+            self._redo.pop(event.row["run_id"], None)
+
+    def _noted(self, row: dict) -> dict:
+        """A rerun's row keeps what it replaces in failure_reason (after its own failed attempts)."""
+        note = self._redo.get(row["run_id"])
+        if note is None:
+            return row
+        return {**row, "failure_reason": "; ".join(x for x in (row.get("failure_reason"), note) if x)}
 
     def record_stops(self, rows: list[dict]) -> None:
         """Why each configuration stopped (table stops), replacing what an earlier invocation wrote."""
@@ -43,11 +72,11 @@ class Recorder:
 
     # -- what policies read -------------------------------------------------------------------------
     def finished_run_ids(self) -> set[str]:
-        return self.store.finished_run_ids(self.campaign_id)
+        return self.store.finished_run_ids(self.campaign_id) - self._redo.keys()
 
     def finished(self) -> dict[str, dict]:
         """Finished runs by run_id: status, repetition, throughput_bps (None if failed), duration_s."""
         rows = self.store.query(
             "SELECT run_id, status, repetition, throughput_bps, duration_s, duration_target_s FROM runs "
             "WHERE campaign_id = ? AND status IN ('ok', 'failed')", [self.campaign_id])
-        return {r["run_id"]: r for r in rows}
+        return {r["run_id"]: r for r in rows if r["run_id"] not in self._redo}

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
+from ..dimensions import FLAGGED_SQL
 from ..spec import CampaignSpec
 from ..store.db import Store
 from . import policy as policies
@@ -48,6 +49,8 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
     campaign_id = spec.campaign_id
     recorder = Recorder(store, campaign_id)
     seed = recorder.open(spec)
+    if spec.rerun_flagged and (redo := recorder.rerun_flagged()):
+        out.write(f"rerun_flagged: {redo} ok run{'s' if redo != 1 else ''} with instrument flags will be run again\n")
     policy = policy or policies.for_spec(spec, seed)
     skipped = len(recorder.finished_run_ids())
     if executor is None:
@@ -114,10 +117,10 @@ def _show(progress: Progress, event) -> None:
 
 def summarise(store: Store, campaign_id: str, seed: int | None, total: int, skipped: int,
               remaining: int = 0, notes: tuple[str, ...] = ()) -> Summary:
-    counts = store.query(
-        "SELECT count(*) FILTER (WHERE status = 'ok') AS ok, count(*) FILTER (WHERE status = 'failed') AS failed, "
-        "count(*) FILTER (WHERE status = 'ok' AND flags IS NOT NULL) AS flagged FROM runs WHERE campaign_id = ?",
-        [campaign_id])[0]
+    counts = store.query(   # flagged: as analyze, select and report count them (dimensions.FLAGGED_SQL)
+        "SELECT count(*) FILTER (WHERE r.status = 'ok') AS ok, count(*) FILTER (WHERE r.status = 'failed') AS failed, "
+        f"count(*) FILTER (WHERE r.status = 'ok' AND {FLAGGED_SQL}) AS flagged "
+        "FROM runs r LEFT JOIN links l USING (link_id) WHERE r.campaign_id = ?", [campaign_id])[0]
     table = store.query(
         "SELECT l.kind, l.host, l.rate_bps, l.rtt_ms, l.buffer_bytes, l.loss_mode, l.loss_rate, r.variant, r.streams, "
         "r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, count(*) AS runs, "

@@ -10,6 +10,8 @@ def register(subparsers) -> None:
                               description=__doc__)
     p.add_argument("--db", required=True, help="the store (DuckDB file)")
     p.add_argument("--out", required=True, help="directory for index.html and the figure files")
+    p.add_argument("--exclude-flagged", action="store_true",
+                   help="leave flagged runs out (link calibration missed, or run flags: docs/analysis.md)")
     p.set_defaults(func=run)
 
 
@@ -19,7 +21,7 @@ def run(args) -> int:
 
     t0 = time.monotonic()
     with Store.open(args.db, read_only=True) as store:
-        report = build_report(store, args.out)
+        report = build_report(store, args.out, exclude_flagged=args.exclude_flagged)
     print(f"{report.index}: {len(report.figures())} figures, {len(report.notes())} left out "
           f"({time.monotonic() - t0:.1f} s)")
     for note in report.notes():

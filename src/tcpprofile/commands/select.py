@@ -27,6 +27,8 @@ def register(subparsers) -> None:
     p.add_argument("--link-buffer", help="condition: bottleneck buffer β as the campaign spec wrote it (e.g. BDP, 50MB)")
     p.add_argument("--reverse", action="store_true", default=None, help="condition: reverse-direction runs")
     p.add_argument("--link-kind", choices=("emulated", "remote", "unknown"), help="condition: kind of link")
+    p.add_argument("--exclude-flagged", action="store_true",
+                   help="leave flagged runs out (link calibration missed, or run flags: docs/analysis.md)")
     p.add_argument("--top", type=int, default=5, help="configurations to print (default 5)")
     p.add_argument("--extrapolate", action="store_true",
                    help="allow model-backed estimates outside the measured RTT range")
@@ -116,7 +118,7 @@ def run(args) -> int:
         rtt_ms = ping["avg_ms"]
     with Store.open(args.db, read_only=True) as store:
         profiles = sel.load_profiles(store, variants=args.variants, streams=args.streams,
-                                     buffers=buffers, conditions=cond)
+                                     buffers=buffers, conditions=cond, exclude_flagged=args.exclude_flagged)
     choice = sel.select(profiles, rtt_ms, extrapolate=args.extrapolate, confidence=args.confidence,
                         n_boot=args.boot, seed=args.seed, margin=args.margin)
     settings = sel.host_settings(choice.recommended, rtt_ms, profiles.conditions.get("rate_bps"),
@@ -144,13 +146,16 @@ def print_text(choice, settings, applied, ping, top: int) -> None:
 
     src = f"ping {ping['host']}: avg of {ping['count']}" if ping else "given"
     print(f"RTT {choice.rtt_ms:.3f} ms ({src}); runs: {sel.describe_conditions(choice.conditions)}")
+    print(flagged_line(choice))
     pct = round(choice.confidence * 100)
-    print(f"\n{'rank':>4}  {'configuration':<34} {'Gbit/s':>8}  {f'{pct}% CI':>17}  {'method':<12} profile runs")
+    print(f"\n{'rank':>4}  {'configuration':<34} {'Gbit/s':>8}  {f'{pct}% CI':>17}  {'method':<12} "
+          f"{'unflagged/flagged':>17}  profile runs")
     for i, e in enumerate(choice.ranking[:top]):
         ci = "–" if e.ci_low_bps is None else f"{_gbps(e.ci_low_bps)}–{_gbps(e.ci_high_bps)}"
         where = "model fit" if e.method == "extrapolated" else "at " + ",".join(f"{t:g}" for t in e.rtts_ms) + " ms"
+        used, flagged = sum(e.repetitions), sum(e.flagged)
         print(f"{i + 1:>4}  {e.config.label():<34} {_gbps(e.throughput_bps):>8}  {ci:>17}  "
-              f"{e.method:<12} {e.runs} ({where})")
+              f"{e.method:<12} {f'{used - flagged}/{flagged}':>17}  {e.runs} ({where})")
     for x in choice.excluded:
         print(f"  left out: {x['reason']}")
     c = choice.comparison
@@ -176,6 +181,15 @@ def print_text(choice, settings, applied, ping, top: int) -> None:
     print(f"\nRecommended: {r.config.label()} — expected {_gbps(r.throughput_bps)} Gbit/s "
           f"({r.method}{', ' + r.model if r.model else ''})")
     print_settings(settings, applied)
+
+
+def flagged_line(choice) -> str:
+    """Whether flagged runs count, and how many (dimensions.FLAGGED_SQL)."""
+    if choice.exclude_flagged:
+        return f"Flagged runs left out (--exclude-flagged): {choice.flagged_left_out}."
+    n = sum(e.runs_flagged for e in choice.ranking)
+    return (f"Flagged runs included: {n} of the ranked profiles' runs (unflagged/flagged: runs at the RTTs "
+            f"each estimate uses; --exclude-flagged leaves them out).")
 
 
 def print_settings(settings, applied) -> None:

@@ -31,18 +31,21 @@ class Report:
         return [i for s in self.sections for i in s.items if isinstance(i, Note)]
 
 
-def build_report(store: Store, out_dir: str | Path) -> Report:
+def build_report(store: Store, out_dir: str | Path, *, exclude_flagged: bool = False) -> Report:
+    """exclude_flagged: leave flagged runs out of every figure and table (dimensions.FLAGGED_SQL);
+    the header says whether they were left out and how many."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.png"):
         old.unlink()                     # figures of an earlier report would linger otherwise
-    data = ReportData.load(store)
+    data = ReportData.load(store, exclude_flagged=exclude_flagged)
     if not data.groups:
-        raise TcpProfileError(f"{store.path}: no ok runs with a known RTT; nothing to report")
+        more = f" ({data.flagged} flagged runs left out)" if exclude_flagged and data.flagged else ""
+        raise TcpProfileError(f"{store.path}: no ok runs with a known RTT{more}; nothing to report")
     fits = profiles.SigmoidFits()
     refs = dynamics.references(data)
     sections = [
-        findings.verdicts(store),
+        findings.verdicts(store, exclude_flagged=exclude_flagged),
         tables.selection(data),
         profiles.mean_profiles(data, out),
         profiles.box_plots(data, out),
@@ -60,6 +63,7 @@ def build_report(store: Store, out_dir: str | Path) -> Report:
     runs = sum(g.runs for g in data.groups)
     subtitle = [f"Store {store.path}: {runs} ok runs in {len(data.groups)} comparable group(s): "
                 + "; ".join(f"{g.label} ({g.runs} runs)" for g in data.groups),
+                data.flag_note(),
                 f"Generated {_dt.datetime.now().isoformat(timespec='seconds')} by tcpprofile report."]
     index = out / "index.html"
     index.write_text(html.page("tcpprofile report", subtitle, sections))

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import analysis
 from .. import select as sel
+from ..dimensions import FLAGGED_SQL
 from ..store import Store
 
 
@@ -33,15 +34,29 @@ class Group:
 class ReportData:
     store: Store
     groups: list[Group]
+    exclude_flagged: bool = False
+    flagged: int = 0             # flagged runs (dimensions.FLAGGED_SQL) the report could draw on
+    candidates: int = 0          # ok runs with a throughput and an RTT, flagged or not
 
     @classmethod
-    def load(cls, store: Store) -> "ReportData":
-        keys = sorted(sel.condition_groups(store).items(), key=lambda kv: -kv[1])
+    def load(cls, store: Store, *, exclude_flagged: bool = False) -> "ReportData":
+        keys = sorted(sel.condition_groups(store, exclude_flagged=exclude_flagged).items(), key=lambda kv: -kv[1])
         groups = []
         for key, _ in keys:
             cond = dict(zip(sel.CONDITION_FIELDS, key))
-            groups.append(Group(cond, sel.load_profiles(store, conditions=cond).profiles))
-        return cls(store, groups)
+            groups.append(Group(cond, sel.load_profiles(store, conditions=cond,
+                                                        exclude_flagged=exclude_flagged).profiles))
+        flagged, candidates = sel.flagged_runs(store)
+        return cls(store, groups, exclude_flagged, flagged, candidates)
+
+    def flag_note(self) -> str:
+        """The header line: whether flagged runs were left out, and how many."""
+        what = ("flagged: link calibration missed, or the run carries flags such as host_contended, "
+                "engine_late, rtt_base_off; docs/analysis.md")
+        if self.exclude_flagged:
+            return f"Flagged runs left out (--exclude-flagged): {self.flagged} of {self.candidates} ok runs ({what})."
+        return (f"Flagged runs included: {self.flagged} of {self.candidates} ok runs ({what}); "
+                f"--exclude-flagged leaves them out.")
 
     # -- traces ----------------------------------------------------------------------------------
     def runs_with_intervals(self, run_ids: list[str]) -> set[str]:
@@ -63,9 +78,10 @@ class ReportData:
         return agg.start_s, per, agg.bps
 
     def cwnd_runs(self, limit: int) -> list[str]:
+        unflagged = f"AND NOT {FLAGGED_SQL}" if self.exclude_flagged else ""
         rows = self.store.con.execute(
-            "SELECT c.run_id FROM cwnd c JOIN runs r USING (run_id) WHERE r.status = 'ok' "
-            "GROUP BY c.run_id ORDER BY c.run_id LIMIT ?", [limit]).fetchall()
+            "SELECT c.run_id FROM cwnd c JOIN runs r USING (run_id) LEFT JOIN links l USING (link_id) "
+            f"WHERE r.status = 'ok' {unflagged} GROUP BY c.run_id ORDER BY c.run_id LIMIT ?", [limit]).fetchall()
         return [r[0] for r in rows]
 
     def cwnd(self, run_id: str) -> dict[int, np.ndarray]:
@@ -86,5 +102,6 @@ class ReportData:
     def links(self) -> list[dict]:
         return self.store.query(
             "SELECT l.*, count(r.run_id) FILTER (WHERE r.status = 'ok') AS ok_runs, "
+            f"count(r.run_id) FILTER (WHERE r.status = 'ok' AND {FLAGGED_SQL}) AS flagged_runs, "
             "count(r.run_id) FILTER (WHERE r.status = 'failed') AS failed_runs "
             "FROM links l LEFT JOIN runs r USING (link_id) GROUP BY ALL ORDER BY l.kind, l.rtt_ms, l.link_id")

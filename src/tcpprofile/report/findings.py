@@ -13,7 +13,7 @@ def _fmt(x: float) -> str:
     return "–" if not math.isfinite(x) else f"{x:.3g}"
 
 
-def verdicts(store: Store) -> Section:
+def verdicts(store: Store, *, exclude_flagged: bool = False) -> Section:
     from ..reproduce.campaigns import PREFIX
     from ..reproduce.findings import check_findings
 
@@ -22,7 +22,7 @@ def verdicts(store: Store) -> Section:
     if not has:
         return Section("findings", title, paper, [Note(
             "Verdicts", "no reproduce-* campaign in this store (run `tcpprofile reproduce --quick --db DB`)")])
-    result = check_findings(store)
+    result = check_findings(store, exclude_flagged=exclude_flagged)
     rows = [[f"({f.id})", f.claim, f.verdict, f.statistic, _fmt(f.interval.estimate),
              f"[{_fmt(f.interval.low)}, {_fmt(f.interval.high)}]", str(f.interval.n), f.measured] for f in result]
     classes = ["" if f.verdict == "reproduced" else "flagged" for f in result]

@@ -25,14 +25,16 @@ def selection(data: ReportData) -> Section:
             except TcpProfileError:
                 continue
             b, c, r = choice.best, choice.comparison, choice.recommended
-            runs += sum(sum(e.repetitions) for e in choice.ranking)
+            here = sum(sum(e.repetitions) for e in choice.ranking)
+            flagged = sum(sum(e.flagged) for e in choice.ranking)
+            runs += here
             verdict = _verdict(c)
             second = choice.ranking[1].config.label() if len(choice.ranking) > 1 else "–"
             rows.append([f"{t:g}", b.config.label(), _g(b.throughput_bps),
                          "–" if b.ci_low_bps is None else f"{_g(b.ci_low_bps)}–{_g(b.ci_high_bps)}", second,
                          f"{_g(c.difference_bps)} [{_g(c.ci_low_bps)}, {_g(c.ci_high_bps)}]" if c.ci_low_bps
                          is not None else _g(c.difference_bps) if c.decision != "single" else "–",
-                         verdict, r.config.label(), str(len(choice.ranking))])
+                         verdict, r.config.label(), str(len(choice.ranking)), f"{here - flagged}/{flagged}"])
         if not rows:
             continue
         items.append(Table(f"selection-{len(items)}", f"Best configuration per measured RTT ({g.label})",
@@ -41,9 +43,13 @@ def selection(data: ReportData) -> Section:
                            f"difference and, when the best leads by more than the {decide.DEFAULT_MARGIN:.0%} "
                            f"indifference margin with confidence, the t test's p-value; configurations within the "
                            f"margin of the best are a tie that goes to the simplest ({sel.TIE_BREAK}). "
-                           f"{runs_phrase(runs)} at these RTTs; runs with {g.label}.",
+                           f"{runs_phrase(runs)} at these RTTs; runs with {g.label}. Runs unflagged/flagged: "
+                           f"the runs every configuration's estimate rests on at that RTT, by the flag "
+                           f"definition of docs/analysis.md"
+                           f"{' (flagged runs left out)' if data.exclude_flagged else ''}.",
                            ["RTT (ms)", "best", "Gbit/s", "95 % CI", "runner-up", "difference [CI] (Gbit/s)",
-                            "best vs runner-up", "recommended", "configurations"], rows, runs=runs))
+                            "best vs runner-up", "recommended", "configurations", "runs unflagged/flagged"],
+                           rows, runs=runs))
     return Section("selection", "Transport selection", "HPDC'17 §5",
                    items or [Note("Selection", "no ok runs with a known RTT")])
 
@@ -71,7 +77,7 @@ def calibration(data: ReportData) -> Section:
                      "" if l["buffer_bytes"] is None else sel.fmt_bytes(l["buffer_bytes"]),
                      "none" if (l["loss_mode"] or "none") == "none" else f"{l['loss_mode']} {l['loss_rate']:g}",
                      {True: "ok", False: "MISSED", None: "–"}[l["calibration_ok"]], l["flags"] or "",
-                     str(l["ok_runs"]), str(l["failed_runs"])])
+                     str(l["ok_runs"]), str(l["flagged_runs"]), str(l["failed_runs"])])
         classes.append("flagged" if bad else "")
     ok = sum(l["ok_runs"] for l in links)
     flagged = sum(1 for c in classes if c)
@@ -79,9 +85,11 @@ def calibration(data: ReportData) -> Section:
         "calibration", "Link calibration of every run",
         f"Every link the runs used: configured against measured RTT (idle ping) and bottleneck rate, drop-tail "
         f"buffer, external loss; remote links show their host. {len(links)} links, {flagged} flagged (highlighted: "
-        f"calibration missed or flags set); {ok} ok runs use them.",
+        f"calibration missed or flags set); {ok} ok runs use them, {sum(l['flagged_runs'] for l in links)} of them "
+        f"flagged (their link is flagged, or the run carries flags: docs/analysis.md).",
         ["link", "kind", "host", "RTT set (ms)", "RTT measured (ms)", "rate set (Gbit/s)",
-         "rate measured (Gbit/s)", "buffer", "loss", "calibration", "flags", "ok runs", "failed runs"],
+         "rate measured (Gbit/s)", "buffer", "loss", "calibration", "flags", "ok runs", "flagged runs",
+         "failed runs"],
         rows, classes, runs=ok)])
 
 

@@ -61,9 +61,9 @@ class Data:
     runs: Runs
 
     @classmethod
-    def load(cls, con, campaign_ids: Sequence[str] | None = None) -> "Data":
+    def load(cls, con, campaign_ids: Sequence[str] | None = None, *, exclude_flagged: bool = False) -> "Data":
         con = getattr(con, "con", con)
-        runs = load_runs(con)
+        runs = load_runs(con, exclude_flagged=exclude_flagged)
         if campaign_ids is None:
             rows = con.execute("SELECT run_id FROM runs r JOIN campaigns c USING (campaign_id) "
                                "WHERE c.name LIKE ?", [PREFIX + "%"]).fetchall()
@@ -355,9 +355,11 @@ def lyapunov_throughput(data: Data, seed: int = 0, min_runs: int = 10) -> Findin
 FINDINGS = (decreasing, transition_shift, bbr_clean, bbr_loss, lyapunov_throughput)
 
 
-def check_findings(con, campaign_ids: Sequence[str] | None = None) -> list[Finding]:
-    """All five findings on the runs of the reproduce campaigns (or of `campaign_ids`)."""
-    data = Data.load(con, campaign_ids)
+def check_findings(con, campaign_ids: Sequence[str] | None = None, *, exclude_flagged: bool = False
+                   ) -> list[Finding]:
+    """All five findings on the runs of the reproduce campaigns (or of `campaign_ids`); exclude_flagged:
+    without flagged runs (analysis.load_runs)."""
+    data = Data.load(con, campaign_ids, exclude_flagged=exclude_flagged)
     return [f(data) for f in FINDINGS]
 
 
