@@ -115,3 +115,13 @@ def test_our_own_load_is_not_contention():
     assert F.host_flags(quiet) == []
     busy = F.HostLoad(busy_share=1.0, pressure_share=0.9, runqueue_max=6, foreign_cores=1.6, wall_s=8.0)
     assert F.host_flags(busy) == ["host_contended"]
+
+
+def test_a_frames_serialisation_is_part_of_the_wire():
+    """At 1 Gbit/s and MTU 9000 a data frame takes 72 µs on the wire: 10.132 ms at τ = 10 ms is
+    τ + frame + 0.06 ms, within tolerance; without the frame time it would not be."""
+    frame_ms = (9000 + 38) * 8 / 1e9 * 1e3
+    assert F.rtt_off(10.132, 10.0)
+    assert not F.rtt_off(10.132, 10.0, frame_ms=frame_ms)
+    assert F.rtt_off(10.2, 10.0, frame_ms=frame_ms)
+    assert F.rtt_off(9.85, 10.0, frame_ms=frame_ms)      # the frame time never excuses a short wire
