@@ -6,7 +6,7 @@ no Ray), then with `--cluster` on a ray.cluster_utils.Cluster of this machine (a
 and two nodes offering tcpprofile_testbed: 1, on 127.0.0.1). Prints both wall times, their ratio (the
 baseline is the single-machine run of the same process; the cluster's start-up is printed apart, it is
 paid once per cluster, not per campaign) and whether both stores hold exactly the same runs.
-Runs as root; prints "skipped" otherwise.
+Runs as root; without root it measures nothing, says so on stderr and exits 2.
 """
 
 from __future__ import annotations
@@ -49,8 +49,9 @@ def campaign_runs(spec, db: Path, executor=None) -> tuple[float, list[tuple]]:
 
 def main() -> int:
     if os.geteuid() != 0:
-        print("bench_cluster: skipped (needs root)")
-        return 0
+        print("bench_cluster: FAILED: cannot measure without root (network namespaces); nothing was measured",
+              file=sys.stderr)
+        return 2
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"   # every Ray process on 127.0.0.1 (before import)
     from tcpprofile import spec as specs
     from tcpprofile.testbed import cleanup_leftovers

@@ -1,10 +1,14 @@
 """A campaign killed at 20 random moments, resumed after each: nothing lost, nothing doubled, nothing left.
 
-`tcpprofile run` (12 runs: cubic and H-TCP as our BPF port, 6 repetitions, 1 s at 100 Mbit/s, 2 ms,
+`tcpprofile run` (16 runs: cubic and H-TCP as our BPF port, 8 repetitions, 1 s at 100 Mbit/s, 2 ms,
 cwnd traced) is killed alternately with SIGKILL and SIGINT at random moments (seeded), then run again.
 The first kill is placed exactly between registering tp_htcp and saving its id (the test-only hook
-TCPPROFILE_TEST_KILL_AT=registered).  At the end: every configuration x repetition exactly once and
-ok, no 'running' rows, no intervals of runs that are not ok, and nothing of ours left: namespaces,
+TCPPROFILE_TEST_KILL_AT=registered).  Of the others, every third falls in the set-up (clean-up, BPF
+registration, link set-up and calibration: a moment before the previous start's calibration ended),
+the rest at a random moment within RUN_WINDOW_S after the link was calibrated (during a run, between
+runs, while one is stored), so that runs finish between kills and resumes must skip them.  At the end:
+every configuration x repetition exactly once and ok, runs stored before a kill unchanged, no
+'running' rows, no intervals of runs that are not ok, and nothing of ours left: namespaces,
 interfaces, iptables rules, qdiscs, BPF struct_ops, tracing instances, processes.
 """
 
@@ -17,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -33,12 +38,14 @@ pytestmark = pytest.mark.privileged
 TCPPROFILE = [sys.executable, "-m", "tcpprofile.cli"]
 KILLS = 20
 SEED = 12
-KILL_WINDOW_S = (0.2, 7.5)     # a campaign start (cleanup, BPF load, link set-up ~5 s) and a few runs
+RUN_WINDOW_S = 4.0            # after calibration: a 1 s run with its server, trace and store takes ~2 s
+SETUP_GUESS_S = 5.0           # clean-up, BPF load, link set-up and calibration, until one is seen
+RUNS = 16
 SPEC = """
 [campaign]
 name = "kills"
 seed = 4
-repetitions = 6
+repetitions = 8
 retries = 1
 trace_cwnd = true
 [link]
@@ -88,25 +95,58 @@ class Watch:
                             self.pids.add((pid, start))
 
 
-def run_until(cmd, env, kill_at_s: float | None, sig: int, watch: Watch) -> tuple[int, bool, int]:
-    """Start the campaign, send sig at kill_at_s (None: let it end); returns (exit status, killed, pid)."""
+def client_running(watch: Watch) -> bool:
+    """An iperf3 client is running in one of the campaign's sender namespaces now (after the link was
+    calibrated: a run's, not the calibration's probes)."""
+    live = set(netns.netns_list())
+    for tag in watch.tags:
+        ns = f"{paths.PREFIX}-{tag}-snd"
+        if ns in live and any("-c" in netns.process_cmdline(pid) for pid in netns.netns_pids(ns)):
+            return True
+    return False
+
+
+def run_until(cmd, env, kill: tuple[str, float] | None, sig: int, watch: Watch) -> dict:
+    """Start the campaign and send sig `kill` = (after what, seconds) later: ("start", t) after it
+    started, ("calibrated", t) after it printed that its link was calibrated; None: let it end.
+    Returns exit status, whether it was killed, pid, when it was calibrated, whether a run's iperf3
+    client was running at the kill."""
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + (kill_at_s if kill_at_s is not None else 600)
-    killed = False
+    started = time.monotonic()
+    seen: dict[str, float] = {"start": started}
+
+    def read_progress():
+        for line in proc.stderr:
+            if line.startswith("link calibrated"):
+                seen.setdefault("calibrated", time.monotonic())
+    reader = threading.Thread(target=read_progress, daemon=True)
+    reader.start()
+    killed = running = False
     try:
-        while proc.poll() is None and time.monotonic() < deadline:
+        while proc.poll() is None:
             watch.poll(proc.pid)
+            if kill is not None and kill[0] in seen and time.monotonic() >= seen[kill[0]] + kill[1]:
+                running = "calibrated" in seen and client_running(watch)
+                proc.send_signal(sig)
+                killed = True
+                break
+            assert time.monotonic() < started + 600, "the campaign did not end"
             time.sleep(0.02)  # polling interval while waiting for the kill moment
-        if proc.poll() is None and kill_at_s is not None:
-            proc.send_signal(sig)
-            killed = True
         proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        reader.join(timeout=10)
         watch.poll(proc.pid)
-    return proc.returncode, killed, proc.pid
+    calibrated = seen["calibrated"] - started if "calibrated" in seen else None
+    return {"rc": proc.returncode, "killed": killed, "pid": proc.pid, "calibrated_s": calibrated,
+            "in_run": running}
+
+
+def ok_runs(db: Path) -> dict[str, dict]:
+    with Store.open(db, read_only=True) as s:
+        return {r["run_id"]: r for r in s.query("SELECT * EXCLUDE (raw_json) FROM runs WHERE status = 'ok'")}
 
 
 @pytest.fixture
@@ -132,29 +172,42 @@ def test_twenty_kills_then_resume(tmp_path, leftovers_removed):
     log = []
 
     # kill 1: SIGKILL between registering tp_htcp and saving its id (the pending record names it)
-    rc, _, _ = run_until(cmd, {**os.environ, bpf.KILL_AT_ENV: "registered"}, None, signal.SIGKILL, watch)
-    assert rc == -signal.SIGKILL and "tp_htcp" in offered()
+    res = run_until(cmd, {**os.environ, bpf.KILL_AT_ENV: "registered"}, None, signal.SIGKILL, watch)
+    assert res["rc"] == -signal.SIGKILL and "tp_htcp" in offered()
     pending = json.loads((paths.run_dir() / "bpf-cc-owners.json").read_text())["pending"]
     assert "tp_htcp" in pending and "tp_htcp" not in {r.name for r in bpf.registrations().values()}
-    log.append(("SIGKILL", "after bpftool register", rc))
+    log.append(("SIGKILL", "after bpftool register", res["rc"]))
 
+    setup_s, stored, in_run = SETUP_GUESS_S, {}, 0
     for k in range(1, KILLS):
         sig = signal.SIGINT if k % 2 else signal.SIGKILL
-        at = rng.uniform(*KILL_WINDOW_S)
-        rc, killed, pid = run_until(cmd, dict(os.environ), at, sig, watch)
-        assert killed, f"kill {k + 1}: the campaign ended (exit {rc}) before {at:.2f} s: make it longer"
+        left = RUNS - len(stored)
+        # every third kill in the set-up; also when only a few runs are left to kill in
+        kill = ("start", rng.uniform(0.2, setup_s)) if k % 3 == 0 or left <= 3 else \
+            ("calibrated", rng.uniform(0, RUN_WINDOW_S))
+        res = run_until(cmd, dict(os.environ), kill, sig, watch)
+        where = f"{kill[1]:.2f} s after {kill[0]}"
+        assert res["killed"], f"kill {k + 1}: the campaign ended (exit {res['rc']}) before {where}: make it longer"
+        if res["calibrated_s"] is not None:
+            setup_s = res["calibrated_s"]
+        in_run += res["in_run"]
         if sig == signal.SIGINT:   # an interrupted campaign tears down its own links
-            assert rc in (130, -signal.SIGINT), rc
-            mine = watch.by_owner.get(pid, set())
-            left = {ns for ns in netns.netns_list() if (m := NS_RE.fullmatch(ns)) and m.group(1) in mine}
-            assert not left, f"SIGINT at {at:.2f} s left {left}"
-        log.append((sig.name, f"{at:.2f} s", rc))
+            assert res["rc"] in (130, -signal.SIGINT), res["rc"]
+            mine = watch.by_owner.get(res["pid"], set())
+            gone = {ns for ns in netns.netns_list() if (m := NS_RE.fullmatch(ns)) and m.group(1) in mine}
+            assert not gone, f"SIGINT {where} left {gone}"
+        now = ok_runs(db) if db.exists() else {}
+        assert all(now[i] == row for i, row in stored.items()), "a stored run changed after a kill"
+        stored = now
+        log.append((sig.name, where + (" (in a run)" if res["in_run"] else ""), res["rc"]))
 
-    with Store.open(db, read_only=True) as s:
-        done_by_kills = s.query("SELECT count(*) AS n FROM runs WHERE status = 'ok'")[0]["n"]
-    rc, _, _ = run_until(cmd, dict(os.environ), None, signal.SIGKILL, watch)
+    done_by_kills = len(stored)
+    res = run_until(cmd, dict(os.environ), None, signal.SIGKILL, watch)
     wall = time.monotonic() - started
-    assert rc == 0
+    assert res["rc"] == 0
+    assert done_by_kills >= 4 and in_run >= 4, (done_by_kills, in_run)   # the kills did meet runs
+    final = ok_runs(db)
+    assert all(final[i] == row for i, row in stored.items()), "a run stored before the last kill was redone"
 
     with Store.open(db, read_only=True) as s:
         runs = s.query("SELECT * FROM runs")
@@ -165,8 +218,8 @@ def test_twenty_kills_then_resume(tmp_path, leftovers_removed):
                               "WHERE r.status IS DISTINCT FROM 'ok'")[0]["n"]
         traced = {r["run_id"] for r in s.query("SELECT DISTINCT run_id FROM cwnd")}
         stored_tags = {json.loads(r["calibration_json"])["testbed_tag"] for r in s.query("SELECT calibration_json FROM links")}
-    assert len(runs) == 12 and sorted((r["variant"], r["repetition"]) for r in per_key) == \
-        sorted((v, i) for v in ("cubic", "htcp") for i in range(6))
+    assert len(runs) == RUNS and sorted((r["variant"], r["repetition"]) for r in per_key) == \
+        sorted((v, i) for v in ("cubic", "htcp") for i in range(RUNS // 2))
     assert all(r["n"] == 1 for r in per_key)
     assert {r["status"] for r in runs} == {"ok"}, [(r["status"], r["failure_reason"]) for r in runs]
     assert orphan_intervals == 0 and orphan_cwnd == 0
@@ -200,5 +253,6 @@ def test_twenty_kills_then_resume(tmp_path, leftovers_removed):
     alive = [(pid, start) for pid, start in watch.pids if netns.process_alive(pid, start)]
     assert not alive, [netns.process_cmdline(pid) for pid, _ in alive]
     print(f"\n{KILLS} kills ({', '.join(f'{s} {t} -> {rc}' for s, t, rc in log)}); {len(watch.tags)} links, "
-          f"{len(watch.pids)} processes watched; {done_by_kills}/12 runs done before the last resume; "
+          f"{len(watch.pids)} processes watched; {in_run} kills during a run; {done_by_kills}/{RUNS} runs done "
+          f"before the last resume; "
           f"wall {wall:.0f} s")

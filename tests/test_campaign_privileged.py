@@ -234,6 +234,14 @@ def test_emulated_end_to_end_against_calibration(tmp_path):
             assert run["throughput_bps"] <= link["rate_measured_bps"] * 1.02
             assert run["throughput_bps"] >= 0.5 * link["goodput_ceiling_bps"]
             assert run["rtt_loaded_min_ms"] >= link["rtt_measured_ms"] - tol_ms
+            # and above: the mean smoothed RTT is at most τ plus a full buffer drained at line rate (β = BDP:
+            # one more τ) and one frame's serialisation
+            queue_ms = 8 * (link["buffer_bytes"] + link["mtu"] + 38) / link["rate_bps"] * 1e3
+            assert run["rtt_loaded_mean_ms"] <= link["rtt_ms"] + queue_ms + tol_ms
+            # TCP's base RTT under load (tests/test_testbed_rtt.py bounds it on a bare link): a run whose base
+            # RTT missed τ by more than max(1 %, 0.1 ms) says so by its flag, and only such a run
+            off = abs(run["rtt_base_ms"] - link["rtt_ms"]) > max(0.01 * link["rtt_ms"], 0.1)
+            assert ("rtt_base_off" in (run["flags"] or "").split(",")) == off, (run["rtt_base_ms"], run["flags"])
             assert run["effective_socket_buffer_bytes"] >= 2**30   # autotuning ceiling set by the testbed
             # intervals are the sender's: they add up to what it sent; the receiver got at most that
             summed = s.query("SELECT sum(bytes) AS b FROM intervals WHERE run_id = ? AND stream IS NULL",

@@ -128,3 +128,41 @@ input()
         assert KNAME not in offered() and "tp_scalable" not in offered()
     finally:
         flow.communicate("\n", timeout=30)
+
+
+def test_one_variant_that_cannot_be_unloaded_does_not_stop_the_rest(lp_free, capsys):
+    """lp held by a running campaign comes first: `cc unload lp scalable` reports it, still unregisters
+    scalable, and exits 1."""
+    if "tp_scalable" in offered():
+        pytest.skip("tp_scalable is registered by another process")
+    proc = subprocess.Popen([sys.executable, "-c", f"from tcpprofile import cc\ncc.ensure_loaded([{NAME!r}], "
+                             "hold=True)\nprint('held', flush=True)\ninput()\ncc.release([" + repr(NAME) + "])"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": SRC})
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        assert cc.ensure_loaded(["scalable"]) == ["scalable"]
+        scalable_id = bpf.registrations()["tp_scalable"].id
+        capsys.readouterr()
+        assert main(["cc", "unload", NAME, "scalable"]) == 1
+        assert capsys.readouterr().out.splitlines() == [
+            f"{NAME}: FAILED: {KNAME} is in use by running campaign(s) (pid {proc.pid}): kept",
+            f"scalable: unregistered tp_scalable (id {scalable_id})"]
+        assert KNAME in offered() and "tp_scalable" not in offered()
+        proc.communicate("\n", timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if "tp_scalable" in {r.name for r in bpf.registrations().values()}:
+            cc.unload(["scalable"])
+    assert KNAME not in offered()      # the campaign's release unregistered it
+
+
+def test_testbed_down_removes_what_a_dead_campaign_registered(lp_free, capsys):
+    r = child(f"cc.ensure_loaded([{NAME!r}], hold=True)\nimport os, signal\nos.kill(os.getpid(), signal.SIGKILL)")
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    reg = bpf.registrations()[KNAME]
+    capsys.readouterr()
+    assert main(["testbed", "down"]) == 0
+    assert f"removed BPF unregistered {KNAME} (id {reg.id}) (its campaign died)" in capsys.readouterr().out.splitlines()
+    assert KNAME not in offered() and KNAME not in state_file()["owners"]

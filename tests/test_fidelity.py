@@ -125,3 +125,39 @@ def test_a_frames_serialisation_is_part_of_the_wire():
     assert not F.rtt_off(10.132, 10.0, frame_ms=frame_ms)
     assert F.rtt_off(10.2, 10.0, frame_ms=frame_ms)
     assert F.rtt_off(9.85, 10.0, frame_ms=frame_ms)      # the frame time never excuses a short wire
+
+
+def test_an_engine_that_died_during_the_run_leaves_the_verdict_to_the_run():
+    """The delay engine killed mid-run: the monitor's closing snapshot cannot be read; the monitor
+    records no engine columns (rather than raising out of the campaign) and the run's own check
+    names the engine (tests/test_campaign_faults.py)."""
+    import dataclasses
+
+    from tcpprofile.errors import TcpProfileError
+    from tcpprofile.testbed import LinkConfig
+    from tcpprofile.testbed.engine import EngineStats
+
+    stats = EngineStats(**{f.name: 0 for f in dataclasses.fields(EngineStats)})
+
+    class DyingLink(FakeHost):
+        config = LinkConfig.checked(rate_bps="200Mbit", rtt_s="2ms", buffer_bytes="50kB")
+        snapshots = 0
+
+        def engine_stats(self, *, period=False, answering=False):   # as EmulatedLink.engine_stats
+            self.snapshots += 1
+            if self.snapshots > 1:
+                if answering:
+                    return {}
+                raise TcpProfileError("delayd in tcpp-x-rcv exited with -9")
+            return {"forward": stats, "reverse": stats}
+
+        def loss_counters(self):
+            return 0, 0
+
+    link = DyingLink("")
+    with F.emulated_monitor(link)(5301) as fid:
+        pass
+    assert link.snapshots == 2
+    assert all(fid.columns[f"engine_{d}_{k}"] is None for d in ("fwd", "rev")
+               for k in ("late_mean_us", "late_max_us", "drops", "cpu_share"))
+    assert "engine_late" not in fid.flags and "engine_dropped" not in fid.flags

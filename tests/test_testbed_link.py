@@ -170,6 +170,7 @@ def test_host_sysctls_raised_then_restored():
     finally:
         restored = state.release_host_sysctls(t)
     after = state.host_sysctl_state()
-    if not after["holders"] and not held_before:   # no other link held them (a parallel run may)
-        assert restored
-        assert {key: state._read(key) for key in before} == before   # as read before the link came up
+    if after["holders"] or held_before:   # another link held them (a parallel run): said, not passed
+        pytest.skip(f"host sysctls held by other links ({sorted(after['holders'])}): the restore is theirs")
+    assert restored
+    assert {key: state._read(key) for key in before} == before   # as read before the link came up
