@@ -152,6 +152,8 @@ def main() -> None:
                 g, rng, precision=2 * args.precision, confidence=args.confidence, margin=args.margin, min_reps=3, max_reps=reps)),
             ("racing (first test after 3 rounds)", lambda g: replay_race(
                 g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps)),
+            ("racing (first test after 2 rounds)", lambda g: replay_race(
+                g, rng, margin=args.margin, confidence=args.confidence, first=2, max_reps=reps)),
             ("racing, at most 5 rounds", lambda g: replay_race(
                 g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps, max_rounds=5)),
             ("racing, at most 4 rounds", lambda g: replay_race(

@@ -272,7 +272,10 @@ def test_worker_node_killed_mid_run_loses_only_that_run(cluster, tmp_path):
         node, tag = wait_for(lambda: measuring_node(cluster), 180, "a measurement running on a testbed node")
         cluster.remove_node(node, allow_graceful=False)            # the node crashes: raylet and actor SIGKILLed
         out, err = proc.communicate(timeout=DRIVER_TIMEOUT_S)
+        left = stored_link_namespaces(db) & link_namespaces()     # before the fixture's cleanup
     assert proc.returncode == 0, err
+    # the dead node's link was removed by the surviving node's actor (cleanup_leftovers before its next link)
+    assert not left
     runs = check_every_run_once(db, spec_path)
     with Store.open(db, read_only=True) as s:
         links = s.query("SELECT link_id, rtt_ms, calibration_json FROM links")

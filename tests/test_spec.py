@@ -233,6 +233,9 @@ def test_examples_validate():
     assert len(table1.sweep()) == 3 * 10 * 3 * 4 * 7 * 10 == 25200
     assert [round(p.rtt_s * 1e3, 1) for p in table1.links] == [0.4, 11.8, 22.6, 45.6, 91.6, 183, 366]
     assert tomllib.loads((ROOT / "examples" / "hpdc17-table1.toml").read_text())["campaign"]["seed"]
+    adaptive = spec.load(ROOT / "examples" / "adaptive.toml")     # README's "adaptive repetitions" command
+    assert adaptive.adaptive and (adaptive.precision, adaptive.min_repetitions) == (0.02, 3)
+    assert len(adaptive.sweep()) == 2 * 2 * 2 * 10     # the maximum design: 8 configurations × 10
 
 
 def test_eleven_variants_and_losses_examples_validate():
