@@ -88,7 +88,7 @@ def main() -> None:
     print(f"htcp table: built in {build:.2f} s; throughput vs exact path: max {err.max():.2%}, "
           f"99th percentile {np.quantile(err, 0.99):.3%} over 20,000 configurations")
     print("closed forms: stcp, cubic, reno (numeric only where Phase I is empty); htcp: tabulated W_m; "
-          "loss: the loss-limited epoch is solved numerically (bisection)")
+          "loss: the loss-limited epoch is solved numerically (Illinois regula falsi)")
 
 
 if __name__ == "__main__":

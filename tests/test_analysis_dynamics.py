@@ -232,6 +232,20 @@ def test_noise_is_near_zero_and_not_rejected_by_the_surrogate_test(make):
     assert sum(t.distinguishable for t in tests) <= 1      # a 5 % test on 10 seeds
 
 
+@pytest.mark.parametrize("make", [
+    lambda t, rng: np.sin(2 * np.pi * t / 7.3) + rng.normal(0, 0.1, t.size),            # sine, 10 % noise
+    lambda t, rng: 1 - 0.15 * ((t / 8.0) % 1.0) + rng.normal(0, 0.02, t.size),          # AIMD-like sawtooth
+    lambda t, rng: 9.4e9 * (1 + rng.normal(0, 0.01, t.size)),                           # near capacity + noise
+], ids=["sine", "sawtooth", "constant"])
+def test_periodic_or_constant_signal_plus_noise_has_an_exponent_near_zero(make):
+    """The issue's "nearly constant plus noise" 1 s traces and periodic ones with noise, 100 points as
+    a trace's sustainment phase, with the report's settings: near zero on every seed."""
+    t = np.arange(100, dtype=float)
+    tests = lyapunov_tests([make(t, np.random.default_rng(s)) for s in range(10)], n_surrogates=19, seed=3)
+    assert all(x.status == "estimated" and abs(x.exponent) < 0.1 for x in tests)
+    assert np.median([x.exponent for x in tests]) == pytest.approx(0.0, abs=0.03)
+
+
 def test_chaos_beats_its_surrogates():
     for s in range(3):
         x = logistic_r(3.9, 200, x0=np.random.default_rng(s).uniform(0.2, 0.8))

@@ -73,3 +73,34 @@ def test_model_fit_reads_store(tmp_path, capsys):
     table = capsys.readouterr().out.splitlines()
     assert len(table) == 4 and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
     assert math.isfinite(float(table[1].split()[-1])) and math.isfinite(float(table[1].split()[-2]))
+
+
+def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):
+    """`model fit --campaign NAME`: only that campaign's runs; a β = BDP link is fitted as m × BDP."""
+    from tcpprofile.store.db import Store
+
+    db = str(tmp_path / "s.duckdb")
+    tau = np.array([0.0004, 0.0118, 0.0456, 0.0916, 0.183])
+    with Store.open(db) as store:
+        for cid, name, variant in (("c1", "reproduce-quick-clean", "htcp"), ("c2", "other", "cubic")):
+            store.insert_campaign({"campaign_id": cid, "name": name, "mode": "emulated"})
+            for i, t in enumerate(tau):
+                bdp = 10e9 * t / 8
+                store.insert_link({"link_id": f"{cid}-l{i}", "campaign_id": cid, "kind": "emulated",
+                                   "rate_bps": 10e9, "rtt_ms": t * 1e3, "buffer_bytes": int(round(bdp)),
+                                   "buffer_spec": "BDP", "mtu": 9000})
+                th = float(make_model(variant, buffer_bytes=round(bdp), wmax_bytes=3e8, mss_bytes=8948).predict(
+                    t, duration=8.0))
+                store.put_run({"run_id": f"{cid}-r{i}", "campaign_id": cid, "link_id": f"{cid}-l{i}",
+                               "variant": variant, "streams": 1, "duration_target_s": 8.0, "status": "ok",
+                               "throughput_bps": th, "duration_s": 8.0, "repetition": 0})
+    assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json"]) == 0
+    (fit,) = json.loads(capsys.readouterr().out)
+    assert fit["variant"] == "htcp" and fit["buffer"] == "BDP" and fit["duration_target_s"] == 8.0
+    assert fit["buffer_multiple_fit"] == pytest.approx(1.0, rel=0.05) and fit["buffer_bytes_fit"] is None
+    assert fit["E_percent"]["1"] < 0.5 and fit["E_heldout_percent"]["1"] < 1.0
+    assert main(["model", "fit", "--db", db]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in table[1:3]] == ["cubic", "htcp"] and "×" in table[1]
+    assert main(["model", "fit", "--db", db, "--campaign", "nothing"]) == 0
+    assert "for campaign nothing" in capsys.readouterr().out

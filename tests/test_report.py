@@ -81,6 +81,23 @@ def test_every_figure_family_present(report):
                       "Transition RTTs (duration=10s loss=periodic:1e-05 C=10Gbit/s β=47.7MiB emulated links)"]
 
 
+def test_exponents_are_tabled_with_their_surrogate_p_values(report):
+    """Issue 10: each exponent with its surrogate p-value (on by default); Fig. 14 marks the points
+    indistinguishable from noise. The synthetic traces are a ramp plus independent jitter: noise."""
+    tables = [i for s in report.sections if s.id == "thr-lyap" for i in s.items if isinstance(i, Table)]
+    assert tables
+    for t in tables:
+        assert t.header[5:] == ["status", "p", "verdict"] and len(t.rows) == t.runs
+        for row, cls in zip(t.rows, t.row_classes):
+            if row[6] != "–":
+                assert round(float(row[6]) * 20) == pytest.approx(float(row[6]) * 20, abs=1e-9)  # k/20
+                assert 1 / 20 <= float(row[6]) <= 1
+            assert (cls == "flagged") == (row[7] != "beats surrogates")
+        assert sum(r[7] == "indistinguishable from noise" for r in t.rows) >= 0.8 * len(t.rows)
+    fig = next(f for f in report.figures() if f.id.startswith("thr-lyap-"))
+    assert "hollow: indistinguishable from noise" in fig.caption and "Surrogate tests took" in fig.caption
+
+
 def test_run_counts_are_computed(report, full_store):
     by_id = {f.id: f for f in report.figures()}
     # the no-loss duration group holds the main grid plus the remote run

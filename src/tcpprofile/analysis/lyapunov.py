@@ -13,10 +13,11 @@ Result: every estimate is a `Divergence` whose `status` says what it is —
 
 Noise floor: the nearest neighbour of a noisy state is the closest of many candidates, so the first step
 k = 0 → 1 jumps from that minimum to the typical noise distance even when nothing diverges (a period-4
-orbit with 1 % noise: ≈ 2.5 nats). The fit therefore starts at k = fit_offset = 1, and ends where the
-curve has covered 60 % of its rise to saturation — but only when that rise is significant (more than 3
-standard errors of the level difference and more than RISE_MIN nats); otherwise the curve is flat at the
-noise floor and the slope is taken over every k ≥ 1 (≈ 0). Whether a positive exponent is more than
+orbit with 1 % noise: ≈ 2.5 nats). The fit therefore starts at k = fit_offset = (emb_dim − 1)·lag + 1
+(the first steps also share coordinates with the chosen pair), and ends where the curve has covered 60 %
+of its rise to saturation — but only when that rise is significant (more than 3 standard errors of the
+level difference and more than RISE_MIN nats); otherwise the curve is flat at the noise floor and the
+slope is taken over every k ≥ fit_offset (≈ 0). Whether a positive exponent is more than
 linear correlated noise is the surrogate test's job (surrogates.lyapunov_test).
 """
 

@@ -38,6 +38,9 @@ def register(subparsers) -> None:
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a variant parameter, e.g. a=0.02 (STCP), c=0.4 (CUBIC), adaptive_backoff=false (H-TCP)")
     p.add_argument("--db", help="store (DuckDB file) for `fit`")
+    p.add_argument("--campaign", action="append", default=[], metavar="NAME",
+                   help="fit: only runs of this campaign (name or id; SQL LIKE, %% = any text; repeatable), "
+                        "e.g. reproduce-quick-clean")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)
 
@@ -70,6 +73,12 @@ def _mb(v) -> str:
 
 def _gb(v) -> str:
     return "time" if v is None else f"{v / 1e9:.3g}"
+
+
+def _beta_fit(d: dict) -> str:
+    """The fitted β in MB, or as a multiple of the configured buffer (β = k×BDP datasets)."""
+    m = d.get("buffer_multiple_fit")
+    return f"{m:.3g}×" if m is not None else _mb(d["buffer_bytes_fit"])
 
 
 def run(args) -> int:
@@ -136,7 +145,7 @@ def _fit(args) -> int:
     except duckdb.Error as err:
         raise ValidationError("--db", f"cannot open {args.db!r} as a DuckDB store: {err}") from None
     try:
-        profiles = profiles_from_store(con)
+        profiles = profiles_from_store(con, campaigns=args.campaign or None)
     finally:
         con.close()
     fits = fit_profiles(profiles)
@@ -145,9 +154,11 @@ def _fit(args) -> int:
         print()
         return 0
     if not fits:
-        print("no successful runs of a modelled variant in the store")
+        print("no successful runs of a modelled variant in the store"
+              + (f" for campaign {', '.join(args.campaign)}" if args.campaign else ""))
         return 0
-    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'size GB':>8} {'loss':>12} {'β fit MB':>9}"
+    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'sock buf':>8} {'size GB':>8} {'loss':>12}"
+          f" {'β fit MB':>9}"
           f" {'W_max fit MB':>12} {'n':>3} {'E %':>6} {'held-out E %':>12}")
     for f in fits:
         d = f.as_dict()
@@ -159,8 +170,12 @@ def _fit(args) -> int:
             amount = f"{dur:g}s" if size is None and dur is not None and dur == dur else _gb(size)
             loss = "none" if d.get("loss_mode") in (None, "none") else f"{d['loss_mode'][:4]} {d['loss_rate']:.3g}"
             held = d["E_heldout_percent"].get(s, float("nan"))
-            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {amount:>8} {loss:>12} "
-                  f"{d['buffer_bytes_fit'] / 1e6:9.3g} "
+            sb = d.get("socket_buffer_bytes")
+            sock = "auto" if sb is None or sb != sb else _mb(sb) + "MB"      # None/NaN: autotuned
+            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {sock:>8} {amount:>8} {loss:>12} "
+                  f"{_beta_fit(d):>9} "
                   f"{d['wmax_bytes_fit'] / 1e6:12.4g} {s:3d} {e:6.2f} {held:12.2f}")
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
+    if any(f.buffer_multiple is not None for f in fits):
+        print("β fit m×: the configured buffer changes with τ (k×BDP), so β is fitted as m × the configured one")
     return 0

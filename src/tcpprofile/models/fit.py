@@ -13,7 +13,12 @@ Tables are plain: a dict of equal-length numpy arrays (or a list of dicts, see `
 columns variant, streams, rtt_ms, rate_bps, transfer_bytes, throughput_bps, and optionally
 buffer or buffer_bytes and socket_buffer_bytes (parts of the dataset key), duration_target_s (time-
 limited runs: the model's duration mode), loss_mode and loss_rate (external loss), mtu (segment size
-M = MTU − 52 bytes) and size_bytes (the transfer size F when transfer_bytes is NULL and no duration is known).
+M = MTU − 52 bytes), size_bytes (the transfer size F when transfer_bytes is NULL and no duration is known)
+and configured_buffer_bytes (the bottleneck buffer the link was set to at that τ; not part of the key).
+
+β relative to the BDP: a dataset whose configured buffer changes with τ (the spec's "BDP" or "2xBDP":
+β = k·C·τ/8 bytes) cannot be one β in bytes. There the fit is of a multiple m of the configured buffer,
+β_r = m·configured_r, and W_max (``DatasetFit.buffer_multiple``; m = 1 is the link as configured).
 """
 
 from __future__ import annotations
@@ -44,20 +49,24 @@ def mean_relative_error(measured, predicted) -> float:
 
 
 def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=None, duration=None, loss=None,
-                    buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11), grid: int = 16, starts: int = 3):
+                    buffer_scale=None, buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11), grid: int = 16,
+                    starts: int = 3):
     """(buffer_bytes, wmax_bytes, relative residuals) minimising Σ((P − M)/M)² over the profile.
 
     Log-spaced grids (vectorised over all grid points and profile points at once) give the start of a
-    bounded least-squares refinement in log space. tau [s], throughput [bit/s].
+    bounded least-squares refinement in log space. tau [s], throughput [bit/s]. With buffer_scale
+    (bytes per row, e.g. the configured BDP at each τ) the first value returned is the multiple m of
+    it, β_row = m·buffer_scale_row, and buffer_bounds bound m.
     """
     tau = positive_array("tau", tau, units="s")
     M = positive_array("throughput", throughput, units="bit/s")
     n = np.asarray(n, float)
     size = model.size_bytes if size is None else size
     size = np.asarray(size, float)
+    scale = np.asarray(1.0 if buffer_scale is None else positive_array("buffer_scale", buffer_scale, units="bytes"))
     duration = model.duration_s if duration is None else duration
     extra = [np.asarray(x, float) for x in (duration, loss) if x is not None]
-    tau, M, n, size, *extra = (a.ravel() for a in np.broadcast_arrays(tau, M, n, size, *extra))
+    tau, M, n, size, scale, *extra = (a.ravel() for a in np.broadcast_arrays(tau, M, n, size, scale, *extra))
     kw = {}
     if duration is not None:
         kw["duration"] = extra.pop(0)
@@ -69,11 +78,11 @@ def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=N
     lb, lw = np.log(buffer_bounds), np.log(wmax_bounds)
 
     def sse_of(xb, xw):  # Σ relative squared error for arrays of log-parameters, all at once
-        P = model.predict(tau, n=n, size=size, buffer=np.exp(xb)[..., None], wmax=np.exp(xw)[..., None], **kw)
+        P = model.predict(tau, n=n, size=size, buffer=np.exp(xb)[..., None] * scale, wmax=np.exp(xw)[..., None], **kw)
         return np.sum(((P - M) / M) ** 2, axis=-1)
 
     def resid(x):
-        return (model.predict(tau, n=n, size=size, buffer=np.exp(x[0]), wmax=np.exp(x[1]), **kw) - M) / M
+        return (model.predict(tau, n=n, size=size, buffer=np.exp(x[0]) * scale, wmax=np.exp(x[1]), **kw) - M) / M
 
     # The profile is piecewise in (β, W_max) (cases, subcases, no gradient across their borders):
     # a coarse grid, a finer grid around its `starts` best points, then least squares from the best.
@@ -135,17 +144,20 @@ def as_columns(table) -> dict[str, np.ndarray]:
 @dataclass
 class DatasetFit:
     """One dataset's fit: its key, the fitted model, E [%] per stream count in-sample and held out
-    (leave-one-RTT-out; nan with fewer than 3 RTTs)."""
+    (leave-one-RTT-out; nan with fewer than 3 RTTs). buffer_multiple: the fitted β as a multiple of the
+    configured buffer when that changes with τ (β = k×BDP; the model then has no single β in bytes)."""
 
     key: dict
     model: FirstPrinciplesModel
     errors: dict[int, float] = field(default_factory=dict)
     points: int = 0
     heldout: dict[int, float] = field(default_factory=dict)
+    buffer_multiple: float | None = None
 
     def as_dict(self) -> dict:
         return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()},
-                "buffer_bytes_fit": self.model.buffer_bytes_, "wmax_bytes_fit": self.model.wmax_bytes_,
+                "buffer_bytes_fit": getattr(self.model, "buffer_bytes_", None),
+                "buffer_multiple_fit": self.buffer_multiple, "wmax_bytes_fit": self.model.wmax_bytes_,
                 "points": self.points, "E_percent": {int(k): v for k, v in self.errors.items()},
                 "E_mean_percent": float(np.mean(list(self.errors.values()))),
                 "E_heldout_percent": {int(k): v for k, v in self.heldout.items()}}
@@ -172,9 +184,22 @@ def _mode(cols, idx, kd) -> dict:
     return kw | {"_params": params}
 
 
-def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, **kw) -> np.ndarray:
+RELATIVE_BOUNDS = (1e-3, 1e3)   # the multiple m of a configured buffer that changes with τ
+
+
+def fit_relative(model: FirstPrinciplesModel, tau, M, n, scale, **kw) -> float:
+    """Fit W_max and β = m·scale (scale: the configured buffer per row [bytes]); sets the model's
+    wmax_bytes_ (and residuals_, no buffer_bytes_: β has no single value in bytes) and returns m."""
+    m, model.wmax_bytes_, model.residuals_ = fit_buffer_wmax(model, tau, M, n=n, buffer_scale=scale,
+                                                             buffer_bounds=RELATIVE_BOUNDS, **kw)
+    if hasattr(model, "buffer_bytes_"):
+        del model.buffer_bytes_
+    return m
+
+
+def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=None, **kw) -> np.ndarray:
     """Held-out predictions: for each distinct τ, the model refitted on the other τ predicts it
-    (nan everywhere with fewer than 3 distinct τ)."""
+    (nan everywhere with fewer than 3 distinct τ). buffer_scale: fit β relative to it (fit_relative)."""
     P = np.full(M.shape, np.nan)
     taus = np.unique(tau)
     if taus.size < 3:
@@ -183,15 +208,30 @@ def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, **kw) -> np.ndarra
     for t in taus:
         out = tau == t
         sub = {k: v[~out] for k, v in kw.items()}
-        twin.fit(tau[~out], M[~out], n=n[~out], **sub)
-        P[out] = twin.predict(tau[out], n=n[out], **{k: v[out] for k, v in kw.items()})
+        held = {k: v[out] for k, v in kw.items()}
+        if buffer_scale is None:
+            twin.fit(tau[~out], M[~out], n=n[~out], **sub)
+        else:
+            m = fit_relative(twin, tau[~out], M[~out], n[~out], buffer_scale[~out], **sub)
+            held["buffer"] = m * buffer_scale[out]
+        P[out] = twin.predict(tau[out], n=n[out], **held)
     return P
+
+
+def _relative_scale(cols, idx) -> np.ndarray | None:
+    """The configured buffer per row [bytes] when it changes across the dataset's τ (k×BDP), else None."""
+    if "configured_buffer_bytes" not in cols:
+        return None
+    cfg = np.array([np.nan if _missing(v) else float(v) for v in cols["configured_buffer_bytes"][idx]])
+    if not np.all(np.isfinite(cfg) & (cfg > 0)) or np.ptp(cfg) <= 1e-9 * cfg.max():
+        return None
+    return cfg
 
 
 def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[DatasetFit]:
     """Fit β and W_max per dataset (same variant, rate, buffer, socket buffer, transfer size or duration,
     loss, MTU) and report E per stream count, in-sample and leave-one-RTT-out. Rows with a variant that
-    has no model are skipped."""
+    has no model are skipped. A configured buffer that changes with τ is fitted as a multiple of it."""
 
     cols = as_columns(table)
     keys = [k for k in DATASET_KEYS if k in cols]
@@ -210,22 +250,30 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
         tau = cols["rtt_ms"][idx].astype(float) / 1e3
         n = cols["streams"][idx].astype(float)
         M = cols["throughput_bps"][idx].astype(float)
-        model.fit(tau, M, n=n, **kw)
-        P = model.predict(tau, n=n, **kw)
+        scale = _relative_scale(cols, idx)
+        if scale is None:
+            model.fit(tau, M, n=n, **kw)
+            multiple, P = None, model.predict(tau, n=n, **kw)
+        else:
+            multiple = fit_relative(model, tau, M, n, scale, **kw)
+            P = model.predict(tau, n=n, buffer=multiple * scale, **kw)
         errors = {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
-        H = leave_one_rtt_out(model, tau, M, n, **kw) if heldout else np.full(M.shape, np.nan)
+        H = (leave_one_rtt_out(model, tau, M, n, buffer_scale=scale, **kw) if heldout
+             else np.full(M.shape, np.nan))
         held = {int(s): mean_relative_error(M[n == s], H[n == s]) for s in np.unique(n)}
-        fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size, heldout=held))
+        fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size, heldout=held,
+                               buffer_multiple=multiple))
     return fits
 
 
 _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
-    CAST(buffer_bytes AS VARCHAR) AS buffer, throughput_bps, status, {flat_extra} FROM runs"""
+    CAST(buffer_bytes AS VARCHAR) AS buffer, buffer_bytes AS configured_buffer_bytes, throughput_bps, status,
+    {flat_extra} FROM runs{where}"""
 # The store keeps the link (τ, C, β) in `links`; each run names its link.
 _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s, l.rtt_ms,
-    l.rate_bps, {BUFFER_SQL} AS buffer, r.throughput_bps, r.status, r.duration_target_s,
-    coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate, l.mtu
-    FROM runs r JOIN links l ON r.link_id = l.link_id"""
+    l.rate_bps, {BUFFER_SQL} AS buffer, l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status,
+    r.duration_target_s, coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate,
+    l.mtu FROM runs r JOIN links l ON r.link_id = l.link_id{{where}}"""
 # optional columns of a flat table (plain tables written by other tools may lack them)
 _FLAT_OPTIONAL = {"duration_target_s": "CAST(NULL AS DOUBLE)", "loss_mode": "'none'", "loss_rate": "CAST(0 AS DOUBLE)",
                   "mtu": "CAST(NULL AS INTEGER)"}
@@ -234,6 +282,7 @@ PROFILE_SQL = """
 SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
        loss_mode, loss_rate, mtu,
        coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
+       avg(configured_buffer_bytes) AS configured_buffer_bytes,
        avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs
 FROM ({source}) AS runs
 WHERE status = 'ok' AND throughput_bps > 0
@@ -244,16 +293,30 @@ ORDER BY variant, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duratio
 """
 
 
-def profiles_from_store(con) -> dict[str, np.ndarray]:
+# campaigns named (or whose id is) one of the patterns (SQL LIKE: % any text)
+_CAMPAIGN_WHERE = """ WHERE r.campaign_id IN (SELECT campaign_id FROM campaigns
+    WHERE EXISTS (SELECT 1 FROM (SELECT unnest(?) AS pat) WHERE name LIKE pat OR campaign_id LIKE pat))"""
+
+
+def profiles_from_store(con, *, campaigns=None) -> dict[str, np.ndarray]:
     """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
     rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
-    wrote it, see tcpprofile.dimensions.BUFFER_SQL). Columns returned: the
-    configuration, transfer_bytes (NULL for time-limited runs), size_bytes, throughput_bps (mean),
-    std_bps, runs (count)."""
+    wrote it, see tcpprofile.dimensions.BUFFER_SQL). campaigns: only runs of the campaigns whose name or
+    id matches one of these SQL LIKE patterns (store only). Columns returned: the configuration,
+    transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, throughput_bps
+    (mean), std_bps, runs (count)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
+    flat = "rtt_ms" in run_cols
+    params: list = []
+    where = ""
+    if campaigns:
+        if flat or "campaign_id" not in run_cols:
+            raise ValidationError("campaigns", "this table has no campaigns (a flat runs table); drop the filter")
+        where, params = _CAMPAIGN_WHERE, [list(campaigns)]
     flat_extra = ", ".join(f"{name}" if name in run_cols else f"{sql} AS {name}" for name, sql in _FLAT_OPTIONAL.items())
-    source = _RUNS_FLAT.format(flat_extra=flat_extra) if "rtt_ms" in run_cols else _RUNS_JOINED
-    cur = con.execute(PROFILE_SQL.format(source=source))
+    source = (_RUNS_FLAT.format(flat_extra=flat_extra, where=where) if flat
+              else _RUNS_JOINED.format(where=where))
+    cur = con.execute(PROFILE_SQL.format(source=source), params)
     names = [d[0] for d in cur.description]
     rows = cur.fetchall()
     return {name: np.asarray([row[i] for row in rows]) for i, name in enumerate(names)}
