@@ -161,3 +161,16 @@ def test_an_engine_that_died_during_the_run_leaves_the_verdict_to_the_run():
     assert all(fid.columns[f"engine_{d}_{k}"] is None for d in ("fwd", "rev")
                for k in ("late_mean_us", "late_max_us", "drops", "cpu_share"))
     assert "engine_late" not in fid.flags and "engine_dropped" not in fid.flags
+
+
+def test_calibration_allows_a_frame_above_tau():
+    """The demo's 1 Gbit/s, MTU 9000 link at 5 ms calibrated to 5.108 ms (τ + 72 µs frame + 36 µs):
+    the same link, not off; 5.2 ms or 4.89 ms are off. At 10 Gbit/s the frame is 7 µs."""
+    from tcpprofile.testbed.calibrate import rtt_within
+    from tcpprofile.testbed.config import LinkConfig
+
+    slow = LinkConfig.checked(rate_bps="1Gbit", rtt_s="5ms", buffer_bytes="625kB", mtu=9000)
+    assert rtt_within(5.108e-3, slow)
+    assert not rtt_within(5.2e-3, slow) and not rtt_within(4.89e-3, slow)
+    fast = LinkConfig.checked(rate_bps="10Gbit", rtt_s="5ms", buffer_bytes="6250kB", mtu=9000)
+    assert not rtt_within(5.108e-3, fast)

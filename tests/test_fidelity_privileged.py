@@ -74,11 +74,13 @@ def run_campaign(spec_path: Path, db: Path) -> tuple[dict, list[dict]]:
 def test_quiet_host_runs_are_unflagged_and_measured(tmp_path):
     link, runs = run_campaign(spec(tmp_path, "fidelity-quiet"), tmp_path / "q.duckdb")
     assert link["calibration_ok"] is True and link["flags"] is None
+    frame_ms = (9000 + 38) * 8 / 1e9 * 1e3
     tol_ms = max(fidelity.THRESHOLDS.rtt_rel * TAU_MS, fidelity.THRESHOLDS.rtt_abs_ms)
     for run in runs:
         assert fidelity.rerun_flags(run["flags"]) == [], run["flags"]    # the instrument's flags, link_* too
         assert run["rtt_base_source"] == "tcp_info min_rtt"
-        assert abs(run["rtt_base_ms"] - TAU_MS) <= tol_ms, run["rtt_base_ms"]
+        # a 9000-byte frame's 72 µs on the 1 Gbit/s wire is part of the RTT (10.102 ms was measured)
+        assert TAU_MS - tol_ms <= run["rtt_base_ms"] <= TAU_MS + frame_ms + tol_ms, run["rtt_base_ms"]
         for col in ENGINE_COLUMNS + HOST_COLUMNS:
             assert run[col] is not None, col
         assert run["engine_fwd_cpu_share"] > 0 and run["engine_rev_cpu_share"] > 0
