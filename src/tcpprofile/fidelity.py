@@ -327,7 +327,7 @@ def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
                            loss_seen_packets=seen if cfg.loss_mode != "none" else None,
                            loss_dropped_packets=dropped if cfg.loss_mode != "none" else None)
         flags = host_flags(load, t)
-        if rtt.value is not None and rtt_off(rtt.value, cfg.rtt_s * 1e3, t, frame_ms=_frame_ms(cfg)):
+        if rtt.value is not None and rtt_off(rtt.value, cfg.rtt_s * 1e3, t, frame_ms=cfg.frame_time_s * 1e3):
             flags.append("rtt_base_off")
         if engine_late(fid.columns, cfg.rtt_s * 1e3, t):
             flags.append("engine_late")
@@ -342,12 +342,6 @@ def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
             "engines": {k: {"before": v.to_dict(), "after": after[k].to_dict()} for k, v in before.items()
                         if k in after}})
     return monitor
-
-
-def _frame_ms(cfg) -> float:
-    """A full-size frame's time on the modelled wire [ms]: (MTU + 38 bytes of Ethernet framing)·8 / C."""
-    from .testbed.config import ETH_WIRE_OVERHEAD
-    return (cfg.mtu + ETH_WIRE_OVERHEAD) * 8 / cfg.rate_bps * 1e3
 
 
 def engine_columns(before: dict, after: dict, wall_s: float) -> dict:

@@ -56,8 +56,7 @@ def rtt_within(measured_s: float, cfg: LinkConfig) -> bool:
     serialisation at C is part of the wire (the engine releases a packet tau/2 after its last bit left
     the modelled wire): 72 us at 1 Gbit/s, MTU 9000, where 5.108 ms was measured at 5 ms."""
     tol = rtt_tolerance_s(cfg.rtt_s)
-    frame_s = (cfg.mtu + ETH_WIRE_OVERHEAD) * 8 / cfg.rate_bps
-    return cfg.rtt_s - tol <= measured_s <= cfg.rtt_s + frame_s + tol
+    return cfg.rtt_s - tol <= measured_s <= cfg.rtt_s + cfg.frame_time_s + tol
 
 
 @dataclass(frozen=True)

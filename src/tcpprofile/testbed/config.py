@@ -122,6 +122,12 @@ class LinkConfig:
         return self.mtu - TCP_IP_HEADERS
 
     @property
+    def frame_time_s(self) -> float:
+        """A full-size frame's time on the modelled wire: (MTU + framing)·8/C [s] (72 µs at 1 Gbit/s,
+        MTU 9000). Part of every RTT sample: the engine releases a packet τ/2 after its last bit left."""
+        return (self.mtu + ETH_WIRE_OVERHEAD) * 8 / self.rate_bps
+
+    @property
     def goodput_ceiling_bps(self) -> float:
         """TCP payload rate of a saturated link: C·MSS/(MTU+38) [bit/s]."""
         return self.rate_bps * self.mss_bytes / (self.mtu + ETH_WIRE_OVERHEAD)
