@@ -149,7 +149,7 @@ def test_cubic_at_one_in_500_matches_the_issue_measurement():
 
 
 # -- β = k×BDP datasets (the reproduce campaigns' links) ------------------------------------------------
-def _bdp_profile(variant, multiple, taus_ms=(0.4, 11.8, 45.6, 91.6, 183.0), ns=(1, 4)):
+def _bdp_profile(variant, multiple, taus_ms=(0.4, 11.8, 45.6, 91.6, 183.0), ns=(1, 4), wmax=3e8):
     """A duration-mode profile from the model itself with β = multiple × BDP at every τ, and the
     configured buffer (1×BDP) as the store's links record it."""
     rows = {k: [] for k in ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps",
@@ -157,7 +157,7 @@ def _bdp_profile(variant, multiple, taus_ms=(0.4, 11.8, 45.6, 91.6, 183.0), ns=(
     for n in ns:
         for t in taus_ms:
             bdp = C * t / 1e3 / 8
-            truth = make_model(variant, buffer_bytes=multiple * bdp, wmax_bytes=3e8, mss_bytes=M_BYTES)
+            truth = make_model(variant, buffer_bytes=multiple * bdp, wmax_bytes=wmax, mss_bytes=M_BYTES)
             th = float(truth.predict(t / 1e3, n=n, duration=8.0))
             for k, v in zip(rows, (variant, n, t, C, None, th, "BDP", 8.0, 9000, bdp)):
                 rows[k].append(v)
@@ -178,6 +178,52 @@ def test_bdp_buffer_is_fitted_as_a_multiple_of_the_configured_one(variant):
     (plain,) = fit_profiles({k: v for k, v in table.items() if k != "configured_buffer_bytes"})
     assert plain.buffer_multiple is None
     assert max(plain.heldout.values()) > max(fit.heldout.values())
+
+
+@pytest.mark.parametrize("variant", ["cubic", "htcp"])
+def test_a_known_window_limit_fixes_wmax_and_keeps_the_round_trip(variant):
+    """Autotuned runs: W_max is half the kernel's socket-buffer limit (window_limit_bytes), not fitted.
+    The fit keeps it to 1e-6, says so, and still recovers β on a noiseless profile made with that W_max;
+    a dataset without a known limit (iperf3 -w, or a plain table) fits W_max as before."""
+    limit = 2 * 1024**3 - 1                                   # the testbed's tcp_rmem[2]
+    table = _bdp_profile(variant, 0.5, wmax=limit / 2)
+    table["window_limit_bytes"] = np.full(table["rtt_ms"].size, float(limit))
+    (fit,) = fit_profiles(table)
+    assert fit.wmax_known and fit.as_dict()["wmax_known"] is True
+    assert fit.model.wmax_bytes_ == pytest.approx(limit / 2, rel=2e-6)
+    assert fit.buffer_multiple == pytest.approx(0.5, rel=0.05)
+    assert max(fit.errors.values()) < 0.5 and max(fit.heldout.values()) < 2.0   # as the β fit above
+    table["window_limit_bytes"] = np.full(table["rtt_ms"].size, None, dtype=object)   # -w runs: NULL
+    (fitted,) = fit_profiles(table)
+    assert not fitted.wmax_known and fitted.model.wmax_bytes_ != pytest.approx(limit / 2, rel=1e-3)
+
+
+def test_store_profiles_carry_the_window_limit_of_autotuned_runs_only(tmp_path):
+    """profiles_from_store: window_limit_bytes = the kernel's limit the store recorded
+    (effective_socket_buffer_bytes) for runs without -w, NULL for runs with -w."""
+    import duckdb
+
+    from tcpprofile.models.fit import profiles_from_store
+    from tcpprofile.store.db import Store
+
+    db = str(tmp_path / "s.duckdb")
+    with Store.open(db) as store:
+        store.insert_campaign({"campaign_id": "c", "name": "c", "mode": "emulated"})
+        store.insert_link({"link_id": "l", "campaign_id": "c", "kind": "emulated", "rate_bps": C, "rtt_ms": 11.8,
+                           "buffer_bytes": 14_750_000, "buffer_spec": "BDP", "mtu": 9000})
+        for i, (req, granted) in enumerate(((None, 2**31 - 1), (None, 2**31 - 1), (2**25, 2**26))):
+            store.put_run({"run_id": f"r{i}", "campaign_id": "c", "link_id": "l", "variant": "cubic", "streams": 1,
+                           "duration_target_s": 8.0, "status": "ok", "throughput_bps": 9.7e9, "duration_s": 8.0,
+                           "repetition": i, "socket_buffer_bytes": req, "effective_socket_buffer_bytes": granted})
+    con = duckdb.connect(db, read_only=True)
+    try:
+        prof = profiles_from_store(con)
+    finally:
+        con.close()
+    by_sock = {(None if v is None or v != v else int(v)): w for v, w in
+               zip(prof["socket_buffer_bytes"], prof["window_limit_bytes"])}
+    assert by_sock[None] == 2**31 - 1
+    assert by_sock[2**25] is None or by_sock[2**25] != by_sock[2**25]      # NULL → None/NaN
 
 
 def test_a_fixed_configured_buffer_keeps_the_bytes_fit():

@@ -75,6 +75,12 @@ def _gb(v) -> str:
     return "time" if v is None else f"{v / 1e9:.3g}"
 
 
+def _wmax(d: dict) -> str:
+    """W_max column: fitted [MB], or known from the store's socket-buffer limit."""
+    mb = f"{d['wmax_bytes_fit'] / 1e6:.4g}"
+    return f"{mb} known" if d.get("wmax_known") else mb
+
+
 def _beta_fit(d: dict) -> str:
     """The fitted β in MB, or as a multiple of the configured buffer (β = k×BDP datasets)."""
     m = d.get("buffer_multiple_fit")
@@ -174,8 +180,10 @@ def _fit(args) -> int:
             sock = "auto" if sb is None or sb != sb else _mb(sb) + "MB"      # None/NaN: autotuned
             print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {sock:>8} {amount:>8} {loss:>12} "
                   f"{_beta_fit(d):>9} "
-                  f"{d['wmax_bytes_fit'] / 1e6:12.4g} {s:3d} {e:6.2f} {held:12.2f}")
+                  f"{_wmax(d):>12} {s:3d} {e:6.2f} {held:12.2f}")
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
     if any(f.buffer_multiple is not None for f in fits):
         print("β fit m×: the configured buffer changes with τ (k×BDP), so β is fitted as m × the configured one")
+    if any(f.wmax_known for f in fits):
+        print("W_max known: autotuned socket buffers, W_max = half the kernel's limit (not fitted; docs/models.md)")
     return 0

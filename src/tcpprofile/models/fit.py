@@ -19,6 +19,15 @@ and configured_buffer_bytes (the bottleneck buffer the link was set to at that �
 β relative to the BDP: a dataset whose configured buffer changes with τ (the spec's "BDP" or "2xBDP":
 β = k·C·τ/8 bytes) cannot be one β in bytes. There the fit is of a multiple m of the configured buffer,
 β_r = m·configured_r, and W_max (``DatasetFit.buffer_multiple``; m = 1 is the link as configured).
+
+W_max known, not fitted: runs with autotuned socket buffers (no iperf3 -w) are limited only by the
+kernel's maximum (tcp_rmem[2] / tcp_wmem[2]), which the store records as effective_socket_buffer_bytes;
+the column window_limit_bytes carries it (autotuned datasets only). At least half of a receive buffer is
+window (tcp_adv_win_scale = 1; newer kernels' scaling_ratio gives more), so W_max = limit/2 per flow is
+fixed instead of fitted. Fitting a limit that does not bind is not identifiable: on the reproduce store
+(10 Gbit/s, 2 GiB limit) leaving out 183 ms let the fit bend the profile with a W_max of a few hundred
+MB and predict 3.8 Gbit/s where 7.2 was measured (CUBIC n = 1 held-out E 13 % → 4.6 % with W_max known).
+Explicit -w buffers keep the W_max fit: how much of a granted buffer is window is not recorded.
 """
 
 from __future__ import annotations
@@ -153,11 +162,13 @@ class DatasetFit:
     points: int = 0
     heldout: dict[int, float] = field(default_factory=dict)
     buffer_multiple: float | None = None
+    wmax_known: bool = False
 
     def as_dict(self) -> dict:
         return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()},
                 "buffer_bytes_fit": getattr(self.model, "buffer_bytes_", None),
                 "buffer_multiple_fit": self.buffer_multiple, "wmax_bytes_fit": self.model.wmax_bytes_,
+                "wmax_known": self.wmax_known,
                 "points": self.points, "E_percent": {int(k): v for k, v in self.errors.items()},
                 "E_mean_percent": float(np.mean(list(self.errors.values()))),
                 "E_heldout_percent": {int(k): v for k, v in self.heldout.items()}}
@@ -197,9 +208,12 @@ def fit_relative(model: FirstPrinciplesModel, tau, M, n, scale, **kw) -> float:
     return m
 
 
-def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=None, **kw) -> np.ndarray:
+def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=None, wmax_bounds=None,
+                      **kw) -> np.ndarray:
     """Held-out predictions: for each distinct τ, the model refitted on the other τ predicts it
-    (nan everywhere with fewer than 3 distinct τ). buffer_scale: fit β relative to it (fit_relative)."""
+    (nan everywhere with fewer than 3 distinct τ). buffer_scale: fit β relative to it (fit_relative);
+    wmax_bounds: W_max's range [bytes] (fixed_wmax_bounds for a known W_max)."""
+    bounds = {} if wmax_bounds is None else {"wmax_bounds": wmax_bounds}
     P = np.full(M.shape, np.nan)
     taus = np.unique(tau)
     if taus.size < 3:
@@ -210,12 +224,31 @@ def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=No
         sub = {k: v[~out] for k, v in kw.items()}
         held = {k: v[out] for k, v in kw.items()}
         if buffer_scale is None:
-            twin.fit(tau[~out], M[~out], n=n[~out], **sub)
+            twin.fit(tau[~out], M[~out], n=n[~out], **sub, **bounds)
         else:
-            m = fit_relative(twin, tau[~out], M[~out], n[~out], buffer_scale[~out], **sub)
+            m = fit_relative(twin, tau[~out], M[~out], n[~out], buffer_scale[~out], **sub, **bounds)
             held["buffer"] = m * buffer_scale[out]
         P[out] = twin.predict(tau[out], n=n[out], **held)
     return P
+
+
+WMAX_KNOWN_REL = 1e-6   # width of the W_max "range" when it is known (the fit needs low < high)
+
+
+def fixed_wmax_bounds(wmax_bytes: float) -> tuple[float, float]:
+    """W_max bounds that fix it (up to 1e-6 relative) for fit_buffer_wmax."""
+    return (wmax_bytes * (1 - WMAX_KNOWN_REL), wmax_bytes)
+
+
+def _known_wmax(cols, idx) -> float | None:
+    """W_max per flow [bytes] when the dataset's window limit is known (autotuned buffers: the kernel's
+    maximum, window_limit_bytes; at least half of it is window), else None (fitted)."""
+    if "window_limit_bytes" not in cols:
+        return None
+    lim = np.array([np.nan if _missing(v) else float(v) for v in cols["window_limit_bytes"][idx]])
+    if not np.all(np.isfinite(lim) & (lim > 0)):
+        return None
+    return float(lim.min()) / 2
 
 
 def _relative_scale(cols, idx) -> np.ndarray | None:
@@ -251,27 +284,30 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
         n = cols["streams"][idx].astype(float)
         M = cols["throughput_bps"][idx].astype(float)
         scale = _relative_scale(cols, idx)
+        known = _known_wmax(cols, idx)
+        bounds = {} if known is None else {"wmax_bounds": fixed_wmax_bounds(known)}
         if scale is None:
-            model.fit(tau, M, n=n, **kw)
+            model.fit(tau, M, n=n, **kw, **bounds)
             multiple, P = None, model.predict(tau, n=n, **kw)
         else:
-            multiple = fit_relative(model, tau, M, n, scale, **kw)
+            multiple = fit_relative(model, tau, M, n, scale, **kw, **bounds)
             P = model.predict(tau, n=n, buffer=multiple * scale, **kw)
         errors = {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
-        H = (leave_one_rtt_out(model, tau, M, n, buffer_scale=scale, **kw) if heldout
+        H = (leave_one_rtt_out(model, tau, M, n, buffer_scale=scale, **kw, **bounds) if heldout
              else np.full(M.shape, np.nan))
         held = {int(s): mean_relative_error(M[n == s], H[n == s]) for s in np.unique(n)}
         fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size, heldout=held,
-                               buffer_multiple=multiple))
+                               buffer_multiple=multiple, wmax_known=known is not None))
     return fits
 
 
 _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
     CAST(buffer_bytes AS VARCHAR) AS buffer, buffer_bytes AS configured_buffer_bytes, throughput_bps, status,
-    {flat_extra} FROM runs{where}"""
+    CAST(NULL AS DOUBLE) AS window_limit_bytes, {flat_extra} FROM runs{where}"""
 # The store keeps the link (τ, C, β) in `links`; each run names its link.
 _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s, l.rtt_ms,
     l.rate_bps, {BUFFER_SQL} AS buffer, l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status,
+    CASE WHEN r.socket_buffer_bytes IS NULL THEN r.effective_socket_buffer_bytes END AS window_limit_bytes,
     r.duration_target_s, coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate,
     l.mtu FROM runs r JOIN links l ON r.link_id = l.link_id{{where}}"""
 # optional columns of a flat table (plain tables written by other tools may lack them)
@@ -282,7 +318,7 @@ PROFILE_SQL = """
 SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
        loss_mode, loss_rate, mtu,
        coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
-       avg(configured_buffer_bytes) AS configured_buffer_bytes,
+       avg(configured_buffer_bytes) AS configured_buffer_bytes, min(window_limit_bytes) AS window_limit_bytes,
        avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs
 FROM ({source}) AS runs
 WHERE status = 'ok' AND throughput_bps > 0
@@ -303,8 +339,8 @@ def profiles_from_store(con, *, campaigns=None) -> dict[str, np.ndarray]:
     rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
     wrote it, see tcpprofile.dimensions.BUFFER_SQL). campaigns: only runs of the campaigns whose name or
     id matches one of these SQL LIKE patterns (store only). Columns returned: the configuration,
-    transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, throughput_bps
-    (mean), std_bps, runs (count)."""
+    transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, window_limit_bytes
+    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
     flat = "rtt_ms" in run_cols
     params: list = []
