@@ -63,10 +63,16 @@ def test_uniform_loss_within_the_binomial_interval():
 
 
 def test_engine_late_sums_directions_and_scales_with_tau():
-    cols = {"engine_fwd_late_mean_us": 150.0, "engine_rev_late_mean_us": 90.0,
-            "engine_fwd_late_max_us": 5000.0, "engine_rev_late_max_us": 3000.0}
-    assert not F.engine_late(cols, 0.4)                       # 0.24 ms added <= 0.25
-    assert F.engine_late({**cols, "engine_rev_late_mean_us": 110.0}, 0.4)
+    cols = {"engine_fwd_late_mean_us": 15.0, "engine_rev_late_mean_us": 4.0,
+            "engine_fwd_late_max_us": 900.0, "engine_rev_late_max_us": 400.0}
+    assert not F.engine_late(cols, 0.4)                       # 0.019 ms added <= G/2 = 0.02 ms
+    assert F.engine_late({**cols, "engine_rev_late_mean_us": 6.0}, 0.4)
+    # measured at 10 Gbit/s, 0.4 ms, β = 0.5 MB (CUBIC n = 1, 9.0 Gbit/s): fwd +32 µs, rev −3.5 µs → late;
+    # 5 Gbit/s at 0.8 ms, same β (4.90 of 4.95 Gbit/s): fwd +14.8, rev −5.7 → not; 11.8 ms: −13.6, −18.0
+    assert F.engine_late({**cols, "engine_fwd_late_mean_us": 32.3, "engine_rev_late_mean_us": -3.5}, 0.4)
+    assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 14.8, "engine_rev_late_mean_us": -5.7}, 0.8)
+    assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 100.0}, 11.8)          # 1 % of 11.8 = 0.118
+    assert F.engine_late({**cols, "engine_fwd_late_mean_us": 130.0}, 11.8)
     assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 2000.0}, 366.0)   # 1 % of 366 ms = 3.66
     assert F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)       # > 20 ms
     assert not F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 91.6)   # < τ/2 = 45.8 ms

@@ -104,3 +104,13 @@ def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):
     assert [ln.split()[0] for ln in table[1:3]] == ["cubic", "htcp"] and "×" in table[1]
     assert main(["model", "fit", "--db", db, "--campaign", "nothing"]) == 0
     assert "for campaign nothing" in capsys.readouterr().out
+    # --exclude-flagged: a run the instrument flagged (here the 0.4 ms one, far off the model) is left out
+    with Store.open(db) as store:
+        store.con.execute("UPDATE runs SET flags = 'engine_late', throughput_bps = throughput_bps * 0.5 "
+                          "WHERE run_id = 'c1-r0'")
+    fits = {}
+    for extra in ([], ["--exclude-flagged"]):
+        assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json", *extra]) == 0
+        (fits[bool(extra)],) = json.loads(capsys.readouterr().out)
+    assert fits[False]["points"] == 5 and fits[True]["points"] == 4
+    assert fits[True]["E_percent"]["1"] < 0.5 < fits[False]["E_percent"]["1"]

@@ -154,3 +154,20 @@ def test_short_traces_leave_the_exponent_finding_undetermined(store):
     (v,) = [f for f in findings.check_findings(store, ["c1"]) if f.id == "v"]
     assert v.verdict == stats.UNDETERMINED
     assert "12 traces" in v.measured and "0 with an exponent" in v.measured, v.measured
+
+
+def test_flagged_runs_are_counted_and_left_out_on_request(store):
+    """findings.flagged_runs counts the campaigns' ok runs with a fidelity flag; with exclude_flagged
+    a profile point made only of flagged runs is gone from finding (i)'s evidence."""
+    build(store, variants=("cubic",), rtts=RTTS, reps=3)
+    assert findings.flagged_runs(store, ["c1"]) == 0
+    store.con.execute("UPDATE runs SET flags = 'engine_late' WHERE link_id IN "
+                      "(SELECT link_id FROM links WHERE rtt_ms < 1)")
+    flagged = findings.flagged_runs(store, ["c1"])
+    assert flagged == store.con.execute("SELECT count(*) FROM runs r JOIN links l USING (link_id) "
+                                        "WHERE l.rtt_ms < 1 AND r.status = 'ok'").fetchone()[0] > 0
+    store.con.execute("UPDATE runs SET flags = 'intervals_receiver_side' WHERE link_id IN "
+                      "(SELECT link_id FROM links WHERE rtt_ms > 100)")       # a note, not a flag
+    assert findings.flagged_runs(store, ["c1"]) == flagged
+    kept = findings.Data.load(store, ["c1"], exclude_flagged=True).runs
+    assert len(kept) and kept.tau_ms.min() > 1

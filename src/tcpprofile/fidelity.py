@@ -41,8 +41,9 @@ class Thresholds:
     """When a run is flagged. Tolerances are per run; see docs/testbed.md for how they were chosen."""
     rtt_rel: float = 0.01            # rtt_base_off: |base RTT − τ| > max(rtt_rel·τ, rtt_abs_ms)
     rtt_abs_ms: float = 0.1
-    late_mean_ms: float = 0.25       # engine_late: both directions' mean lateness together above
-    late_mean_rel: float = 0.01      #   max(late_mean_ms, late_mean_rel·τ) (added to every RTT) …
+    late_mean_ms: float = 0.02       # engine_late: both directions' mean lateness together above
+    late_mean_rel: float = 0.01      #   max(late_mean_ms, late_mean_rel·τ) (added to every RTT; 0.02 ms =
+                                     #   G/2, delayd's release spread at its 40 µs granularity) …
     late_max_ms: float = 20.0        # … or a release later than max(late_max_ms, late_max_rel·τ)
     late_max_rel: float = 0.5
     foreign_cores: float = 0.2       # host_contended: other processes used more CPU than this

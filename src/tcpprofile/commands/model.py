@@ -42,6 +42,8 @@ def register(subparsers) -> None:
                    help="fit: only runs of this campaign (name or id; SQL LIKE, %% = any text; repeatable), "
                         "e.g. reproduce-quick-clean")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--exclude-flagged", action="store_true",
+                   help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
 
 
@@ -151,7 +153,7 @@ def _fit(args) -> int:
     except duckdb.Error as err:
         raise ValidationError("--db", f"cannot open {args.db!r} as a DuckDB store: {err}") from None
     try:
-        profiles = profiles_from_store(con, campaigns=args.campaign or None)
+        profiles = profiles_from_store(con, campaigns=args.campaign or None, exclude_flagged=args.exclude_flagged)
     finally:
         con.close()
     fits = fit_profiles(profiles)

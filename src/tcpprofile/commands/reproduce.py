@@ -30,6 +30,8 @@ def register(sub) -> None:
     p.add_argument("--check-only", action="store_true",
                    help="do not run anything: check the findings on the runs already in the store")
     p.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+    p.add_argument("--exclude-flagged", action="store_true",
+                   help="check the findings (and write the report) without the runs the instrument flagged")
     p.set_defaults(func=main)
 
 
@@ -57,15 +59,20 @@ def main(args: argparse.Namespace) -> int:
                     print(campaign.format_summary(summary, args.db), file=sys.stderr)
             finally:
                 signal.signal(signal.SIGTERM, previous)
-        result = findings.check_findings(store, [s.campaign_id for s in specs])
+        ids = [s.campaign_id for s in specs]
+        result = findings.check_findings(store, ids, exclude_flagged=args.exclude_flagged)
+        flagged = findings.flagged_runs(store, ids)
         if args.json:
             json.dump([{k: _clean(v) for k, v in f.row().items()} for f in result], sys.stdout, indent=1)
             print()
         else:
             print(f"Findings of the papers on {args.db} ({args.mode} campaigns):")
             print(findings.format_table(result))
+            if flagged:
+                print(f"{flagged} flagged runs " + ("left out (--exclude-flagged)" if args.exclude_flagged
+                                                    else "included; --exclude-flagged leaves them out"))
         if args.out:
             from ..report import build_report
-            report = build_report(store, args.out)
+            report = build_report(store, args.out, exclude_flagged=args.exclude_flagged)
             print(f"report: {report.index}", file=sys.stderr)
     return 0

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
-from ..dimensions import BUFFER_SQL
+from ..dimensions import BUFFER_SQL, FLAGGED_SQL
 from ..errors import ValidationError
 from .base import positive_array
 from .framework import FirstPrinciplesModel
@@ -334,13 +334,14 @@ _CAMPAIGN_WHERE = """ WHERE r.campaign_id IN (SELECT campaign_id FROM campaigns
     WHERE EXISTS (SELECT 1 FROM (SELECT unnest(?) AS pat) WHERE name LIKE pat OR campaign_id LIKE pat))"""
 
 
-def profiles_from_store(con, *, campaigns=None) -> dict[str, np.ndarray]:
+def profiles_from_store(con, *, campaigns=None, exclude_flagged: bool = False) -> dict[str, np.ndarray]:
     """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
     rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
     wrote it, see tcpprofile.dimensions.BUFFER_SQL). campaigns: only runs of the campaigns whose name or
     id matches one of these SQL LIKE patterns (store only). Columns returned: the configuration,
     transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, window_limit_bytes
-    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count)."""
+    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count).
+    exclude_flagged: leave out flagged runs (dimensions.FLAGGED_SQL; store only)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
     flat = "rtt_ms" in run_cols
     params: list = []
@@ -349,6 +350,10 @@ def profiles_from_store(con, *, campaigns=None) -> dict[str, np.ndarray]:
         if flat or "campaign_id" not in run_cols:
             raise ValidationError("campaigns", "this table has no campaigns (a flat runs table); drop the filter")
         where, params = _CAMPAIGN_WHERE, [list(campaigns)]
+    if exclude_flagged:
+        if flat:
+            raise ValidationError("exclude_flagged", "a flat runs table has no fidelity flags; drop the option")
+        where += f"{' AND' if where else ' WHERE'} NOT {FLAGGED_SQL}"
     flat_extra = ", ".join(f"{name}" if name in run_cols else f"{sql} AS {name}" for name, sql in _FLAT_OPTIONAL.items())
     source = (_RUNS_FLAT.format(flat_extra=flat_extra, where=where) if flat
               else _RUNS_JOINED.format(where=where))
