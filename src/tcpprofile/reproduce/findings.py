@@ -147,11 +147,11 @@ def decreasing(data: Data) -> Finding:
         iv = mean_difference([data.values(m, tau=taus[-1])], [data.values(m, tau=taus[0])])
         v = verdict(iv, below=0.0)
         # no step between neighbouring τ may increase significantly (Bonferroni over all steps)
-        rises = [t1 for t0, t1 in zip(taus[:-1], taus[1:])
+        rises = [float(t1) for t0, t1 in zip(taus[:-1], taus[1:])
                  if verdict(mean_difference([data.values(m, tau=t1)], [data.values(m, tau=t0)],
                                             level=1 - 0.05 / max(steps, 1)), above=0.0) == stats.REPRODUCED]
         parts.append(stats.NOT_REPRODUCED if rises else v)
-        lines.append(f"{_label(key)}: {_ratio(iv)}" + (f", rises significantly to {rises} ms" if rises else ""))
+        lines.append(f"{_label(key)}: {_ratio(iv)}" + (f", rises significantly to {', '.join(f'{t:g}' for t in rises)} ms" if rises else ""))
         if worst is None or iv.estimate > worst.estimate:
             worst = iv
     if not profiles:
