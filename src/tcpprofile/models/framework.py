@@ -281,7 +281,7 @@ class FirstPrinciplesModel(Model):
 
         c2 = case == 2
         if c2.any():
-            s = r.take(c2)
+            s = r if c2.all() else r.take(c2)
             Wmax2 = Wagg[c2]
             with np.errstate(all="ignore"):
                 Wm = self._solve_wm(s)
@@ -313,14 +313,17 @@ class FirstPrinciplesModel(Model):
         W_L, keep = np.full(tau.shape, np.nan), np.full(tau.shape, np.nan)
         lossy = np.isfinite(segs)
         if lossy.any():  # external loss: per flow on C/n and β/n (module docstring)
-            fl = self._rows(tau[lossy], np.ones(lossy.sum()), r.beta[lossy] / n[lossy], C[lossy] / n[lossy])
-            keep[lossy] = self._after_loss(thresh[lossy], fl) / thresh[lossy]  # after-loss factor (transient)
-            w_clean = np.where(case[lossy] == 2, out["W_s"][lossy], Wagg[lossy]) / n[lossy]
-            wl, rate = self._loss_limited(segs[lossy], fl, w_clean)
-            rate = self._variant_loss_rate(segs[lossy], fl, rate)
-            W_L[lossy] = wl * n[lossy]
-            sustained[lossy] = np.where(np.isfinite(rate), np.minimum(rate * n[lossy], sustained[lossy]),
-                                        sustained[lossy])
+            pick = (lambda a: a) if lossy.all() else (lambda a: a[lossy])  # noqa: E731
+            nl, th = pick(n), pick(thresh)
+            fl = self._rows(pick(tau), np.ones(nl.size), pick(r.beta) / nl, pick(C) / nl)
+            keep[lossy] = self._after_loss(th, fl) / th  # after-loss factor (transient)
+            w_clean = np.where(pick(case) == 2, pick(out["W_s"]), pick(Wagg)) / nl
+            segs_l = pick(segs)
+            wl, rate = self._loss_limited(segs_l, fl, w_clean)
+            rate = self._variant_loss_rate(segs_l, fl, rate)
+            W_L[lossy] = wl * nl
+            clean = pick(sustained)
+            sustained[lossy] = np.where(np.isfinite(rate), np.minimum(rate * nl, clean), clean)
         loss_limited = np.isfinite(W_L)
         with np.errstate(all="ignore"):  # a loss epoch carries N segments per flow in T_a = N_a/rate
             Na = np.where(loss_limited, n * segs * M, Na)

@@ -60,7 +60,7 @@ class STCP(FirstPrinciplesModel):
         a, b, bdp = self.a, self.b, r.bdp
         low = self.a * r.n * target / (1 - b)  # Phase I only (W ≤ Cτ): (1 − b)W/(a n) = N·M  [bits]
         g = bdp / r.n  # Phase I to Cτ then II: (Cτ − bW)/(a n) + (W² − (Cτ)²)/(2Caτ) = N·M, the larger root
-        mid = b * g + np.sqrt(b * b * g * g - 2 * g * bdp + bdp * bdp + 2 * r.C * a * r.tau * target)
+        mid = b * g + np.sqrt(np.maximum(b * b * g * g - 2 * g * bdp + bdp * bdp + 2 * r.C * a * r.tau * target, 0))
         high = np.sqrt(2 * r.C * a * r.tau * target / (1 - b * b))  # Phase II only (bW ≥ Cτ): (1−b²)W²/(2Caτ)
         W = np.where(low <= bdp, low, np.where(b * high >= bdp, high, mid))  # N_ep increasing: one regime fits
         return W, self._epoch(W, r)[0]

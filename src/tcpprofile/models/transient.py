@@ -21,27 +21,22 @@ class Transient:
     (N segments × n flows), n, tau [s], C [bit/s] (per flow), steady [bit/s] (aggregate)."""
 
     def __init__(self, W0, keep, W_L, seg, n, tau, C, steady):
-        self.W0, self.keep, self.W_L, self.seg, self.n = W0, keep, W_L, seg, n
-        self.tau, self.C, self.steady = tau, C, steady
+        self.seg, self.steady = seg, steady
         with np.errstate(all="ignore"):
-            q_log = -np.log(keep)  # ln(1/keep) > 0
-            lim = np.maximum(W_L, tau * steady / n)  # active ⇔ W_k > W_L and n·W_k/τ > steady (and nC > steady)
-            K = np.clip(np.floor(np.log(W0 / lim) / q_log), 0, EPOCHS)
-            K = np.where(np.isfinite(K) & (n * C > steady), K, 0)
-            for _ in range(2):  # settle the count with the same comparisons as the epoch-by-epoch rule
-                K = np.where((K < EPOCHS) & self._active(K + 1), K + 1, K)
-                K = np.where((K > 0) & ~self._active(K), K - 1, K)
-            self.K = K  # active epochs
+            q_log = -np.log(keep)  # ln q, q = 1/keep > 1
+            # active ⇔ W_k > W_L and n·min(W_k/τ, C) > steady ⇔ W_k > max(W_L, τ·steady/n) (when n·C > steady):
+            # W0·q^{−k} > lim ⇔ k < ln(W0/lim)/ln q, so K = ⌈ln(W0/lim)/ln q⌉ − 1 epochs (at most EPOCHS)
+            lim = np.maximum(W_L, tau * steady / n)
+            K = np.clip(np.ceil(np.log(W0 / lim) / q_log) - 1, 0, EPOCHS)
+            self.K = np.where(np.isfinite(K) & (n * C > steady), K, 0)
             self.kc = np.maximum(np.floor(np.log(W0 / (C * tau)) / q_log), 0)  # epochs at the cap n·C
-            self._q_log, self._q_kc = q_log, np.exp((self.kc + 1) * q_log)  # ln q, q^{k_c+1} (q = 1/keep)
+            self._q_log, self._q_kc = q_log, np.exp((self.kc + 1) * q_log)  # ln q, q^{k_c+1}
             self._t_cap = seg / (n * C)  # one epoch at n·C  [s]
             self._t_geo = seg * tau / ((n * W0) * (np.exp(q_log) - 1))  # seg·τ/(n·W0·(q − 1))  [s]
+            self._r0, self._r_cap = n * W0 / tau, n * C  # R_k = min(n·W0·q^{−k}/τ, n·C)  [bit/s]
 
     def _rate(self, k):
-        return self.n * np.minimum(self.W0 * self.keep ** k / self.tau, self.C)  # R_k = n·min(W_k/τ, C)  [bit/s]
-
-    def _active(self, k):
-        return (self.W0 * self.keep ** k > self.W_L) & (self._rate(k) > self.steady)
+        return np.minimum(self._r0 * np.exp(-k * self._q_log), self._r_cap)  # R_k = n·min(W_k/τ, C)  [bit/s]
 
     def _knot_time(self, j):
         """T_j = Σ_{k≤j} seg/R_k [s]: k_c epochs at n·C, then seg·τ/(n·W0)·Σ_{k_c<k≤j} q^k, q = 1/keep:
