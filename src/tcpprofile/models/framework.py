@@ -72,20 +72,18 @@ def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100
                         fhi: np.ndarray | None = None) -> np.ndarray:
     """Root of an increasing vectorised g on [lo, hi] per row (g(lo) ≤ 0 ≤ g(hi)) by the Illinois
     variant of regula falsi (superlinear; a bisection step whenever the secant leaves the bracket).
-    g(x, idx) evaluates rows idx (indices into lo/hi) at x. A row stops when its bracket or step is
-    below rtol relative to its root; only the rows still running are evaluated (row compaction).
+    g(x, idx) evaluates rows idx (indices into lo/hi) at x. A row stops when its bracket is below rtol
+    relative to its root (or g is 0 there); only the rows still running are evaluated (row compaction).
     fhi: g(hi) when the caller has it."""
     idx = np.arange(lo.size)
     lo, hi = lo.copy(), hi.copy()
     flo, fhi = g(lo, idx), (g(hi, idx) if fhi is None else fhi.copy())
     side = np.zeros(lo.shape, dtype=np.int8)
-    x = np.full(lo.shape, np.inf)  # no previous iterate: the first step never counts as converged
     out = 0.5 * (lo + hi)
     for _ in range(iterations):
         with np.errstate(all="ignore"):
             sec = (lo * fhi - hi * flo) / (fhi - flo)
-        x_new = np.where(np.isfinite(sec) & (sec > lo) & (sec < hi), sec, 0.5 * (lo + hi))
-        step, x = np.abs(x_new - x), x_new
+        x = np.where(np.isfinite(sec) & (sec > lo) & (sec < hi), sec, 0.5 * (lo + hi))
         fx = g(x, idx)
         pos = fx > 0
         hi, fhi = np.where(pos, x, hi), np.where(pos, fx, fhi)
@@ -98,7 +96,7 @@ def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100
         out[idx] = x
         if not run.any():
             break
-        idx, lo, hi, flo, fhi, side, x = (a[run] for a in (idx, lo, hi, flo, fhi, side, x))
+        idx, lo, hi, flo, fhi, side = (a[run] for a in (idx, lo, hi, flo, fhi, side))
     return out
 
 
