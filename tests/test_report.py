@@ -109,8 +109,9 @@ def test_run_counts_are_computed(report, full_store):
     no_loss_n4_auto = 2 * len(RTTS) * REPS               # cubic and htcp, n=4, B=auto
     assert loss_fig.runs == lossy + no_loss_n4_auto
     assert by_id["cwnd"].runs == 4
-    # every loss-free emulated (variant, buffer) dataset has a model: all of the main grid's runs
-    assert by_id["models"].runs == len(VARIANTS) * len(STREAMS) * len(BUFFERS) * len(RTTS) * REPS
+    # every loss-free (variant, buffer) dataset has a model: all of the main grid's runs, and the remote
+    # run (its link's β and C are the grid's; τ its measured 45.9 ms), as `model fit` groups them
+    assert by_id["models"].runs == len(VARIANTS) * len(STREAMS) * len(BUFFERS) * len(RTTS) * REPS + 1
     assert by_id["models"].caption.count("E=") == len(VARIANTS) * len(BUFFERS)
     calib = next(i for s in report.sections for i in s.items if isinstance(i, Table) and i.id == "calibration")
     assert calib.runs == _count(full_store, "SELECT count(*) FROM runs WHERE status = 'ok'")
@@ -245,3 +246,32 @@ def test_flagged_runs_counted_in_the_tables_and_left_out_on_request(tmp_path, ca
     assert "Flagged runs left out (--exclude-flagged): 2 of 14 ok runs" in excluded.index.read_text()
     box = {f.id: f.runs for f in excluded.figures()}
     assert box["box-g0-cubic"] == 6 and {f.id: f.runs for f in included.figures()}["box-g0-cubic"] == 7
+
+
+def test_model_figure_fits_as_model_fit_does(tmp_path, capsys):
+    """On β = BDP links (the reproduce campaigns') the report's model panel is `tcpprofile model fit`'s fit:
+    β as a multiple of the configured buffer, the same m and the same E (one fitting path)."""
+    from tcpprofile.models import make_model
+
+    db = tmp_path / "bdp.duckdb"
+    rng = np.random.default_rng(3)
+    with Store.open(db) as s:
+        s.insert_campaign({"campaign_id": "c1", "name": "bdp", "mode": "emulated"})
+        for rtt in (0.4, 11.8, 45.6, 91.6, 183.0):
+            bdp = 10e9 * rtt / 1e3 / 8
+            s.insert_link({"link_id": f"B{rtt:g}", "campaign_id": "c1", "kind": "emulated", "rate_bps": 10e9,
+                           "rtt_ms": rtt, "buffer_bytes": int(bdp), "buffer_spec": "BDP", "mtu": 9000,
+                           "loss_mode": "none", "loss_rate": 0.0, "rtt_measured_ms": rtt, "calibration_ok": True})
+            truth = make_model("cubic", buffer_bytes=0.5 * bdp, wmax_bytes=3e8, mss_bytes=8948)
+            for n in (1, 4):
+                for rep in range(2):
+                    thr = float(truth.predict(rtt / 1e3, n=n, duration=8.0)) * (1 + 0.01 * rng.standard_normal())
+                    add_run(s, f"b-{rtt:g}-{n}-{rep}", f"B{rtt:g}", "cubic", n, None, thr, rep=rep, duration_s=8.0)
+    assert main(["model", "fit", "--db", str(db), "--json"]) == 0
+    (cli,) = __import__("json").loads(capsys.readouterr().out)
+    with Store.open(db, read_only=True) as s:
+        fig = next(f for f in build_report(s, tmp_path / "r").figures() if f.id == "models")
+    assert cli["buffer_multiple_fit"] == pytest.approx(0.5, rel=0.1) and cli["buffer_bytes_fit"] is None
+    assert f"E={cli['E_mean_percent']:.1f} %" in fig.caption
+    assert f"β={cli['buffer_multiple_fit']:.3g}×BDP" in fig.caption
+    assert fig.runs == 20

@@ -79,3 +79,10 @@ class CUBIC(FirstPrinciplesModel):
         # d(Cτ + 3W)/(4τ) − C·d = 3c·d⁴/(4τ) = β ⇒ d = (4βτ/(3c))^{1/4} ⇒ W_m = Cτ + ⁴√(c(4βτ/3)³) > Cτ.
         wm = r.bdp + (r.ce * (4 * r.beta * r.tau / 3) ** 3) ** 0.25  # [bits]
         return np.where((1 - self.b) * wm < r.bdp, wm, np.nan)  # no Phase I: solved numerically
+
+    def _wl_closed(self, target, r):
+        # Eq. (12) is a function of time alone: with or without a queue the epoch that peaks at W lasts
+        # K = ∛(bW/c) and carries N_ep = W·K·(1 − b/4)/τ (Phase I + Phase II = the whole [0, K], §IV-C2).
+        # N_ep = N·M ⇒ W_L^{4/3} = N·M·τ/((1 − b/4)·(b/c)^{1/3})  (derived here).
+        W = (target * r.tau / ((1 - self.b / 4) * np.cbrt(self.b / r.ce))) ** 0.75  # [bits]
+        return W, self._k(W, r)

@@ -261,22 +261,27 @@ def _relative_scale(cols, idx) -> np.ndarray | None:
     return cfg
 
 
+def datasets(table) -> list[tuple[dict, np.ndarray]]:
+    """The datasets fit_profiles fits, in its order: (key as a dict of DATASET_KEYS, row indices). Rows
+    with a variant that has no model are left out."""
+    cols = as_columns(table)
+    keys = [k for k in DATASET_KEYS if k in cols]
+    groups: dict[tuple, list[int]] = {}
+    for i in range(len(cols["variant"])):
+        if str(cols["variant"][i]).lower() in MODELS:
+            groups.setdefault(tuple(cols[k][i] for k in keys), []).append(i)
+    return [(dict(zip(keys, key)), np.asarray(idx))
+            for key, idx in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0])))]
+
+
 def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[DatasetFit]:
     """Fit β and W_max per dataset (same variant, rate, buffer, socket buffer, transfer size or duration,
     loss, MTU) and report E per stream count, in-sample and leave-one-RTT-out. Rows with a variant that
     has no model are skipped. A configured buffer that changes with τ is fitted as a multiple of it."""
 
     cols = as_columns(table)
-    keys = [k for k in DATASET_KEYS if k in cols]
-    nrows = len(cols["variant"])
-    groups: dict[tuple, list[int]] = {}
-    for i in range(nrows):
-        if str(cols["variant"][i]).lower() in MODELS:
-            groups.setdefault(tuple(cols[k][i] for k in keys), []).append(i)
     fits = []
-    for key, idx in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
-        idx = np.asarray(idx)
-        kd = dict(zip(keys, key))
+    for kd, idx in datasets(cols):
         kw = _mode(cols, idx, kd)
         params = {**kw.pop("_params"), **model_params}
         model = make_model(str(kd["variant"]), capacity_bps=float(kd["rate_bps"]), **params)
@@ -303,10 +308,12 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
 
 _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
     CAST(buffer_bytes AS VARCHAR) AS buffer, buffer_bytes AS configured_buffer_bytes, throughput_bps, status,
-    CAST(NULL AS DOUBLE) AS window_limit_bytes, {flat_extra} FROM runs{where}"""
-# The store keeps the link (τ, C, β) in `links`; each run names its link.
-_RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s, l.rtt_ms,
-    l.rate_bps, {BUFFER_SQL} AS buffer, l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status,
+    CAST(NULL AS DOUBLE) AS window_limit_bytes, false AS flagged, {flat_extra} FROM runs{where}"""
+# The store keeps the link (τ, C, β) in `links`; each run names its link. τ of a link that does not set it
+# (a remote host) is its measured RTT, as in tcpprofile.select.
+_RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s,
+    coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
+    l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status, {FLAGGED_SQL} AS flagged,
     CASE WHEN r.socket_buffer_bytes IS NULL THEN r.effective_socket_buffer_bytes END AS window_limit_bytes,
     r.duration_target_s, coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate,
     l.mtu FROM runs r JOIN links l ON r.link_id = l.link_id{{where}}"""
@@ -321,7 +328,7 @@ SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer
        avg(configured_buffer_bytes) AS configured_buffer_bytes, min(window_limit_bytes) AS window_limit_bytes,
        avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs
 FROM ({source}) AS runs
-WHERE status = 'ok' AND throughput_bps > 0
+WHERE status = 'ok' AND throughput_bps > 0 AND rtt_ms IS NOT NULL AND rate_bps IS NOT NULL{flagged}
 GROUP BY variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
          loss_mode, loss_rate, mtu
 ORDER BY variant, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s, loss_mode, loss_rate,
@@ -338,10 +345,10 @@ def profiles_from_store(con, *, campaigns=None, exclude_flagged: bool = False) -
     """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
     rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
     wrote it, see tcpprofile.dimensions.BUFFER_SQL). campaigns: only runs of the campaigns whose name or
-    id matches one of these SQL LIKE patterns (store only). Columns returned: the configuration,
+    id matches one of these SQL LIKE patterns (store only); exclude_flagged: leave out flagged runs
+    (tcpprofile.dimensions.FLAGGED_SQL). Rows need τ and C (a model does). Columns returned: the configuration,
     transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, window_limit_bytes
-    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count).
-    exclude_flagged: leave out flagged runs (dimensions.FLAGGED_SQL; store only)."""
+    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
     flat = "rtt_ms" in run_cols
     params: list = []
@@ -350,14 +357,11 @@ def profiles_from_store(con, *, campaigns=None, exclude_flagged: bool = False) -
         if flat or "campaign_id" not in run_cols:
             raise ValidationError("campaigns", "this table has no campaigns (a flat runs table); drop the filter")
         where, params = _CAMPAIGN_WHERE, [list(campaigns)]
-    if exclude_flagged:
-        if flat:
-            raise ValidationError("exclude_flagged", "a flat runs table has no fidelity flags; drop the option")
-        where += f"{' AND' if where else ' WHERE'} NOT {FLAGGED_SQL}"
     flat_extra = ", ".join(f"{name}" if name in run_cols else f"{sql} AS {name}" for name, sql in _FLAT_OPTIONAL.items())
     source = (_RUNS_FLAT.format(flat_extra=flat_extra, where=where) if flat
               else _RUNS_JOINED.format(where=where))
-    cur = con.execute(PROFILE_SQL.format(source=source), params)
+    cur = con.execute(PROFILE_SQL.format(source=source, flagged=" AND NOT flagged" if exclude_flagged else ""),
+                      params)
     names = [d[0] for d in cur.description]
     rows = cur.fetchall()
     return {name: np.asarray([row[i] for row in rows]) for i, name in enumerate(names)}

@@ -31,7 +31,7 @@ Added here (derivations in docs/models.md):
   overflows (or W_max): its peak W_L solves N_epoch(W_L) = N·M, with the epoch from the window after a
   loss to W_L built from the variant's own Phase I (to min(W_L, Cτ/n)) and Phase II pieces. Slow start
   ends at the first loss: N_s = N·M per flow ⇒ thresh ≤ w0 + N·M·ln 2 (Eq. (3)); from that window the
-  peak decays by the after-loss factor per epoch of N segments down to W_L (the transient, _transient).
+  peak decays by the after-loss factor per epoch of N segments down to W_L (the transient, transient.py).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from .base import Constraint, Model, positive_array
+from .transient import Transient
 
 LN2 = math.log(2.0)
 BITS = 8.0
@@ -67,20 +68,23 @@ def bisect_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 80) -
     return 0.5 * (lo + hi)
 
 
-def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100, rtol: float = 1e-13) -> np.ndarray:
+def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100, rtol: float = 1e-13,
+                        fhi: np.ndarray | None = None) -> np.ndarray:
     """Root of an increasing vectorised g on [lo, hi] per row (g(lo) ≤ 0 ≤ g(hi)) by the Illinois
-    variant of regula falsi (superlinear; a bisection step whenever the secant leaves the bracket);
-    stops when every row's bracket or step is below rtol relative to the root."""
+    variant of regula falsi (superlinear; a bisection step whenever the secant leaves the bracket).
+    g(x, idx) evaluates rows idx (indices into lo/hi) at x. A row stops when its bracket is below rtol
+    relative to its root (or g is 0 there); only the rows still running are evaluated (row compaction).
+    fhi: g(hi) when the caller has it."""
+    idx = np.arange(lo.size)
     lo, hi = lo.copy(), hi.copy()
-    flo, fhi = g(lo), g(hi)
+    flo, fhi = g(lo, idx), (g(hi, idx) if fhi is None else fhi.copy())
     side = np.zeros(lo.shape, dtype=np.int8)
-    x = 0.5 * (lo + hi)
+    out = 0.5 * (lo + hi)
     for _ in range(iterations):
         with np.errstate(all="ignore"):
             sec = (lo * fhi - hi * flo) / (fhi - flo)
-        x_new = np.where(np.isfinite(sec) & (sec > lo) & (sec < hi), sec, 0.5 * (lo + hi))
-        step, x = np.abs(x_new - x), x_new
-        fx = g(x)
+        x = np.where(np.isfinite(sec) & (sec > lo) & (sec < hi), sec, 0.5 * (lo + hi))
+        fx = g(x, idx)
         pos = fx > 0
         hi, fhi = np.where(pos, x, hi), np.where(pos, fx, fhi)
         lo, flo = np.where(pos, lo, x), np.where(pos, flo, fx)
@@ -88,19 +92,12 @@ def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100
         fhi = np.where(~pos & (side == -1), 0.5 * fhi, fhi)
         side = np.where(pos, 1, -1).astype(np.int8)
         tol = rtol * np.abs(x)
-        if np.all((hi - lo <= tol) | (step <= tol) | (fx == 0)):
+        run = ~((hi - lo <= tol) | (fx == 0))
+        out[idx] = x
+        if not run.any():
             break
-    return x
-
-
-TRANSIENT_EPOCHS = 48  # after-loss factor ≤ 0.8: 0.8^48 < 2·10⁻⁵ of the slow-start window
-
-
-def _along(knots_x, knots_y, slope, x):
-    """Per row: the piecewise-linear curve through (knots_x, knots_y) with slope[j] after knot j, at x."""
-    rows = np.arange(x.size)
-    j = np.sum(knots_x <= x[:, None], axis=1) - 1
-    return knots_y[rows, j] + (x - knots_x[rows, j]) * slope[rows, j]
+        idx, lo, hi, flo, fhi, side = (a[run] for a in (idx, lo, hi, flo, fhi, side))
+    return out
 
 
 COMMON_CONSTRAINTS: dict[str, Constraint] = {
@@ -146,6 +143,11 @@ class FirstPrinciplesModel(Model):
         """T_m alone (variants whose N_m costs more than T_m override this)."""
         return self._phase2(W, r)[0]
 
+    def _epoch_parts(self, Ws, r):
+        """(T_0, N_0, T_m) at W_s (variants that share work between the phases override this)."""
+        T0, N0 = self._phase1(Ws, r)
+        return T0, N0, self._phase2_T(Ws, r)
+
     # -- shared machinery --------------------------------------------------------------------------
     def _rows(self, tau, n, beta_bits, C=None) -> Rows:
         tau, n, beta = np.broadcast_arrays(np.asarray(tau, float), np.asarray(n, float), np.asarray(beta_bits, float))
@@ -177,7 +179,7 @@ class FirstPrinciplesModel(Model):
                     if not low.any():
                         break
                     hi = np.where(low, s.bdp + 4.0 * (hi - s.bdp), hi)
-                wm[todo] = illinois_increasing(lambda w: self._residual(w, s), lo, hi)
+                wm[todo] = illinois_increasing(lambda w, i: self._residual(w, s.take(i)), lo, hi)
         return wm
 
     def epoch_residual(self, w_bytes, tau, *, n=1, buffer=None) -> np.ndarray:
@@ -200,37 +202,42 @@ class FirstPrinciplesModel(Model):
         T = np.where(has1, T1, 0.0) + np.where(low, 0.0, Tm)
         return T, np.where(has1, N1, 0.0) + np.where(low, 0.0, Nm)
 
+    def _wl_closed(self, target, r):
+        """Hook: (W_L, T_ep) [bits, s] solving N_ep(W_L) = target [bits] in closed form per row of the
+        per-flow r, over all W (not capped at the loss-free peak). nan only where W_L > Cτ (the variant's
+        Phase I alone cannot carry the target): those rows are solved numerically above Cτ."""
+        nan = np.full(r.tau.shape, np.nan)
+        return nan, nan.copy()
+
+    exact_loss = False  # True on an instance: every loss epoch is solved numerically (the reference path)
+
     def _loss_limited(self, segs, r, w_clean):
         """Peak W_L [bits] of a flow losing one segment in `segs` (rows of per-flow `r`), and its
-        sustained rate N·M/T_epoch [bit/s]; W_L = nan where the loss comes after w_clean (overflow first)."""
+        sustained rate N·M/T_epoch [bit/s]; W_L = nan where the loss comes after w_clean (overflow first).
+        N_ep is increasing, so the loss binds iff W_L < w_clean, i.e. N_ep(w_clean) > N·M. The variant's
+        closed form where it has one, else Illinois regula falsi on N_ep(W) = N·M in ln W, between Cτ
+        (where the closed form says W_L > Cτ) or 10⁻³ segment (exact_loss) and w_clean."""
         target = segs * r.M
         with np.errstate(all="ignore"):
-            binds = self._epoch(w_clean, r)[1] > target
-            W = np.full(r.tau.shape, np.nan)
-            if binds.any():
-                s = r.take(binds)
-                lo, hi = np.log(np.full(s.tau.shape, 1e-3) * s.M), np.log(w_clean[binds])
-                f = lambda x: self._epoch(np.exp(x), s)[1] - target[binds]  # noqa: E731
-                W[binds] = np.exp(illinois_increasing(f, lo, hi, rtol=1e-12))
-            rate = target / self._epoch(np.where(binds, W, w_clean), r)[0]
-        return W, np.where(binds, rate, np.nan)
-
-    def _transient(self, W0, W_L, segs, r, n, sustained):
-        """After slow start ends at the first loss with per-flow window W0 ≫ W_L, the window decays by
-        the variant's after-loss factor per epoch of N segments (growth within these short epochs is
-        neglected) until it reaches W_L. Returns the aggregate data-vs-time curve from the end of slow
-        start: knots Tk [s], Dk [bits] and the rate R [bit/s] after each knot (the last: sustained).
-        The decay stops where an epoch would be slower than the steady state (CUBIC's friendly region)."""
-        keep = self._after_loss(W0, r) / W0
-        W = W0[:, None] * keep[:, None] ** np.arange(1, TRANSIENT_EPOCHS + 1)
-        rate = n[:, None] * np.minimum(W / r.tau[:, None], r.C[:, None])  # epoch k at window W_k  [bit/s]
-        active = (W > W_L[:, None]) & (rate > sustained[:, None])  # until the steady state is as fast
-        seg = (n * segs * r.M)[:, None]  # N segments per flow per epoch  [bits]
-        zero = np.zeros((W0.size, 1))
-        Tk = np.concatenate([zero, np.cumsum(np.where(active, seg / rate, 0.0), axis=1)], axis=1)
-        Dk = np.concatenate([zero, np.cumsum(np.where(active, seg, 0.0), axis=1)], axis=1)
-        R = np.concatenate([np.where(active, rate, sustained[:, None]), sustained[:, None]], axis=1)
-        return Tk, Dk, R
+            if self.exact_loss:
+                W, T = np.full(r.tau.shape, np.nan), np.full(r.tau.shape, np.nan)
+                floor = np.full(r.tau.shape, 1e-3) * r.M
+            else:
+                W, T = (np.array(v, float) for v in self._wl_closed(target, r))
+                floor = r.bdp
+            binds = W < w_clean
+            todo = np.flatnonzero(~np.isfinite(W) & (floor < w_clean))  # else the root is above w_clean
+            if todo.size:
+                s = r.take(todo)
+                excess = self._epoch(w_clean[todo], s)[1] - target[todo]
+                sub = excess > 0
+                todo, s, excess = todo[sub], s.take(sub), excess[sub]
+                lo, hi = np.log(floor[todo]), np.log(w_clean[todo])
+                f = lambda x, i: self._epoch(np.exp(x), s.take(i))[1] - target[todo[i]]  # noqa: E731
+                W[todo] = np.exp(illinois_increasing(f, lo, hi, rtol=1e-12, fhi=excess))
+                T[todo] = self._epoch(W[todo], s)[0]
+                binds[todo] = True
+        return np.where(binds, W, np.nan), np.where(binds, target / T, np.nan)
 
     def _variant_loss_rate(self, segs, r, rate):
         """Hook: a variant's own lower bound on the loss-limited rate (CUBIC's TCP-friendly region)."""
@@ -272,14 +279,14 @@ class FirstPrinciplesModel(Model):
 
         c2 = case == 2
         if c2.any():
-            s = r.take(c2)
+            s = r if c2.all() else r.take(c2)
             Wmax2 = Wagg[c2]
             with np.errstate(all="ignore"):
                 Wm = self._solve_wm(s)
                 sub2 = Wm > Wmax2  # subcase 2: the peak is capped at W_max (Fig. 5b)
                 Ws = np.where(sub2, Wmax2, Wm)  # Eq. (11): W_s = min(W_m, W_max)
                 # Eq. (8) holds at W_m: N_m = C·T_m + β in subcase 1 (only T_m needed); at W_max otherwise.
-                Tm, Nm = self._phase2_T(Ws, s), s.C * 0.0
+                T0, N0, Tm = self._epoch_parts(Ws, s)
                 if sub2.any():
                     Tm2, Nm2 = self._phase2(Ws[sub2], s.take(sub2))
                     Tm[sub2] = Tm2
@@ -290,7 +297,6 @@ class FirstPrinciplesModel(Model):
                 Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
                 Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
                 has1 = self._after_loss(Ws, s) < s.bdp
-                T0, N0 = self._phase1(Ws, s)
                 T0, N0 = np.where(has1, T0, 0.0), np.where(has1, N0, 0.0)
             out["W_m"][c2], out["W_s"][c2] = Wm, Ws
             out["T_0"][c2], out["N_0"][c2], out["T_m"][c2], out["N_m"][c2] = T0, N0, Tm, Nm
@@ -302,16 +308,20 @@ class FirstPrinciplesModel(Model):
 
         with np.errstate(all="ignore"):
             sustained = np.where(case == 1, Wagg / tau, Na / Ta)  # F → ∞: W_max/τ (Case 1), N_a/T_a (Case 2)
-        W_L = np.full(tau.shape, np.nan)
+        W_L, keep = np.full(tau.shape, np.nan), np.full(tau.shape, np.nan)
         lossy = np.isfinite(segs)
         if lossy.any():  # external loss: per flow on C/n and β/n (module docstring)
-            fl = self._rows(tau[lossy], np.ones(lossy.sum()), r.beta[lossy] / n[lossy], C[lossy] / n[lossy])
-            w_clean = np.where(case[lossy] == 2, out["W_s"][lossy], Wagg[lossy]) / n[lossy]
-            wl, rate = self._loss_limited(segs[lossy], fl, w_clean)
-            rate = self._variant_loss_rate(segs[lossy], fl, rate)
-            W_L[lossy] = wl * n[lossy]
-            sustained[lossy] = np.where(np.isfinite(rate), np.minimum(rate * n[lossy], sustained[lossy]),
-                                        sustained[lossy])
+            pick = (lambda a: a) if lossy.all() else (lambda a: a[lossy])  # noqa: E731
+            nl, th = pick(n), pick(thresh)
+            fl = self._rows(pick(tau), np.ones(nl.size), pick(r.beta) / nl, pick(C) / nl)
+            keep[lossy] = self._after_loss(th, fl) / th  # after-loss factor (transient)
+            w_clean = np.where(pick(case) == 2, pick(out["W_s"]), pick(Wagg)) / nl
+            segs_l = pick(segs)
+            wl, rate = self._loss_limited(segs_l, fl, w_clean)
+            rate = self._variant_loss_rate(segs_l, fl, rate)
+            W_L[lossy] = wl * nl
+            clean = pick(sustained)
+            sustained[lossy] = np.where(np.isfinite(rate), np.minimum(rate * nl, clean), clean)
         loss_limited = np.isfinite(W_L)
         with np.errstate(all="ignore"):  # a loss epoch carries N segments per flow in T_a = N_a/rate
             Na = np.where(loss_limited, n * segs * M, Na)
@@ -331,17 +341,17 @@ class FirstPrinciplesModel(Model):
                 F = np.where(in_ss, n * w0 * (np.exp2(T / tau) - 1.0) / LN2, Ns + (T - Ts) * sustained)
                 k = np.where(in_ss, 0.0, (F - Ns) / Na)
                 S = np.where(np.isinf(T), sustained, F / T)
-            tr = loss_limited & ~in_ss & np.isfinite(sustained)
-            if tr.any():  # the decay from the slow-start window to W_L (_transient)
-                fl = self._rows(tau[tr], np.ones(tr.sum()), r.beta[tr] / n[tr], C[tr] / n[tr])
-                Tk, Dk, R = self._transient(thresh[tr], W_L[tr] / n[tr], segs[tr], fl, n[tr], sustained[tr])
+            finite = np.isfinite(F) if duration is None else np.isfinite(T)
+            tr = loss_limited & ~in_ss & np.isfinite(sustained) & finite
+            if tr.any():  # the decay from the slow-start window to W_L (transient.py)
+                nt = n[tr]
+                tra = Transient(thresh[tr], keep[tr], W_L[tr] / nt, nt * segs[tr] * M[tr], nt, tau[tr], C[tr] / nt,
+                                sustained[tr])
                 if duration is None:
-                    t = np.where(np.isinf(F[tr]), np.inf, Ts[tr] + _along(Dk, Tk, 1.0 / R, F[tr] - Ns[tr]))
-                    S[tr] = np.where(np.isinf(F[tr]), sustained[tr], F[tr] / t)
+                    S[tr] = F[tr] / (Ts[tr] + tra.time(F[tr] - Ns[tr]))
                 else:
-                    Ftr = Ns[tr] + _along(Tk, Dk, R, T[tr] - Ts[tr])
-                    F[tr] = np.where(np.isinf(T[tr]), F[tr], Ftr)
-                    S[tr] = np.where(np.isinf(T[tr]), sustained[tr], F[tr] / T[tr])
+                    F[tr] = Ns[tr] + tra.data(T[tr] - Ts[tr])
+                    S[tr] = F[tr] / T[tr]
         case = np.where(in_ss, 0, case)
         res = dict(out, T_s=Ts, N_s=Ns, thresh=thresh, W_max=Wagg, T_a=Ta, N_a=Na, k=k, case=case,
                    subcase=subcase, phase1=phase1, W_L=W_L, loss_limited=loss_limited, F=F, S=S,

@@ -8,9 +8,10 @@ import math
 import numpy as np
 
 from .base import Constraint
-from .framework import COMMON_CONSTRAINTS, FirstPrinciplesModel
+from .framework import COMMON_CONSTRAINTS, FirstPrinciplesModel, Rows
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+_CARDANO_Q = 2 * 396.0 ** 1.5
 
 
 class HTCP(FirstPrinciplesModel):
@@ -60,41 +61,59 @@ class HTCP(FirstPrinciplesModel):
     # A(t) = ∫_0^t α [segments·s/RTT], B(t) = ∫_0^t A; u = t − Δ_L.
     def _A(self, t, s):
         u = np.maximum(t - self.delta_l, 0.0)
-        return s * (t + 5 * u * u + u ** 3 / 12)  # ∫ Eq. (1a)/(1b) dt, times 2(1 − b)
+        return s * (t + u * u * (5 + u / 12))  # ∫ Eq. (1a)/(1b) dt = t + 5u² + u³/12, times 2(1 − b)
 
     def _B(self, t, s):
         u = np.maximum(t - self.delta_l, 0.0)
-        return s * (t * t / 2 + 5 * u ** 3 / 3 + u ** 4 / 48)
+        return s * (t * t / 2 + u * u * u * (5 / 3 + u / 48))  # t²/2 + 5u³/3 + u⁴/48
 
     def _A_inv(self, y, s):
-        """t ≥ 0 with A(t) = y (A increasing): linear below Δ_L, Newton on the cubic above."""
+        """t ≥ 0 with A(t) = y (A increasing): linear below Δ_L; above, p(u) = u + 5u² + u³/12 = v, i.e.
+        u³ + 60u² + 12u − 12v = 0, by Cardano: u = x − 20 with x³ − 1188x + 15760 − 12v = 0, whose largest
+        root is x = 2√396·cos(arccos(t)/3), t = (12v − 15760)/(2·396^{3/2}) (cosh/arccosh for t > 1);
+        two Newton steps remove the cancellation in x − 20 when u is small."""
         z = y / s
-        v = np.maximum(z - self.delta_l, 0.0)  # solve p(u) = u + 5u² + u³/12 = v, p convex increasing
-        u = np.minimum.reduce([v, np.sqrt(v / 5), np.cbrt(12 * v)])  # p(u) ≥ v: Newton decreases monotonically
-        for _ in range(60):
-            step = (u + 5 * u * u + u ** 3 / 12 - v) / (1 + 10 * u + u * u / 4)
-            u = u - step
-            if not np.any(step > 1e-13 * (1 + u)):
-                break
+        v = np.maximum(z - self.delta_l, 0.0)
+        t = (12 * v - 15760.0) / _CARDANO_Q
+        c = np.empty_like(t)
+        trig = t <= 1
+        c[trig] = np.cos(np.arccos(t[trig]) / 3)
+        c[~trig] = np.cosh(np.arccosh(t[~trig]) / 3)
+        u = np.clip(2 * math.sqrt(396.0) * c - 20, 0.0, v)  # p(u) ≥ u ⇒ u ≤ v
+        for _ in range(2):
+            uu = u * u
+            u = u - (u + 5 * uu + uu * u / 12 - v) / (1 + 10 * u + uu / 4)
         return np.where(z <= self.delta_l, z, self.delta_l + u)
 
     def _after_loss(self, W, r):
         return r.b * W
 
+    def _t0(self, Ws, r):
+        """T_0 and A(T_0) of Phase I: w_1/w_2(T_0) = bW_s + (nM/τ)·A(T_0) = Cτ  [s] (§IV-D rule 1: n·α)."""
+        y = (r.bdp - r.b * Ws) * r.tau / (r.n * r.M)
+        return self._A_inv(y, r.s), y
+
     def _phase1(self, Ws, r):
         k = r.n * r.M / r.tau  # §IV-D rule 1: increase function × n; dw/dt = n·M·α(t)/τ  [bits/s per α]
-        T0 = self._A_inv((r.bdp - r.b * Ws) / k, r.s)  # w_1/w_2(T_0) = bW_s + k·A(T_0) = Cτ  [s]
+        T0 = self._t0(Ws, r)[0]
         N0 = (r.b * Ws * T0 + k * self._B(T0, r.s)) / r.tau  # N_0 = (1/τ)∫_0^{T_0} w dt  [bits]
         return T0, N0
 
     def _phase2_times(self, W, r):
         has1 = r.b * W < r.bdp
-        t2 = np.where(has1, self._phase1(W, r)[0], 0.0)  # Phase II starts at T_0 (or at 0 without Phase I)
+        T0, A0 = self._t0(W, r)
+        t2 = np.where(has1, T0, 0.0)  # Phase II starts at T_0 (or at 0 without Phase I)
+        A2 = np.where(has1, A0, 0.0)  # A(t2)
         w2 = np.maximum(r.bdp, r.b * W)
         kk = 2 * r.M * r.C  # w_3(t)² = w2² + 2·M·C·(A(t) − A(t2))  (Eq. (5) with ∂w/∂A = α·M/w)
-        A2 = self._A(t2, r.s)
         tm = self._A_inv(A2 + (W * W - w2 * w2) / kk, r.s)  # Eq. (6): w_3(T_m) = W  [s]
         return t2, tm, w2, kk, A2
+
+    def _epoch_parts(self, Ws, r):
+        t2, tm = self._phase2_times(Ws, r)[:2]  # one T_0 for Phase I and Phase II
+        k = r.n * r.M / r.tau
+        N0 = (r.b * Ws * t2 + k * self._B(t2, r.s)) / r.tau  # as _phase1 (unused where Phase I is empty)
+        return t2, N0, tm - t2
 
     def _phase2_T(self, W, r):
         t2, tm = self._phase2_times(W, r)[:2]
@@ -102,15 +121,70 @@ class HTCP(FirstPrinciplesModel):
 
     def _phase2(self, W, r):
         t2, tm, w2, kk, A2 = self._phase2_times(W, r)
-        # Eq. (7): N_m = (1/τ)∫_{T_0}^{T_m} w_3 dt, Gauss–Legendre on each side of Δ_L (α kinks there).
+        return tm - t2, self._n2(t2, tm, w2, kk, A2, r)
+
+    def _n2(self, t2, tm, w2, kk, A2, r):
+        """Eq. (7): N_m = (1/τ)∫_{T_0}^{T_m} w_3 dt  [bits]. Before Δ_L, A(t) = s·t and w_3² is linear in t:
+        ∫w dt = ∫w·(2w/(kk·s)) dw = 2(w_Δ³ − w2³)/(3·kk·s) exactly; after Δ_L (α grows), Gauss–Legendre.
+        With w_Δ² − w2² = kk·s·(t_Δ − t2), w_Δ³ − w2³ = (w_Δ² − w2²)(w_Δ² + w_Δ·w2 + w2²)/(w_Δ + w2) (no
+        cancellation)."""
         mid = np.clip(self.delta_l, t2, tm)
-        N = np.zeros_like(W)
-        for lo, hi in ((t2, mid), (mid, tm)):
+        w_mid = np.sqrt(w2 * w2 + kk * r.s * (mid - t2))
+        N = 2 * (mid - t2) * (w_mid * w_mid + w_mid * w2 + w2 * w2) / (3 * (w_mid + w2))
+        late = np.flatnonzero(tm > mid)
+        if late.size:
+            lo, hi, s_ = mid[late], tm[late], r.s[late]
             half, centre = (hi - lo) / 2, (hi + lo) / 2
             t = centre[:, None] + half[:, None] * _GL_X[None, :]
-            w = np.sqrt(np.maximum(w2[:, None] ** 2 + kk[:, None] * (self._A(t, r.s[:, None]) - A2[:, None]), 0.0))
-            N += half * (w @ _GL_W)
-        return tm - t2, N / r.tau
+            w = np.sqrt(np.maximum((w2[late] ** 2 - kk[late] * A2[late])[:, None]
+                                   + kk[late, None] * self._A(t, s_[:, None]), 0.0))
+            N[late] += half * (w @ _GL_W)
+        return N / r.tau
+
+    def _epoch(self, W, r):
+        """As the framework's, with one T_0 for both phases (Phase I to min(W, Cτ), then Phase II)."""
+        low = W <= r.bdp
+        rr = Rows(r, bdp=np.minimum(W, r.bdp))
+        t2, tm, w2, kk, A2 = self._phase2_times(W, rr)  # at W ≤ Cτ: Phase I to W, Phase II empty
+        has1 = low | (r.b * W < r.bdp)
+        k = r.n * r.M / r.tau
+        N1 = (r.b * W * t2 + k * self._B(t2, r.s)) / r.tau
+        N2 = np.where(low, 0.0, self._n2(t2, tm, w2, kk, A2, rr))
+        return np.where(low, t2, tm), np.where(has1, N1, 0.0) + N2
+
+    def _wl_closed(self, target, r):
+        """Loss epoch below Cτ (Phase I only, derived here): w(T) = bW + (nM/τ)A(T) = W and
+        N_ep = (bWT + (nM/τ)B(T))/τ = N·M give, with A = 2(1−b)Â, B = 2(1−b)B̂ (α without its factor),
+        h(T) = 2b·Â(T)·T + 2(1−b)·B̂(T) = G := N·M·τ²/(nM)  [s²], then W = 2nM·Â(T)/τ and T_ep = T.
+        T ≤ Δ_L: Â = T, B̂ = T²/2 ⇒ T = sqrt(G/(1+b)) (Reno with a = 2(1−b)). T > Δ_L: h is a quartic in
+        u = T − Δ_L with positive coefficients (convex, increasing), solved by Newton from an upper bound
+        (monotone). Rows whose W exceeds Cτ (Phase II, α in absolute time) are nan: solved numerically."""
+        d, b = self.delta_l, r.b
+        G = target * r.tau ** 2 / (r.n * r.M)  # [s²]
+        T = np.sqrt(G / (1 + b))
+        late = np.flatnonzero(T > d)
+        if late.size:
+            bl, Gl = b[late], G[late]
+            # h(u) ≥ each of its terms: (1+b)(Δ+u)², (b/6 + (1−b)/24)u⁴, (2b(5 + Δ/12) + 10(1−b)/3)u³
+            u = np.minimum.reduce([T[late] - d, (Gl / (bl / 6 + (1 - bl) / 24)) ** 0.25,
+                                   np.cbrt(Gl / (2 * bl * (5 + d / 12) + 10 * (1 - bl) / 3))])
+            run = np.arange(late.size)
+            for _ in range(60):
+                uu, t, bb = u[run], d + u[run], bl[run]
+                ah = t + 5 * uu * uu + uu ** 3 / 12  # Â(T)
+                bh = t * t / 2 + 5 * uu ** 3 / 3 + uu ** 4 / 48  # B̂(T)
+                h = 2 * bb * ah * t + 2 * (1 - bb) * bh - Gl[run]
+                dh = 2 * ah + 2 * bb * t * (1 + 10 * uu + uu * uu / 4)  # h'(u) = 2Â + 2b·T·a(T)
+                step = h / dh
+                u[run] = uu - step
+                run = run[step > 1e-14 * t]
+                if not run.size:
+                    break
+            T[late] = d + u
+        u = np.maximum(T - d, 0.0)
+        W = 2 * r.n * r.M * (T + 5 * u * u + u ** 3 / 12) / r.tau  # W = (nM/τ)·A(T)/(1 − b)  [bits]
+        ok = W <= r.bdp
+        return np.where(ok, W, np.nan), np.where(ok, T, np.nan)
 
     def _wm_closed(self, r):
         nan = np.full(r.tau.shape, np.nan)

@@ -57,3 +57,13 @@ class Reno(FirstPrinciplesModel):
         z = np.where(q <= 1, np.cos(np.arccos(np.clip(u, -1, 1)) / 3), np.cosh(np.arccosh(np.maximum(u, 1)) / 3))
         wm = (z + 0.5) * r.bdp  # [bits]
         return np.where(self.b * wm < r.bdp, wm, np.nan)  # no Phase I: solved numerically
+
+    def _wl_closed(self, target, r):
+        # Loss epoch carrying target = N·M bits (docs/models.md); Phase I only: (1 − b²)W²/(2naM) = N·M
+        # (Mathis et al. for a = 1, b = ½); Phase II only (bW ≥ Cτ): (1 − b³)W³/(3aMCτ) = N·M. Between
+        # (a cubic in W) nan: solved numerically.
+        a, b, bdp = self.a, self.b, r.bdp
+        low = np.sqrt(2 * r.n * a * r.M * target / (1 - b * b))  # [bits]
+        high = np.cbrt(3 * a * r.M * r.C * r.tau * target / (1 - b ** 3))  # [bits]
+        W = np.where(low <= bdp, low, np.where(b * high >= bdp, high, np.nan))
+        return W, self._epoch(W, r)[0]

@@ -54,3 +54,13 @@ class STCP(FirstPrinciplesModel):
         # (1+b)W² − 2CτW − 2aCτβ/(1−b) = 0 (derived here; not in the paper).
         wm_no1 = (bdp + np.sqrt(bdp * bdp + 2 * (1 + b) * a * bdp * beta / (1 - b))) / (1 + b)
         return np.where(b * wm < bdp, wm, wm_no1)
+
+    def _wl_closed(self, target, r):
+        # Loss epoch carrying target = N·M bits (docs/models.md), derived here, three regimes of W_L:
+        a, b, bdp = self.a, self.b, r.bdp
+        low = self.a * r.n * target / (1 - b)  # Phase I only (W ≤ Cτ): (1 − b)W/(a n) = N·M  [bits]
+        g = bdp / r.n  # Phase I to Cτ then II: (Cτ − bW)/(a n) + (W² − (Cτ)²)/(2Caτ) = N·M, the larger root
+        mid = b * g + np.sqrt(np.maximum(b * b * g * g - 2 * g * bdp + bdp * bdp + 2 * r.C * a * r.tau * target, 0))
+        high = np.sqrt(2 * r.C * a * r.tau * target / (1 - b * b))  # Phase II only (bW ≥ Cτ): (1−b²)W²/(2Caτ)
+        W = np.where(low <= bdp, low, np.where(b * high >= bdp, high, mid))  # N_ep increasing: one regime fits
+        return W, self._epoch(W, r)[0]

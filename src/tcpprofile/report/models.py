@@ -1,4 +1,8 @@
-"""Model vs measurement (tcp-models-high-bdp Figs. 6–8, with the average error E of §V)."""
+"""Model vs measurement (tcp-models-high-bdp Figs. 6–8, with the average error E of §V).
+
+The fits are `tcpprofile model fit`'s: the same profile table (models.profiles_from_store), the same
+datasets and the same fitting path (models.fit_profiles: β in bytes, or β = m × the configured buffer
+on k×BDP links), so a panel's E is the E `model fit` prints for that dataset."""
 
 from __future__ import annotations
 
@@ -8,82 +12,94 @@ import numpy as np
 
 from .. import models
 from .. import select as sel
+from ..models.fit import datasets
 from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, subplots
 from .data import ReportData
 
 MAX_DATASETS = 6     # model fits cost ~1 s each: the datasets with the most runs
 
 
-def _table(profiles: list[sel.Profile], cond: dict) -> dict[str, np.ndarray]:
-    """The models' profile table (tcpprofile.models.fit: one row per configuration and RTT)."""
-    rows = []
-    for p in profiles:
-        for t, s in zip(p.rtts_ms, p.samples):
-            mean = float(s.mean())
-            size = cond["transfer_bytes"] or mean * (cond["duration_s"] or 0) / 8     # F = Θ·T  [bytes]
-            rows.append({"variant": p.config.variant, "streams": p.config.streams, "rtt_ms": t,
-                         "rate_bps": float(cond["rate_bps"]), "buffer_bytes": None,   # β is fitted
-                         "socket_buffer_bytes": p.config.buffer_bytes, "transfer_bytes": cond["transfer_bytes"],
-                         "size_bytes": size, "throughput_bps": mean,
-                         "duration_target_s": None if cond["transfer_bytes"] else cond["duration_s"]})
-    return {k: np.array([r[k] for r in rows], dtype=object if k in ("buffer_bytes", "socket_buffer_bytes",
-                                                                      "transfer_bytes") else None)
-            for k in rows[0]}
+def _loss_free(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Rows of loss-free transfers of a known size or duration (what the figure draws)."""
+    keep = np.array([(m in (None, "none")) and (t is not None or (d is not None and d == d))
+                     for m, t, d in zip(table["loss_mode"], table["transfer_bytes"], table["duration_target_s"])],
+                    dtype=bool)
+    return {k: v[keep] for k, v in table.items()}
+
+
+def _grid_inputs(fit, table, tau_ms, grid_ms) -> dict:
+    """predict() keywords on an RTT grid: duration or interpolated size, and β as fitted."""
+    d = table["duration_target_s"][0]
+    kw = ({"duration": float(d)} if d is not None and d == d
+          else {"size": np.interp(grid_ms, tau_ms, table["size_bytes"].astype(float))})
+    if fit.buffer_multiple is not None:   # β = m × the configured buffer (k×BDP: linear in τ)
+        cfg = table["configured_buffer_bytes"].astype(float)
+        kw["buffer"] = fit.buffer_multiple * np.interp(grid_ms, tau_ms, cfg)
+    return kw
+
+
+def _link_buffer(key) -> str:
+    """The bottleneck buffer as the spec wrote it ("BDP") or, for a byte count, in bytes."""
+    b = str(key.get("buffer"))
+    return sel.fmt_bytes(int(b)) if b.isdigit() else b
+
+
+def _beta(fit, key) -> str:
+    if fit.buffer_multiple is not None:
+        return f"β={fit.buffer_multiple:.3g}×{_link_buffer(key)}"
+    return f"β={sel.fmt_bytes(fit.model.buffer_bytes_)}"
 
 
 def model_vs_measurement(data: ReportData, out: Path) -> Section:
-    candidates = []   # (runs, group, profiles of one dataset)
-    skipped = set()
-    for g in data.groups:
-        c = g.conditions
-        if c["loss_mode"] != "none" or not c["rate_bps"] or not (c["transfer_bytes"] or c["duration_s"]):
-            continue
-        datasets: dict[tuple, list[sel.Profile]] = {}
-        for p in g.profiles:
-            if p.config.variant.lower() not in models.MODELS:
-                skipped.add(p.config.variant)
-            elif len(p.rtts_ms) >= 3:
-                datasets.setdefault((p.config.variant, p.config.buffer_bytes), []).append(p)
-        candidates += [(sum(p.runs for p in ps), g, ps) for ps in datasets.values()]
+    table = _loss_free(models.profiles_from_store(data.store.con, exclude_flagged=data.exclude_flagged))
+    candidates = []   # (runs, key, row indices) of datasets with at least 3 RTTs
+    for key, idx in (datasets(table) if table["variant"].size else []):
+        if np.unique(table["rtt_ms"][idx]).size >= 3:
+            candidates.append((int(table["runs"][idx].sum()), key, idx))
+    known = {str(v).lower() for v in table["variant"]} & set(models.MODELS)
+    skipped = sorted({str(v) for v in table["variant"] if str(v).lower() not in models.MODELS})
     if not candidates:
         return Section("models", "Model vs measurement", "tcp-models-high-bdp Figs. 6–8", [Note(
             "Model vs measurement", "no loss-free profile with at least 3 measured RTTs of a modelled variant "
-            f"({', '.join(sorted(set(models.MODELS)))})")])
+            f"({', '.join(sorted(set(models.MODELS)))})" + (f"; runs of {', '.join(sorted(known))} have fewer"
+                                                            if known else ""))])
     candidates.sort(key=lambda c: -c[0])
     chosen = candidates[:MAX_DATASETS]
     fig, axes = subplots(len(chosen), sharey=False)
     errors, runs = [], 0
-    for ax, (n_runs, g, ps) in zip(axes, chosen):
-        (fit,) = models.fit_profiles(_table(ps, g.conditions), heldout=False)
+    for ax, (n_runs, key, idx) in zip(axes, chosen):
+        rows = {k: v[idx] for k, v in table.items()}
+        (fit,) = models.fit_profiles(rows, heldout=False)    # `model fit`'s path, this dataset's rows
         runs += n_runs
-        ns = pick({p.config.streams for p in ps}, 4)
-        for k, p in enumerate(sorted((p for p in ps if p.config.streams in ns), key=lambda p: p.config.streams)):
-            tau = np.asarray(p.rtts_ms)
-            sizes = (np.full(len(tau), float(g.conditions["transfer_bytes"])) if g.conditions["transfer_bytes"]
-                     else p.means * g.conditions["duration_s"] / 8)
+        n = rows["streams"].astype(int)
+        for k, s in enumerate(pick(set(n.tolist()), 4)):
+            one = {c: v[n == s] for c, v in rows.items()}
+            order = np.argsort(one["rtt_ms"].astype(float))
+            one = {c: v[order] for c, v in one.items()}
+            tau = one["rtt_ms"].astype(float)
             grid = np.linspace(tau[0], tau[-1], 80)
-            mode = ({"size": np.interp(grid, tau, sizes)} if g.conditions["transfer_bytes"]
-                    else {"duration": float(g.conditions["duration_s"])})  # iperf3 -t: the model's duration mode
-            pred = fit.model.predict(grid / 1e3, n=p.config.streams, **mode)
-            ax.plot(tau, p.means / G, "o", color=f"C{k}", ms=4, label=f"n={p.config.streams} measured")
-            ax.plot(grid, pred / G, "-", color=f"C{k}", lw=1, label=f"model, E={fit.errors[p.config.streams]:.1f} %")
-        cfg = ps[0].config
-        label(ax, f"{cfg.variant}, B={sel.fmt_buffer(cfg.buffer_bytes)}",
-              "RTT (ms)", "throughput (Gbit/s)", zero=True)
+            pred = fit.model.predict(grid / 1e3, n=s, **_grid_inputs(fit, one, tau, grid))
+            ax.plot(tau, one["throughput_bps"].astype(float) / G, "o", color=f"C{k}", ms=4, label=f"n={s} measured")
+            ax.plot(grid, pred / G, "-", color=f"C{k}", lw=1, label=f"model, E={fit.errors[s]:.1f} %")
+        sock = sel.fmt_buffer(None if key.get("socket_buffer_bytes") is None
+                              or key["socket_buffer_bytes"] != key["socket_buffer_bytes"]
+                              else int(key["socket_buffer_bytes"]))
+        label(ax, f"{key['variant']}, B={sock}, link β={_link_buffer(key)}", "RTT (ms)", "throughput (Gbit/s)",
+              zero=True)
         ax.legend(fontsize=6)
         d = fit.as_dict()
-        errors.append(f"{cfg.label().split(' n=')[0]} B={sel.fmt_buffer(cfg.buffer_bytes)}: "
-                      f"E={d['E_mean_percent']:.1f} % (fitted β={sel.fmt_bytes(d['buffer_bytes_fit'])}, "
+        errors.append(f"{key['variant']} B={sock}: E={d['E_mean_percent']:.1f} % (fitted {_beta(fit, key)}, "
                       f"W_max={sel.fmt_bytes(d['wmax_bytes_fit'])})")
     name = "models"
     left = len(candidates) - len(chosen)
     caption = (f"Mean measured throughput (points) against the variant's first-principles model (lines, "
-               f"tcpprofile.models) with β and W_max fitted per panel over all its stream counts and RTTs; "
-               f"E = 100/|RTTs|·Σ|M−P|/M per stream count. {'; '.join(errors)}. {runs_phrase(runs)} (loss-free "
-               f"runs only).")
+               f"tcpprofile.models) fitted as `tcpprofile model fit` fits it: β and W_max per dataset over all "
+               f"its stream counts and RTTs (β as a multiple of the configured buffer where that changes with "
+               f"τ, k×BDP); E = 100/|RTTs|·Σ|M−P|/M per stream count, as `model fit` prints it. "
+               f"{'; '.join(errors)}. {runs_phrase(runs)} (loss-free runs only).")
     if left:
         caption += f" {left} further dataset(s) with fewer runs not shown."
     if skipped:
-        caption += f" No model for: {', '.join(sorted(skipped))}."
+        caption += f" No model for: {', '.join(skipped)}."
     return Section("models", "Model vs measurement", "tcp-models-high-bdp Figs. 6–8",
                    [Figure(name, "Model vs measurement", caption, runs, save(fig, out, name))])

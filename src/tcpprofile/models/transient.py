@@ -1,0 +1,65 @@
+"""The transient after slow start under external loss (docs/models.md), in closed form.
+
+Slow start ends at the first loss with per-flow window W0 ≫ W_L. Epoch k = 1, 2, … then runs at window
+W_k = W0·keep^k (keep: the variant's after-loss factor; growth within these short epochs neglected),
+carries N segments per flow (seg bits for the n flows) at rate R_k = n·min(W_k/τ, C) and lasts seg/R_k.
+The decay stops before the first epoch with W_k ≤ W_L or R_k ≤ the steady rate (CUBIC's friendly
+region), after at most EPOCHS epochs; the steady rate follows. The data-vs-time curve is piecewise
+linear with knots after each epoch: D_j = j·seg and T_j = Σ_{k≤j} seg/R_k, a geometric series
+(R_k = n·C for the first k_c epochs, where W_k ≥ Cτ, then ∝ keep^k), so no epoch is enumerated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EPOCHS = 48  # after-loss factor ≤ 0.8: 0.8^48 < 2·10⁻⁵ of the slow-start window
+
+
+class Transient:
+    """Per row: W0 [bits] (per flow), keep (after-loss factor), W_L [bits] (per flow), seg [bits]
+    (N segments × n flows), n, tau [s], C [bit/s] (per flow), steady [bit/s] (aggregate)."""
+
+    def __init__(self, W0, keep, W_L, seg, n, tau, C, steady):
+        self.seg, self.steady = seg, steady
+        with np.errstate(all="ignore"):
+            q_log = -np.log(keep)  # ln q, q = 1/keep > 1
+            # active ⇔ W_k > W_L and n·min(W_k/τ, C) > steady ⇔ W_k > max(W_L, τ·steady/n) (when n·C > steady):
+            # W0·q^{−k} > lim ⇔ k < ln(W0/lim)/ln q, so K = ⌈ln(W0/lim)/ln q⌉ − 1 epochs (at most EPOCHS)
+            lim = np.maximum(W_L, tau * steady / n)
+            K = np.clip(np.ceil(np.log(W0 / lim) / q_log) - 1, 0, EPOCHS)
+            self.K = np.where(np.isfinite(K) & (n * C > steady), K, 0)
+            self.kc = np.maximum(np.floor(np.log(W0 / (C * tau)) / q_log), 0)  # epochs at the cap n·C
+            self._q_log, self._q_kc = q_log, np.exp((self.kc + 1) * q_log)  # ln q, q^{k_c+1}
+            self._t_cap = seg / (n * C)  # one epoch at n·C  [s]
+            self._t_geo = seg * tau / ((n * W0) * (np.exp(q_log) - 1))  # seg·τ/(n·W0·(q − 1))  [s]
+            self._r0, self._r_cap = n * W0 / tau, n * C  # R_k = min(n·W0·q^{−k}/τ, n·C)  [bit/s]
+
+    def _rate(self, k):
+        return np.minimum(self._r0 * np.exp(-k * self._q_log), self._r_cap)  # R_k = n·min(W_k/τ, C)  [bit/s]
+
+    def _knot_time(self, j):
+        """T_j = Σ_{k≤j} seg/R_k [s]: k_c epochs at n·C, then seg·τ/(n·W0)·Σ_{k_c<k≤j} q^k, q = 1/keep:
+        the geometric sum (q^{j+1} − q^{k_c+1})/(q − 1)."""
+        with np.errstate(all="ignore"):
+            geo = np.where(j > self.kc, np.exp((j + 1) * self._q_log) - self._q_kc, 0.0)
+        return np.minimum(j, self.kc) * self._t_cap + geo * self._t_geo
+
+    def _slope(self, j):
+        """Rate after knot j: R_{j+1} while epochs are active, then the steady rate."""
+        return np.where(j < self.K, self._rate(j + 1), self.steady)
+
+    def time(self, data):
+        """Time [s] to send `data` [bits] from the end of slow start."""
+        with np.errstate(all="ignore"):
+            j = np.minimum(np.floor(data / self.seg), self.K)
+        return self._knot_time(j) + (data - j * self.seg) / self._slope(j)
+
+    def data(self, t):
+        """Data [bits] sent in t [s] from the end of slow start."""
+        lo, hi = np.zeros(t.shape), self.K.copy()
+        while np.any(lo < hi):  # the last knot with T_j ≤ t (T_j increasing): binary search, ≤ 6 steps
+            mid = np.ceil((lo + hi) / 2)
+            ok = self._knot_time(mid) <= t
+            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
+        return lo * self.seg + (t - self._knot_time(lo)) * self._slope(lo)
