@@ -147,3 +147,52 @@ def test_transfer_ending_in_slow_start():
 def test_registry_is_explicit():
     assert set(MODELS) == {"stcp", "scalable", "cubic", "htcp", "reno"}
     assert MODELS["scalable"] is STCP
+
+
+# -- queue_fill: the buffer overflows when the window exceeds Cτ + β (docs/models.md) ------------------
+def test_queue_fill_reno_epoch_by_hand():
+    """Reno, ACK-clocked queue: Phase I from W0 = b(Cτ+β) to Cτ at a·M per RTT τ with rate w/τ, Phase II
+    from Cτ to Cτ+β with the link full (rate C) and the RTT W/C, so dW/dt = aMC/W (Eq. (5)):
+    T_m = ((Cτ+β)² − (Cτ)²)/(2aMC). Sustained = (N_0 + C·T_m)/(T_0 + T_m)."""
+    C, tau, M = 10e9, 0.0456, 8948 * 8.0
+    bdp = C * tau
+    for beta in (0.1 * bdp, 0.5 * bdp):
+        W0 = 0.5 * (bdp + beta)
+        T0 = (bdp - W0) / M * tau                    # a = 1 segment per RTT  [s]
+        N0 = (W0 + bdp) / 2 * T0 / tau               # mean window / τ over T0  [bits]
+        Tm = ((bdp + beta) ** 2 - bdp ** 2) / (2 * M * C)   # a = 1  [s]
+        want = (N0 + C * Tm) / (T0 + Tm)
+        m = Reno(capacity_bps=C, buffer_bytes=beta / 8, wmax_bytes=math.inf, mss_bytes=8948, queue_fill=True)
+        comp = m.components(tau)
+        assert float(np.ravel(comp["W_m"])[0]) == pytest.approx(bdp + beta, rel=1e-12)   # components in bits
+        assert float(m.predict(tau)) == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("variant", ["reno", "stcp", "cubic", "htcp"])
+def test_queue_fill_keeps_the_link_full_when_the_cut_stays_above_the_pipe(variant):
+    """(1 − b)(Cτ + β) ≥ Cτ: the window never falls below the BDP, so the sustained rate is C; below
+    that it is less than C, and more buffer never lowers it. The paper's Eq. (8) gives less than C
+    even with β = 4·BDP for CUBIC (its peak W_m barely exceeds Cτ)."""
+    C, tau = 10e9, np.array([0.0118, 0.0916])
+    bdp_bytes = C * tau / 8
+    m = make_model(variant, capacity_bps=C, wmax_bytes=math.inf, mss_bytes=8948, queue_fill=True)
+    full = m.predict(tau, buffer=10 * bdp_bytes)
+    assert full == pytest.approx(C, rel=1e-9)
+    rates = [m.predict(tau, buffer=k * bdp_bytes) for k in (0.05, 0.2, 0.5, 1.0, 10.0)]
+    assert np.all(np.diff(np.array(rates), axis=0) >= -1e-6 * C)
+    if variant == "reno":
+        assert np.all(rates[0] < C)
+
+
+def test_queue_fill_window_cap_below_the_overflow_point_never_loses():
+    """Subcase 2 (W_max between Cτ and Cτ + β): the queue never overflows, so the rate is C."""
+    C, tau = 10e9, 0.0456
+    bdp = C * tau / 8
+    m = CUBIC(capacity_bps=C, buffer_bytes=bdp, wmax_bytes=1.5 * bdp, mss_bytes=8948, queue_fill=True)
+    assert float(m.predict(tau)) == pytest.approx(C, rel=1e-9)
+
+
+def test_queue_fill_must_be_a_boolean():
+    from tcpprofile.errors import ValidationError
+    with pytest.raises(ValidationError, match="queue_fill"):
+        Reno(buffer_bytes=1e6, wmax_bytes=1e8, queue_fill=1).predict(0.01)

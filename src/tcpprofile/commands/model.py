@@ -42,6 +42,9 @@ def register(subparsers) -> None:
                    help="fit: only runs of this campaign (name or id; SQL LIKE, %% = any text; repeatable), "
                         "e.g. reproduce-quick-clean")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--queue-fill", action="store_true",
+                   help="loss when the window exceeds Cτ + β (ACK-clocked queue) instead of the paper's Eq. (8) "
+                        "(docs/models.md); same as --set queue_fill=true")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
@@ -105,6 +108,8 @@ def _predict(args) -> int:
     if args.buffer is None:
         raise ValidationError("--buffer", "required for predict (bottleneck buffer, e.g. 50MB)")
     params = dict(_param(s) for s in args.set)
+    if args.queue_fill:
+        params["queue_fill"] = True
     model = model_class(args.variant)(
         capacity_bps=units.rate_bps("--capacity", args.capacity), buffer_bytes=float(units.size_bytes("--buffer", args.buffer)),
         wmax_bytes=_size("--wmax", args.wmax), wmax_hard_bytes=_size("--wmax-hard", args.wmax_hard),
@@ -156,7 +161,7 @@ def _fit(args) -> int:
         profiles = profiles_from_store(con, campaigns=args.campaign or None, exclude_flagged=args.exclude_flagged)
     finally:
         con.close()
-    fits = fit_profiles(profiles)
+    fits = fit_profiles(profiles, **({"queue_fill": True} if args.queue_fill else {}))
     if args.json:
         json.dump([f.as_dict() for f in fits], sys.stdout, indent=1)
         print()

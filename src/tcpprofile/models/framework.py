@@ -110,6 +110,7 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     "initial_window": Constraint(int, 1, 1000, "both", "segments"),
     "duration_s": Constraint(float, 0, math.inf, "right", "s (transfer duration T; None: size mode)",
                              optional=True),
+    "queue_fill": Constraint(bool),   # W_m = Cτ + β (ACK-clocked queue) instead of Eq. (8); docs/models.md
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",
@@ -165,7 +166,10 @@ class FirstPrinciplesModel(Model):
         return Nm - r.C * Tm - r.beta
 
     def _solve_wm(self, r: Rows) -> np.ndarray:
-        """W_m ≥ Cτ solving Eq. (8): the variant's closed form, else bisection."""
+        """W_m ≥ Cτ solving Eq. (8): the variant's closed form, else bisection. With queue_fill the
+        buffer overflows when the window exceeds the pipe and the buffer: W_m = Cτ + β."""
+        if self.queue_fill:
+            return r.bdp + r.beta  # ACK-clocked: queue = W − Cτ, drop-tail loss at W = Cτ + β  [bits]
         with np.errstate(all="ignore"):
             wm = np.asarray(self._wm_closed(r), float).copy()
         todo = ~np.isfinite(wm)
@@ -296,7 +300,14 @@ class FirstPrinciplesModel(Model):
                 g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
                 Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
                 Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
+                if self.queue_fill:
+                    # Above Cτ the link is full and the queue holds W − Cτ: Phase II carries C·T_m; a window
+                    # capped below Cτ + β never overflows (subcase 2: no loss, the epoch is all Phase II).
+                    Tm = np.where(sub2, 1.0, Tm)  # any length: the rate is C
+                    Nm, Tb, Nb = s.C * Tm, np.zeros_like(Tm), np.zeros_like(Tm)
                 has1 = self._after_loss(Ws, s) < s.bdp
+                if self.queue_fill:
+                    has1 = has1 & ~sub2
                 T0, N0 = np.where(has1, T0, 0.0), np.where(has1, N0, 0.0)
             out["W_m"][c2], out["W_s"][c2] = Wm, Ws
             out["T_0"][c2], out["N_0"][c2], out["T_m"][c2], out["N_m"][c2] = T0, N0, Tm, Nm
