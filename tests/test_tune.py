@@ -92,11 +92,13 @@ def run_race(s, store, **kw):
     return res, ex
 
 
-def test_tune_drops_the_slow_candidates_and_chooses_the_simplest_of_the_tie(tmp_path):
+@pytest.mark.parametrize("rule, stop, says", [("confirm", "shown", "shown within the margin of every other"),
+                                              ("paired", "tie", "survivors are a tie")])
+def test_tune_drops_the_slow_candidates_and_chooses_the_simplest_of_the_tie(tmp_path, rule, stop, says):
     s = race_spec()
     with Store.open(tmp_path / "t.duckdb") as store:
-        res, ex = run_race(s, store)
-        assert res.stop == "tie"
+        res, ex = run_race(s, store, rule=rule)
+        assert res.stop == stop and res.rule == rule
         c = res.chosen
         assert (c["variant"], c["streams"]) == ("cubic", 4)                  # 9.40 ties 9.42: fewer streams
         status = {(r["variant"], r["streams"]): r for r in res.evidence}
@@ -111,7 +113,7 @@ def test_tune_drops_the_slow_candidates_and_chooses_the_simplest_of_the_tie(tmp_
         choice = sel.select(sel.load_profiles(store), 10.0)
         assert choice.recommended.config.variant == "cubic" and choice.recommended.config.streams == 4
         text = tune.format_result(res, margin=0.01, confidence=0.95)
-        assert "decision: cubic n=4 B=auto" in text and "survivors are a tie" in text
+        assert "decision: cubic n=4 B=auto" in text and says in text
 
 
 def test_a_budget_bounds_the_transfer_time(tmp_path):
