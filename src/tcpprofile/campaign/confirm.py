@@ -31,12 +31,13 @@ Decisions depend only on the runs at hand, so a killed race resumes to the same 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
 from .. import decide
-from .race_state import RaceState, _mean
+from .race_state import RaceState
 
 DEFAULT_CLIP = 3.0       # censor a candidate's runs 3 margins below the other's mean (3 % at margin 1 %)
 
@@ -44,12 +45,26 @@ DEFAULT_CLIP = 3.0       # censor a candidate's runs 3 margins below the other's
 def upper(x, y, *, w: float, confidence: float) -> float | None:
     """U(X, Y): upper one-sided t bound of μ_X − μ_Y (Welch), X's runs censored from below at (1 − w)·ȳ;
     None with fewer than 2 runs on either side."""
-    a = np.array([v for v in x if v is not None], float)
-    b = np.array([v for v in y if v is not None], float)
+    return _upper(_ok(x), _ok(y), w, confidence)
+
+
+def _ok(xs) -> np.ndarray:
+    return np.array([v for v in xs if v is not None], float)
+
+
+def _upper(a: np.ndarray, b: np.ndarray, w: float, confidence: float) -> float | None:
     if a.size < 2 or b.size < 2:
         return None
-    a = np.maximum(a, (1 - w) * b.mean())          # max(x, c) ≥ x: the bound can only grow
-    return decide.difference(decide.mean_of(a), decide.mean_of(b)).bound(confidence, "upper")
+    mb = float(b.mean())
+    a = np.maximum(a, (1 - w) * mb)                 # max(x, c) ≥ x: the bound can only grow
+    va, vb = float(a.var(ddof=1)) / a.size, float(b.var(ddof=1)) / b.size
+    if va + vb == 0:
+        return float(a.mean()) - mb
+    # Welch–Satterthwaite df (decide.satterthwaite), rounded *down* to 0.1: a larger t quantile, so
+    # still a valid bound, and few distinct quantiles to compute (decide.t_quantile caches them)
+    df = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    t = decide.t_quantile(confidence, math.floor(df * 10) / 10)
+    return float(a.mean()) - mb + t * math.sqrt(va + vb)
 
 
 def replay(values: dict, *, first: int, max_rounds: int, margin: float, confidence: float,
@@ -84,33 +99,41 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
                 return st
 
 
-def _runs(st: RaceState, values: dict, c) -> list:
-    return values[c][: st.counts[c]]
-
-
 def _bounds(st, values, margin, confidence, w):
-    means = {c: _mean(_runs(st, values, c)) for c in st.alive}
+    """The leader, m, U(x, y) (memoised for this state) and open_against(c): survivors not settled against c."""
+    runs = {c: _ok(values[c][: st.counts[c]]) for c in st.alive}
+    means = {c: float(runs[c].mean()) if runs[c].size else float("-inf") for c in st.alive}
     leader = max(st.alive, key=lambda c: (means[c], str(c)))
     m = margin * abs(means[leader])
+    memo = {}
 
     def up(x, y):
-        return upper(_runs(st, values, x), _runs(st, values, y), w=w, confidence=confidence)
+        if (x, y) not in memo:
+            memo[x, y] = _upper(runs[x], runs[y], w, confidence)
+        return memo[x, y]
 
-    def open_against(c):             # survivors not settled against c
-        return [x for x in st.alive if x != c and not ((u := up(x, c)) is not None and u <= m)]
-    return leader, m, up, open_against
+    def settled(x, c):
+        return (u := up(x, c)) is not None and u <= m
+
+    def open_against(c):
+        return [x for x in st.alive if x != c and not settled(x, c)]
+
+    def confirmed(simplicity):
+        # U(L, C) ≥ mean_L − mean_C (censoring only raises L): below the leader by more than m, never confirmed
+        near = [c for c in st.alive if means[c] >= means[leader] - m]
+        return [c for c in sorted(near, key=simplicity) if all(settled(x, c) for x in st.alive if x != c)]
+    return leader, m, up, open_against, confirmed
 
 
 def _confirmed(st, values, margin, confidence, w, simplicity) -> list:
     if not st.alive:
         return []
-    _, _, _, open_against = _bounds(st, values, margin, confidence, w)
-    return [c for c in sorted(st.alive, key=simplicity) if not open_against(c)]
+    return _bounds(st, values, margin, confidence, w)[4](simplicity)
 
 
 def _test(st: RaceState, values: dict, margin: float, confidence: float, w: float, simplicity: Callable,
           max_rounds: int) -> list:
-    leader, m, up, _ = _bounds(st, values, margin, confidence, w)
+    leader, m, up, _, _ = _bounds(st, values, margin, confidence, w)
     for c in list(st.alive):
         if c != leader and (u := up(c, leader)) is not None and u < -m:
             st.dropped[c] = (st.rounds, leader)
@@ -119,8 +142,8 @@ def _test(st: RaceState, values: dict, margin: float, confidence: float, w: floa
     if len(st.alive) == 1:
         st.stop, st.chosen = "one left", leader
         return []
-    _, _, _, open_against = _bounds(st, values, margin, confidence, w)
-    confirmed = [c for c in sorted(st.alive, key=simplicity) if not open_against(c)]
+    _, _, _, open_against, confirmed_of = _bounds(st, values, margin, confidence, w)
+    confirmed = confirmed_of(simplicity)
     if confirmed and st.counts[confirmed[0]] >= max_rounds:
         st.stop, st.chosen = "shown", confirmed[0]
         st.ties = [x for x in st.alive if x != st.chosen]
