@@ -6,11 +6,12 @@ race measures what can change that fact and rests the rest. After round r ≥ `f
 candidate's runs so far (candidate X has n_X runs, numbered by repetition):
 
 - U(X, Y) is the one-sided upper t bound, at `confidence`, of μ_X − μ_Y from the two candidates' runs:
-  Welch's difference of means with Satterthwaite df (decide.difference), X's runs censored from below
+  Welch's difference of means with Satterthwaite df (rounded down to 0.1), X's runs censored from below
   at (1 − w)·ȳ, w = `clip` × margin. Censoring only raises X's runs (max(x, c) ≥ x), so U(X, Y)
   stays a valid, conservative upper bound of μ_X − μ_Y, while a slow run of X (a loss episode,
   5–25 % below its typical rate) no longer widens the interval. Y's slow runs count in full: they
-  are evidence that Y is worse.
+  are evidence that Y is worse (and rare ones, absent from a few runs, make U optimistic: the limit
+  stated in docs/tune.md).
 - leader L: the survivor with the highest mean; m = margin × mean_L;
 - drop X when U(X, L) < −m: X is worse than the leader by more than the margin, with confidence;
 - X is *settled* against C when U(X, C) ≤ m: X is not better than C by more than the margin. C is

@@ -203,6 +203,8 @@ class Racing:
                                              f"by more than {self.margin * 100:g}%")
             elif key == chosen:
                 reason, detail = "chosen", f"chosen ({st.stop or 'race unfinished'})"
+            elif key in tied and st.chosen is not None and simplicity(p) < simplicity(self.candidate(chosen)):
+                reason, detail = "tie", (f"simpler, not shown within the margin of every survivor; {tie_detail}")
             elif key in tied:
                 reason, detail = "tie", tie_detail
             else:
