@@ -14,9 +14,14 @@ the maximum sees exactly its stored values):
 - adaptive: every configuration repeated by campaign/adaptive.stop_reason; the decision per RTT is
   the simplest configuration within the margin of the best mean (select's rule); "same decision" =
   that configuration is the exhaustive winner or within its tie (all 10 repetitions, same rule).
-- racing: every RTT's candidates raced by campaign/racing.replay (rounds = repetitions, shared by all
-  candidates); same criterion for the winner.
-Prints transfer seconds of the fixed design ÷ used, and the share of replays with the same decision.
+- racing 'paired' (campaign/racing.replay): every RTT's candidates raced in rounds of every survivor
+  (rounds = repetitions); same criterion for the winner.
+- racing 'confirm' (campaign/confirm.replay, tune's default): only the runs that can change the decision
+  (a candidate's k-th run is its k-th stored value of the replay's order); same criterion.
+Prints transfer seconds of the fixed design ÷ used, the share of replays with the same decision, for
+the races the share whose winner is exactly the exhaustive winner (the simplest of its tie), and on the
+synthetic store the share whose winner is within the margin of the *modelled* best (the truth the
+exhaustive design itself only estimates: its own verdict per RTT is printed at the end).
 Goal: ≥ 3× fewer transfer seconds with the same decision in ≥ 95 % of replays.
 
 Run: .venv/bin/python benchmarks/bench_adaptive.py [--db STORE] [--replays 200] [--precision 0.02]
@@ -34,6 +39,7 @@ import numpy as np
 
 from tcpprofile import decide
 from tcpprofile.campaign.adaptive import stop_reason
+from tcpprofile.campaign import confirm
 from tcpprofile.campaign.racing import choose, replay
 from tcpprofile.select import BUILTIN_VARIANTS, Config
 from tcpprofile.store import Store
@@ -43,6 +49,19 @@ RTTS = (11.8, 45.6, 91.6, 183.0)
 VARIANTS = {"cubic": 1.0, "htcp": 1.08, "bbr": 0.92, "scalable": 1.15}   # reach of the concave regime
 STREAMS = (1, 4, 8)
 BUFFERS = (None, 256 * 2**20)
+
+
+def modelled_level(variant: str, n: int, b: int | None, rtt: float) -> float:
+    """The model's typical share of the rate (every configuration has the same slow-run chance, so
+    true means are proportional to it)."""
+    reach = 70.0 * VARIANTS[variant] * (1 + 0.35 * (n - 1)) * (1 if b is None else 1.6)
+    return 0.94 / (1 + (rtt / reach) ** 2.4)                         # concave, then convex in τ
+
+
+def within_modelled(c: Config, group: dict, rtt: float, margin: float) -> bool:
+    """Is c within the margin of the modelled (true) best of its group?"""
+    best = max(modelled_level(x.variant, x.streams, x.buffer_bytes, rtt) for x in group)
+    return modelled_level(c.variant, c.streams, c.buffer_bytes, rtt) >= (1 - margin) * best
 
 
 def synthetic_store(path: Path, seed: int = 0, reps: int = 10, slow_share: float = 0.05) -> Store:
@@ -55,11 +74,10 @@ def synthetic_store(path: Path, seed: int = 0, reps: int = 10, slow_share: float
                            "rtt_ms": rtt, "loss_mode": "none", "loss_rate": 0.0, "calibration_ok": True})
         shared = 1 + 0.003 * rng.standard_normal(reps)                   # what a repetition's runs share
         rows = defaultdict(list)
-        for v, quality in VARIANTS.items():
+        for v in VARIANTS:
             for n in STREAMS:
                 for b in BUFFERS:
-                    reach = 70.0 * quality * (1 + 0.35 * (n - 1)) * (1 if b is None else 1.6)
-                    level = 0.94 / (1 + (rtt / reach) ** 2.4)              # concave, then convex in τ
+                    level = modelled_level(v, n, b, rtt)
                     cv = 0.005 + 0.035 * (1 - level / 0.94) / n ** 0.5
                     x = 10e9 * level * shared * (1 + cv * rng.standard_normal(reps))
                     slow = rng.random(reps) < slow_share
@@ -120,6 +138,16 @@ def replay_race(group, rng, *, margin, confidence, first, max_reps, max_rounds=N
     return winner, used
 
 
+def replay_confirm(group, rng, *, margin, confidence, first, max_reps, clip=confirm.DEFAULT_CLIP):
+    perm = rng.permutation(max_reps)
+    values = {c: list(x[perm]) for c, (x, _) in group.items()}
+    st = confirm.replay(values, first=first, max_rounds=max_reps, margin=margin, confidence=confidence,
+                        simplicity=Config.simplicity, clip=clip)
+    used = sum(st.counts[c] * group[c][1] for c in values)
+    winner = choose(st, {c: values[c][: st.counts[c]] for c in values}, margin, Config.simplicity)
+    return winner, used
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", help="a store with ≥ 10 repetitions per configuration (default: synthetic)")
@@ -159,26 +187,40 @@ def main() -> None:
             ("racing, at most 4 rounds", lambda g: replay_race(
                 g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps, max_rounds=4)),
             ("racing, confidence 90 %", lambda g: replay_race(
-                g, rng, margin=args.margin, confidence=0.90, first=3, max_reps=reps))):
+                g, rng, margin=args.margin, confidence=0.90, first=3, max_reps=reps)),
+            ("confirm (tune's default: first 2)", lambda g: replay_confirm(
+                g, rng, margin=args.margin, confidence=args.confidence, first=2, max_reps=reps)),
+            ("confirm, first test after 3 rounds", lambda g: replay_confirm(
+                g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps)),
+            ("confirm, confidence 99 %", lambda g: replay_confirm(
+                g, rng, margin=args.margin, confidence=0.99, first=2, max_reps=reps)),
+            ("confirm without censoring", lambda g: replay_confirm(
+                g, rng, margin=args.margin, confidence=args.confidence, first=2, max_reps=reps, clip=1e9))):
         t0 = time.perf_counter()
-        used = same = trials = 0
+        used = same = exact = true = trials = 0
         for _ in range(args.replays):
-            for g in groups.values():
-                _, tie = exhaustive_tie(g, args.margin)
+            for rtt, g in groups.items():
+                best, tie = exhaustive_tie(g, args.margin)
                 winner, u = rule(g)
                 used += u
                 same += winner in tie
+                exact += winner == best
+                true += not args.db and within_modelled(winner, g, rtt, args.margin)
                 trials += 1
         used /= args.replays
+        extra = "" if name.startswith("adaptive") else f"; exactly its winner {exact / trials:6.1%}"
+        extra += "" if args.db else f"; within {args.margin:.0%} of the modelled best {true / trials:6.1%}"
         print(f"{name:<36} transfer s: fixed {fixed:8.0f} / used {used:8.0f} = {fixed / used:5.2f}×   "
-              f"same decision {same / trials:6.1%} of {trials}   ({time.perf_counter() - t0:.1f} s)")
+              f"same decision {same / trials:6.1%} of {trials}{extra}   ({time.perf_counter() - t0:.1f} s)")
         results.append((name, fixed / used, same / trials))
     met = [r for r in results if r[1] >= 3 and r[2] >= 0.95]
     print("goal (≥ 3× fewer transfer seconds, same decision in ≥ 95 %): "
           + (f"met by {', '.join(r[0] for r in met)}" if met else "NOT met by any rule here"))
     for rtt, g in sorted(groups.items()):
         w, tie = exhaustive_tie(g, args.margin)
-        print(f"  exhaustive at {rtt:g} ms: {w.label()} (tie of {len(tie)}: "
+        truth = "" if args.db else \
+            f"; {'' if within_modelled(w, g, rtt, args.margin) else 'NOT '}within the margin of the modelled best"
+        print(f"  exhaustive at {rtt:g} ms: {w.label()}{truth} (tie of {len(tie)}: "
               f"{', '.join(sorted(c.label() for c in tie))[:120]})")
 
 

@@ -163,7 +163,7 @@ def test_tune_spreads_each_round_over_both_nodes_unless_the_link_is_shared(clust
     s = tune.spec_for(rtt="10ms", host=None, rate="200Mbit", variants=["cubic", "reno"], streams=[1, 2],
                       buffers=["default"], duration="1s", max_rounds=3, seed=5)
     with Store.open(tmp_path / "tune.duckdb") as store:
-        res = tune.tune(s, store, first=2, out=io.StringIO(),
+        res = tune.tune(s, store, first=2, rule="paired", out=io.StringIO(),
                         executor=RayExecutor(cluster.address, Settings.of(s), fake_link, own_links=own_links))
         rounds = store.query("SELECT repetition, count(*) AS n, count(DISTINCT l.flags) AS holders FROM runs "
                              "JOIN links l USING (link_id) GROUP BY repetition ORDER BY repetition")

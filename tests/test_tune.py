@@ -92,11 +92,13 @@ def run_race(s, store, **kw):
     return res, ex
 
 
-def test_tune_drops_the_slow_candidates_and_chooses_the_simplest_of_the_tie(tmp_path):
+@pytest.mark.parametrize("rule, stop, says", [("confirm", "shown", "shown within the margin of every other"),
+                                              ("paired", "tie", "survivors are a tie")])
+def test_tune_drops_the_slow_candidates_and_chooses_the_simplest_of_the_tie(tmp_path, rule, stop, says):
     s = race_spec()
     with Store.open(tmp_path / "t.duckdb") as store:
-        res, ex = run_race(s, store)
-        assert res.stop == "tie"
+        res, ex = run_race(s, store, rule=rule)
+        assert res.stop == stop and res.rule == rule
         c = res.chosen
         assert (c["variant"], c["streams"]) == ("cubic", 4)                  # 9.40 ties 9.42: fewer streams
         status = {(r["variant"], r["streams"]): r for r in res.evidence}
@@ -111,7 +113,7 @@ def test_tune_drops_the_slow_candidates_and_chooses_the_simplest_of_the_tie(tmp_
         choice = sel.select(sel.load_profiles(store), 10.0)
         assert choice.recommended.config.variant == "cubic" and choice.recommended.config.streams == 4
         text = tune.format_result(res, margin=0.01, confidence=0.95)
-        assert "decision: cubic n=4 B=auto" in text and "survivors are a tie" in text
+        assert "decision: cubic n=4 B=auto" in text and says in text
 
 
 def test_a_budget_bounds_the_transfer_time(tmp_path):
@@ -157,3 +159,17 @@ def test_cli_validates_before_running(tmp_path, capsys, argv, flag):
     assert main(["tune", "--db", str(tmp_path / "x.duckdb"), *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"tcpprofile tune: {flag}") and err.count("\n") == 1
+
+
+def test_confirm_says_when_a_simpler_candidate_could_not_be_shown_within_the_margin(tmp_path):
+    """n = 1 is 0.85 % below n = 4: within the margin, but too close to its edge to be shown so with
+    σ = 0.05 Gbit/s runs; the race decides for n = 4 and says why n = 1 was not chosen."""
+    s = tune.spec_for(rtt="87ms", host=None, variants=["cubic"], streams=[1, 4], buffers=["default"], seed=5)
+    means = {1: 9.34 * G, 4: 9.42 * G}
+    with Store.open(tmp_path / "c.duckdb") as store:
+        ex = FakeExecutor(s.campaign_id, lambda p: (means[p.streams], 0.05 * G))
+        res = tune.tune(s, store, out=io.StringIO(), executor=ex)
+    status = {r["streams"]: r for r in res.evidence}
+    assert res.stop == "shown" and res.chosen["streams"] == 4 and status[4]["repetitions"] == 10
+    assert status[1]["reason"] == "tie" and status[1]["detail"].startswith("simpler, not shown within the margin")
+    assert status[1]["repetitions"] < 10                 # it rested: not better than n = 4 by more than 1 %

@@ -14,7 +14,7 @@ from typing import TextIO
 
 from . import decide, spec as specs
 from .campaign import run_campaign
-from .campaign.racing import Racing
+from .campaign.racing import DEFAULT_RULE, Racing
 from .campaign.recorder import Recorder
 from .errors import ValidationError
 from .store import Store
@@ -57,28 +57,29 @@ def spec_for(*, rtt: str | None, host: str | None, port: int = 5201, rate: str =
 class TuneResult:
     campaign_id: str
     chosen: dict | None             # the stops row of the decision
-    stop: str | None                # 'one left' | 'tie' | 'budget' | 'rounds' | None (interrupted)
+    stop: str | None                # 'one left' | 'shown' | 'tie' | 'budget' | 'rounds' | None (interrupted)
     rounds: int
     evidence: list[dict]            # stops rows: every candidate, best mean first
     spent_s: float
     budget_s: float | None
     fixed_s: float                  # what max_rounds repetitions of every candidate would take
     runs: int
+    rule: str = DEFAULT_RULE        # the racing rule (campaign/racing.RULES)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
 
 
 def tune(spec: specs.CampaignSpec, store: Store, *, margin: float = decide.DEFAULT_MARGIN,
-         confidence: float = decide.DEFAULT_CONFIDENCE, first: int = 3, budget_s: float | None = None,
-         out: TextIO = sys.stderr, **run_kw) -> TuneResult:
+         confidence: float = decide.DEFAULT_CONFIDENCE, first: int | None = None, budget_s: float | None = None,
+         rule: str = DEFAULT_RULE, out: TextIO = sys.stderr, **run_kw) -> TuneResult:
     if len(spec.links) != 1:
         raise ValidationError("link", f"tune races on one link configuration; the spec has {len(spec.links)}")
     if spec.adaptive:
         raise ValidationError("campaign.precision", "tune decides repetitions itself (give repetitions = most rounds)")
     recorder = Recorder(store, spec.campaign_id)
     seed = recorder.open(spec)
-    race = Racing(spec, seed, margin=margin, confidence=confidence, first=first, budget_s=budget_s)
+    race = Racing(spec, seed, margin=margin, confidence=confidence, first=first, budget_s=budget_s, rule=rule)
     summary = run_campaign(spec, store, out=out, policy=race, **run_kw)
     d = race.decision(recorder)
     st = d["state"]
@@ -86,22 +87,26 @@ def tune(spec: specs.CampaignSpec, store: Store, *, margin: float = decide.DEFAU
     chosen = next((r for r in evidence if r["reason"] == "chosen"), None)
     per_run = d["spent_s"] / max(1, summary.ok)
     return TuneResult(spec.campaign_id, chosen, st.stop, st.rounds, evidence, d["spent_s"], budget_s,
-                      per_run * spec.repetitions * len(race.points), summary.ok + summary.failed)
+                      per_run * spec.repetitions * len(race.points), summary.ok + summary.failed, rule)
 
 
 STOPS = {"one left": "one candidate left", "tie": "the survivors are a tie within the margin",
+         "shown": "the decision is shown within the margin of every other survivor",
          "budget": "the budget of transfer time is spent", "rounds": "the most rounds are done",
          None: "interrupted (run the same command again to continue)"}
 
 
+TESTS = {"confirm": "one-sided t bounds, censored slow runs", "paired": "paired t intervals"}
+
+
 def format_result(res: TuneResult, *, margin: float, confidence: float) -> str:
     g = lambda x: "–" if x is None else f"{x / 1e9:.3f}"   # noqa: E731
-    lines = [f"race stopped after round {res.rounds}: {STOPS[res.stop]} "
-             f"(margin {margin * 100:g}%, {confidence * 100:g}% paired t intervals)"]
+    lines = [f"race ({res.rule}) stopped after round {res.rounds}: {STOPS[res.stop]} "
+             f"(margin {margin * 100:g}%, {confidence * 100:g}% {TESTS[res.rule]})"]
     if res.chosen:
         c = res.chosen
         lines.append(f"decision: {_label(c)} — {g(c['mean_bps'])} Gbit/s [{g(c['ci_low_bps'])}, {g(c['ci_high_bps'])}]"
-                     + ("" if res.stop in ("one left", "tie") else "  (not separated from every survivor: see below)"))
+                     + ("" if res.stop in ("one left", "tie", "shown") else "  (not separated from every survivor: see below)"))
     budget = "" if res.budget_s is None else f" of a {res.budget_s:.0f} s budget"
     ratio = f" ({res.fixed_s / res.spent_s:.1f}× less)" if res.spent_s else ""
     lines.append(f"transfer time: {res.spent_s:.0f} s{budget} over {res.runs} runs; measuring every candidate "

@@ -1,5 +1,6 @@
-"""Racing (`tcpprofile tune`): measure every candidate a few rounds, drop those worse than the leader
-with confidence, keep measuring the survivors (docs/tune.md).
+"""Racing (`tcpprofile tune`): the policy, the registry of racing rules (RULES: 'confirm' in
+confirm.py, the default; 'paired' below) and the rule 'paired': measure every candidate a few rounds,
+drop those worse than the leader with confidence, keep measuring the survivors (docs/tune.md).
 
 A round is one run of every surviving candidate on the same link, in seeded random order: a block in
 the statistical sense, so candidates are compared by **paired** differences over the rounds both have
@@ -13,7 +14,7 @@ option). After round r ≥ `first` (complete):
   within the margin: the simplest wins, select.TIE_BREAK), when the next round would overrun the
   budget of transfer seconds, or after `max_rounds`.
 
-`replay` is the rule on plain numbers (values[candidate][round], None for a failed run): the policy
+`replay` is the rule 'paired' on plain numbers (values[candidate][round], None for a failed run): the policy
 applies it to the stored runs, benchmarks/bench_adaptive.py to resampled ones. Decisions after round r
 depend on rounds 0 … r only, so a killed race resumes to the same decisions.
 """
@@ -21,31 +22,16 @@ depend on rounds 0 … r only, so a killed race resumes to the same decisions.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import decide
 from ..spec import CampaignSpec, RunPoint
+from . import confirm
 from .executor import Block, RunDone
 from .policy import blocks_of, config_key
+from .race_state import RaceState, _mean, choose
 from .recorder import Recorder
-
-
-@dataclass
-class RaceState:
-    alive: list                                   # candidates still racing
-    dropped: dict = field(default_factory=dict)   # candidate -> (after round, leader it lost to)
-    rounds: int = 0                               # complete rounds
-    need: int | None = 0                          # the round to run (complete) next; None: stopped
-    stop: str | None = None                       # 'one left' | 'tie' | 'budget' | 'rounds'
-    ties: list = field(default_factory=list)      # survivors confidently within the margin of the leader
-    leader: object = None
-
-
-def _mean(xs) -> float:
-    v = [x for x in xs if x is not None]
-    return float(np.mean(v)) if v else float("-inf")
 
 
 def replay(values: dict, *, first: int, max_rounds: int, margin: float, confidence: float,
@@ -63,7 +49,7 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
             if not started and r > 0 and not affordable(r, st.alive):
                 st.need, st.stop = None, "budget"
             else:
-                st.need = r
+                st.need, st.next = r, {c: r for c in st.alive if len(values[c]) <= r}
             return st
         st.rounds = r + 1
         if st.rounds >= first:
@@ -105,10 +91,9 @@ def _test(st: RaceState, values: dict, r: int, margin: float, confidence: float,
         st.stop = "tie"
 
 
-def choose(st: RaceState, values: dict, margin: float, simplicity: Callable) -> object:
-    """The decision: the simplest survivor within the margin of the best survivor's mean."""
-    means = {c: _mean(values[c]) for c in st.alive}
-    return min(decide.ties(means, margin), key=simplicity)
+# -- the registry: name -> (replay, rounds before the first test by default) ---------------------
+RULES: dict[str, tuple[Callable[..., RaceState], int]] = {"confirm": (confirm.replay, 2), "paired": (replay, 3)}
+DEFAULT_RULE = "confirm"
 
 
 # -- the policy ----------------------------------------------------------------------------------
@@ -127,11 +112,14 @@ class Racing:
     """The race over a single-link spec's configurations; rounds are repetitions."""
 
     def __init__(self, spec: CampaignSpec, seed: int | None, *, margin: float = decide.DEFAULT_MARGIN,
-                 confidence: float = decide.DEFAULT_CONFIDENCE, first: int = 3, budget_s: float | None = None):
+                 confidence: float = decide.DEFAULT_CONFIDENCE, first: int | None = None,
+                 budget_s: float | None = None, rule: str = DEFAULT_RULE):
         if len(spec.links) != 1:
             raise ValueError("a race runs on one link configuration")
         self.spec, self.campaign_id = spec, spec.campaign_id
-        self.margin, self.confidence, self.first, self.budget_s = margin, confidence, first, budget_s
+        self.rule, (self._replay_rule, default_first) = rule, RULES[rule]
+        self.margin, self.confidence, self.budget_s = margin, confidence, budget_s
+        self.first = default_first if first is None else first
         self.schedule = spec.schedule(seed)            # max_rounds = spec.repetitions
         self.points: dict[str, dict[int, tuple[int, RunPoint]]] = {}
         for seq, p in enumerate(self.schedule):
@@ -164,7 +152,7 @@ class Racing:
             return self.budget_s is None or self.spent_s + len(alive) * per_run <= self.budget_s
 
         values = self.values(finished)
-        self.state = replay(values, first=self.first, max_rounds=self.spec.repetitions, margin=self.margin,
+        self.state = self._replay_rule(values, first=self.first, max_rounds=self.spec.repetitions, margin=self.margin,
                             confidence=self.confidence, simplicity=lambda c: simplicity(self.candidate(c)),
                             affordable=affordable)
         return self.state, values
@@ -173,7 +161,7 @@ class Racing:
         st, values = self._replay(recorder)
         if st.need is None:
             return []
-        wanted = {self.points[c][st.need][0] for c in st.alive if len(values[c]) <= st.need}
+        wanted = {self.points[c][i][0] for c, i in st.next.items()}
         return blocks_of([(seq, p) for seq, p in enumerate(self.schedule) if seq in wanted])
 
     def total(self, recorder: Recorder) -> int:
@@ -199,7 +187,11 @@ class Racing:
         d = self.decision(recorder)
         st, values, chosen = d["state"], d["values"], d["chosen"]
         survivors = {c: _mean(values[c]) for c in st.alive}
-        tied = decide.ties(survivors, self.margin) if survivors else []
+        if st.chosen is not None:        # 'confirm' decided: the others are shown not better by more than the margin
+            tied, tie_detail = st.ties, f"not better than the decision by more than {self.margin * 100:g}% (shown)"
+        else:
+            tied = decide.ties(survivors, self.margin) if survivors else []
+            tie_detail = f"within {self.margin * 100:g}% of the best; a simpler one was chosen"
         rows = []
         for key in self.points:
             p = self.candidate(key)
@@ -211,8 +203,10 @@ class Racing:
                                              f"by more than {self.margin * 100:g}%")
             elif key == chosen:
                 reason, detail = "chosen", f"chosen ({st.stop or 'race unfinished'})"
+            elif key in tied and st.chosen is not None and simplicity(p) < simplicity(self.candidate(chosen)):
+                reason, detail = "tie", (f"simpler, not shown within the margin of every survivor; {tie_detail}")
             elif key in tied:
-                reason, detail = "tie", f"within {self.margin * 100:g}% of the best; a simpler one was chosen"
+                reason, detail = "tie", tie_detail
             else:
                 reason, detail = "survivor", "not separated when the race stopped"
             rows.append({"config_key": key, "link": p.link.describe(), "variant": p.variant, "streams": p.streams,

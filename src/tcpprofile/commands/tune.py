@@ -30,7 +30,9 @@ def register(sub) -> None:
     p.add_argument("--budget", help="transfer time to spend at most (e.g. 20m)")
     p.add_argument("--margin", default="1%", help="indifference margin (default 1%%)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--first", type=int, default=3, help="rounds before the first test (default 3)")
+    p.add_argument("--rule", choices=["confirm", "paired"], default="confirm",
+                   help="racing rule (default confirm; docs/tune.md)")
+    p.add_argument("--first", type=int, help="rounds before the first test (default 2 with confirm, 3 with paired)")
     p.add_argument("--max-rounds", type=int, default=10, help="at most this many rounds (default 10)")
     p.add_argument("--seed", type=int, help="seed of the run order (default: drawn and recorded)")
     p.add_argument("--cluster", metavar="ADDRESS", help="race on a Ray cluster's testbed nodes (docs/cluster.md)")
@@ -50,7 +52,7 @@ def main(args: argparse.Namespace) -> int:
 
     margin = decide.parse_fraction("--margin", args.margin, lo=-1e-12)
     confidence = decide.check_confidence("--confidence", args.confidence)
-    if not 2 <= args.first <= args.max_rounds:
+    if args.first is not None and not 2 <= args.first <= args.max_rounds:
         raise ValidationError("--first", f"must be from 2 to --max-rounds ({args.max_rounds}), got {args.first}")
     budget_s = None
     if args.budget is not None:
@@ -68,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
                           max_rounds=args.max_rounds, seed=args.seed)
     with Store.open(args.db) as store:
         res = tune.tune(s, store, margin=margin, confidence=confidence, first=args.first, budget_s=budget_s,
-                        out=sys.stderr, executor=cluster_executor(s, args.cluster))
+                        rule=args.rule, out=sys.stderr, executor=cluster_executor(s, args.cluster))
         settings = applied = None
         if res.chosen:
             kernel = store.query("SELECT any_value(cc_kernel_name) AS k, any_value(cc_impl) AS i FROM runs "

@@ -1,0 +1,39 @@
+"""The state of a race and its decision, shared by the racing rules (racing.py 'paired',
+confirm.py 'confirm')."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import decide
+
+
+@dataclass
+class RaceState:
+    alive: list                                   # candidates still racing
+    dropped: dict = field(default_factory=dict)   # candidate -> (after round, leader it lost to)
+    rounds: int = 0                               # complete rounds
+    need: int | None = 0                          # the round to run (complete) next; None: stopped
+    stop: str | None = None                       # 'one left' | 'tie' | 'shown' | 'budget' | 'rounds'
+    ties: list = field(default_factory=list)      # survivors confidently within the margin of the decision
+    leader: object = None
+    next: dict = field(default_factory=dict)      # candidate -> index of its run that round `need` asks for
+    counts: dict = field(default_factory=dict)    # candidate -> its runs the decisions used (rule 'confirm')
+    chosen: object = None                         # the rule's own decision, when it makes one ('confirm')
+
+
+def _mean(xs) -> float:
+    v = [x for x in xs if x is not None]
+    return float(np.mean(v)) if v else float("-inf")
+
+
+def choose(st: RaceState, values: dict, margin: float, simplicity: Callable) -> object:
+    """The decision: the rule's own (st.chosen), else the simplest survivor within the margin of the
+    best survivor's mean."""
+    if st.chosen is not None:
+        return st.chosen
+    means = {c: _mean(values[c]) for c in st.alive}
+    return min(decide.ties(means, margin), key=simplicity)

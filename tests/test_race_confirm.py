@@ -1,0 +1,168 @@
+"""Racing rule 'confirm' (campaign/confirm.py): drops, confirmation, resting, the decision, the bound's
+validity, and a race driven run by run reaching the decision of its replay."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tcpprofile.campaign import confirm
+from tcpprofile.campaign.racing import choose
+
+G = 1e9
+RULE = dict(first=2, max_rounds=10, margin=0.01, confidence=0.95)
+simple = lambda c: int(c[1:])   # noqa: E731  (n1 simpler than n4 simpler than n8)
+
+
+def drive(truth: dict, **kw):
+    """A live race: start with no runs, run what the rule asks for (its run index) until it stops."""
+    values = {c: [] for c in truth}
+    while True:
+        st = confirm.replay(values, **{**RULE, **kw}, simplicity=simple)
+        if st.need is None:
+            return st, values
+        assert st.next and all(i == len(values[c]) for c, i in st.next.items())   # always the next run
+        for c in st.next:
+            values[c].append(truth[c][len(values[c])])
+
+
+def noisy(rng, level, cv=0.005, n=10, slow=()):
+    x = level * G * (1 + cv * rng.standard_normal(n))
+    for i in slow:
+        x[i] *= 0.8
+    return list(x)
+
+
+def test_a_clearly_worse_candidate_is_dropped_at_the_first_test():
+    rng = np.random.default_rng(1)
+    truth = {"n1": noisy(rng, 6.0), "n4": noisy(rng, 9.4), "n8": noisy(rng, 9.42)}
+    st = confirm.replay({c: v[:2] for c, v in truth.items()}, **RULE, simplicity=simple)
+    assert st.dropped == {"n1": (2, "n8")}          # 36 % below after two runs each: dropped
+    assert st.stop is None and "n1" not in st.next
+
+
+def test_a_clear_winner_wins_alone():
+    rng = np.random.default_rng(2)
+    truth = {"n1": noisy(rng, 8.0), "n4": noisy(rng, 8.3), "n8": noisy(rng, 9.4)}
+    st, values = drive(truth)
+    assert st.stop == "one left" and st.chosen == "n8" and choose(st, values, 0.01, simple) == "n8"
+    assert sum(map(len, values.values())) == 6        # everyone twice, then nothing more
+
+
+def test_a_tie_goes_to_the_simplest_after_all_its_runs_and_the_others_rest():
+    # three candidates with the same runs: every one is confirmed at the same test, the simplest wins
+    rng = np.random.default_rng(3)
+    same = noisy(rng, 9.4)
+    st, values = drive({"n1": same, "n4": list(same), "n8": list(same)})
+    assert st.stop == "shown" and st.chosen == "n1" and sorted(st.ties) == ["n4", "n8"]
+    assert len(values["n1"]) == 10                    # the decision rests on all its repetitions
+    assert len(values["n4"]) < 10 and len(values["n8"]) < 10   # the others rested once settled
+
+
+def test_a_near_tie_goes_to_a_candidate_shown_within_the_margin_of_the_others():
+    """9.40 / 9.41 / 9.42: whichever is decided, every other survivor is shown not better than it by
+    more than the margin (the decision is the simplest *shown*, not necessarily the simplest)."""
+    rng = np.random.default_rng(3)
+    truth = {"n1": noisy(rng, 9.40), "n4": noisy(rng, 9.41), "n8": noisy(rng, 9.42)}
+    st, values = drive(truth)
+    assert st.stop == "shown" and len(values[st.chosen]) == 10
+    for x in st.ties:
+        assert confirm.upper(values[x], values[st.chosen], w=0.03, confidence=0.95) <= 0.01 * 9.42 * G
+
+
+def test_the_simplest_is_not_chosen_when_it_is_worse_than_the_best_by_more_than_the_margin():
+    rng = np.random.default_rng(4)
+    truth = {"n1": noisy(rng, 9.40 * 0.97), "n4": noisy(rng, 9.40 * 0.995), "n8": noisy(rng, 9.40)}
+    st, _ = drive(truth)
+    assert "n1" in st.dropped and st.chosen == "n4"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_noiseless_races_never_choose_worse_than_the_best_by_more_than_the_margin(seed):
+    rng = np.random.default_rng(seed)
+    levels = {f"n{k}": float(rng.uniform(8.0, 9.5)) for k in range(1, 9)}
+    truth = {c: [lv * G] * 10 for c, lv in levels.items()}
+    st, values = drive(truth)
+    chosen = choose(st, values, 0.01, simple)
+    assert levels[chosen] >= max(levels.values()) * (1 - 0.01) - 1e-12
+    # and it is the simplest such (no noise: every test is exact)
+    assert chosen == min((c for c, lv in levels.items() if lv >= max(levels.values()) * 0.99 - 1e-12), key=simple)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_low_noise_races_stay_within_twice_the_margin(seed):
+    rng = np.random.default_rng(100 + seed)
+    levels = {f"n{k}": float(rng.uniform(9.0, 9.5)) for k in range(1, 9)}
+    truth = {c: noisy(rng, lv, cv=0.002) for c, lv in levels.items()}
+    st, values = drive(truth)
+    assert levels[choose(st, values, 0.01, simple)] >= max(levels.values()) * (1 - 0.02)
+
+
+def test_a_slow_run_of_the_other_is_censored_but_a_slow_run_of_the_decision_counts():
+    rng = np.random.default_rng(5)
+    steady = noisy(rng, 9.4)[:6]
+    slow = noisy(rng, 9.4, slow=[1])[:6]              # one run of six 20 % down: a loss episode
+    m, up = 0.01 * 9.4 * G, dict(w=0.03, confidence=0.95)
+    # X = slow, Y = steady: X's slow run is censored, X is settled (not better than Y by > 1 %) ...
+    assert confirm.upper(slow, steady, **up) <= m
+    # ... which uncensored Welch cannot tell from six runs
+    assert confirm.upper(slow, steady, w=1e9, confidence=0.95) > 3 * m
+    # Y's slow run is evidence against Y: the steady candidate is not settled against it
+    assert confirm.upper(steady, slow, **up) > 3 * m
+
+
+def coverage(n: int, slow_side: str | None, trials: int = 4000) -> float:
+    """Share of simulated pairs with U(X, Y) ≥ μ_X − μ_Y (one-sided, nominal 95 %): runs with a 1 %
+    coefficient of variation, and 5 % slow runs (× 0.75–0.95) on one side; true means include them."""
+    rng = np.random.default_rng(n)
+    mu_x, mu_y, cv, slow_mean = 9.3, 9.4, 0.01, 1 - 0.05 * 0.15
+
+    def draw(level, slow):
+        x = level * (1 + cv * rng.standard_normal(n))
+        if slow:
+            s = rng.random(n) < 0.05
+            x[s] *= rng.uniform(0.75, 0.95, s.sum())
+        return list(x)
+    truth = mu_x * (slow_mean if slow_side == "x" else 1) - mu_y * (slow_mean if slow_side == "y" else 1)
+    return float(np.mean([confirm.upper(draw(mu_x, slow_side == "x"), draw(mu_y, slow_side == "y"),
+                                        w=0.03, confidence=0.95) >= truth for _ in range(trials)]))
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10])
+@pytest.mark.parametrize("slow_side", [None, "x"])
+def test_the_upper_bound_covers_the_true_difference(n, slow_side):
+    """≥ 93 % at 2, 3, 5 and 10 runs, normal runs or slow runs of X (censored: conservative)."""
+    assert coverage(n, slow_side) >= 0.93
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10])
+def test_rare_slow_runs_of_the_reference_make_the_bound_optimistic_as_documented(n):
+    """The stated limit (docs/tune.md): a 5 % slow run of Y is often absent from a few runs, so the
+    mean of Y is over-estimated and U(X, Y) covers less than nominal: 93, 87, 79, 71 % at 2, 3, 5, 10
+    runs (the larger t quantile hides it at 2 runs)."""
+    c = coverage(n, "y")
+    assert c >= 0.65 and (n < 5 or c < 0.93)
+
+
+def test_runs_are_never_asked_beyond_the_most_rounds_and_failed_runs_are_skipped():
+    rng = np.random.default_rng(6)
+    truth = {c: noisy(rng, 9.4, cv=0.03) for c in ("n1", "n4", "n8")}      # noisy: hard to separate
+    truth["n4"][0] = None                                                   # a failed run
+    st, values = drive(truth)
+    assert st.stop in ("rounds", "shown") and all(len(v) <= 10 for v in values.values())
+    assert choose(st, values, 0.01, simple) in truth
+
+
+def test_the_budget_stops_the_race_before_a_round_it_cannot_afford():
+    rng = np.random.default_rng(7)
+    truth = {c: noisy(rng, 9.4, cv=0.03) for c in ("n1", "n4", "n8")}
+    st, values = drive(truth, affordable=lambda r, measure: r < 3)
+    assert st.stop == "budget" and st.rounds == 3 and st.need is None
+
+
+def test_replaying_a_finished_race_gives_its_decision_again():
+    rng = np.random.default_rng(8)
+    truth = {f"n{k}": noisy(rng, 9.0 + 0.05 * k, slow=[3] if k == 4 else ()) for k in range(1, 9)}
+    st, values = drive(truth)
+    again = confirm.replay(values, **RULE, simplicity=simple)
+    assert (again.stop, again.chosen, again.dropped, again.counts) == (st.stop, st.chosen, st.dropped, st.counts)
