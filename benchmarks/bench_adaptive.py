@@ -1,8 +1,11 @@
 """Benchmark: adaptive repetitions and racing replayed on stored measurements, against the fixed
 10-repetition design.
 
-Needs a store with ≥ 10 repetitions per configuration. `--db STORE` uses a real one; without it the
-benchmark writes a SYNTHETIC store (no measured store of that size exists on this machine): 4 variants
+Needs a store with ≥ 10 repetitions per configuration. `--db STORE` uses a real one; `--csv FILE` the
+runs of one as CSV — the benchmark ships one, measured here: benchmarks/data/adaptive-45.6ms-10rep.csv
+(the spec beside it: 10 Gbit/s at 45.6 ms, β = BDP, MTU 9000, 4 variants × {1, 4, 8} streams,
+autotuned buffers, 10 repetitions of 5 s runs, 0 flagged; `tcpprofile run` under an exclusive CPU
+lock, 2026-11-23). Without either the benchmark writes a SYNTHETIC store (no measured store of that size exists on this machine): 4 variants
 × {1, 4, 8} streams × {autotuning, 256 MiB} × 4 RTTs × 10 repetitions of 10 s runs, means from a
 concave-then-convex profile (HPDC'17's shape), repetition noise modelled on measured runs: a
 coefficient of variation from 0.5 % (near the rate) to 4 % (long RTT, one stream), a 5 % chance of a
@@ -24,7 +27,7 @@ synthetic store the share whose winner is within the margin of the *modelled* be
 exhaustive design itself only estimates: its own verdict per RTT is printed at the end).
 Goal: ≥ 3× fewer transfer seconds with the same decision in ≥ 95 % of replays.
 
-Run: .venv/bin/python benchmarks/bench_adaptive.py [--db STORE] [--replays 200] [--precision 0.02]
+Run: .venv/bin/python benchmarks/bench_adaptive.py [--db STORE | --csv FILE] [--replays 200] [--precision 0.02]
 """
 
 from __future__ import annotations
@@ -108,6 +111,24 @@ def load(store: Store, min_reps: int) -> dict:
     return {k: v for k, v in out.items() if len(v) >= 2}
 
 
+def load_csv(path: str, min_reps: int) -> dict:
+    """The same groups from a CSV of runs (columns rtt_ms, variant, impl, streams, socket_buffer_bytes,
+    repetition, throughput_bps, duration_s), as the shipped measurements are."""
+    import csv
+    runs = defaultdict(list)
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            b = int(r["socket_buffer_bytes"]) if r["socket_buffer_bytes"] else None
+            key = (round(float(r["rtt_ms"]), 1), Config(r["variant"], r["impl"], int(r["streams"]), b))
+            runs[key].append((int(r["repetition"]), float(r["throughput_bps"]), float(r["duration_s"])))
+    out = defaultdict(dict)
+    for (rtt, cfg), xs in runs.items():
+        if len(xs) >= min_reps:
+            xs.sort()
+            out[rtt][cfg] = (np.array([x for _, x, _ in xs][:min_reps]), float(np.mean([d for *_, d in xs])))
+    return {k: v for k, v in out.items() if len(v) >= 2}
+
+
 def exhaustive_tie(group: dict, margin: float) -> tuple[Config, set]:
     means = {c: x.mean() for c, (x, _) in group.items()}
     tie = set(decide.ties(means, margin))
@@ -150,7 +171,9 @@ def replay_confirm(group, rng, *, margin, confidence, first, max_reps, clip=conf
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--db", help="a store with ≥ 10 repetitions per configuration (default: synthetic)")
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--db", help="a store with ≥ 10 repetitions per configuration (default: synthetic)")
+    src.add_argument("--csv", help="runs as CSV, e.g. the shipped benchmarks/data/adaptive-45.6ms-10rep.csv")
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--precision", type=float, default=0.02)
     ap.add_argument("--margin", type=float, default=0.01)
@@ -160,13 +183,17 @@ def main() -> None:
     args = ap.parse_args()
     reps = 10
     with tempfile.TemporaryDirectory() as tmp:
-        if args.db:
-            store, source = Store.open(args.db, read_only=True), f"store {args.db} (measured)"
+        if args.csv:
+            groups, source = load_csv(args.csv, reps), f"runs {args.csv} (measured)"
         else:
-            store = synthetic_store(Path(tmp) / "synthetic.duckdb", slow_share=args.slow_share)
-            source = f"SYNTHETIC store (modelled, see docstring; slow runs {args.slow_share:.0%})"
-        groups = load(store, reps)
-        store.close()
+            if args.db:
+                store, source = Store.open(args.db, read_only=True), f"store {args.db} (measured)"
+            else:
+                store = synthetic_store(Path(tmp) / "synthetic.duckdb", slow_share=args.slow_share)
+                source = f"SYNTHETIC store (modelled, see docstring; slow runs {args.slow_share:.0%})"
+            groups = load(store, reps)
+            store.close()
+    measured = bool(args.db or args.csv)
     n_cfg = sum(len(g) for g in groups.values())
     print(f"{source}: {len(groups)} RTTs, {n_cfg} configurations × {reps} repetitions; {args.replays} replays; "
           f"margin {args.margin:.0%}, confidence {args.confidence:.0%}")
@@ -205,11 +232,11 @@ def main() -> None:
                 used += u
                 same += winner in tie
                 exact += winner == best
-                true += not args.db and within_modelled(winner, g, rtt, args.margin)
+                true += not measured and within_modelled(winner, g, rtt, args.margin)
                 trials += 1
         used /= args.replays
         extra = "" if name.startswith("adaptive") else f"; exactly its winner {exact / trials:6.1%}"
-        extra += "" if args.db else f"; within {args.margin:.0%} of the modelled best {true / trials:6.1%}"
+        extra += "" if measured else f"; within {args.margin:.0%} of the modelled best {true / trials:6.1%}"
         print(f"{name:<36} transfer s: fixed {fixed:8.0f} / used {used:8.0f} = {fixed / used:5.2f}×   "
               f"same decision {same / trials:6.1%} of {trials}{extra}   ({time.perf_counter() - t0:.1f} s)")
         results.append((name, fixed / used, same / trials))
@@ -218,7 +245,7 @@ def main() -> None:
           + (f"met by {', '.join(r[0] for r in met)}" if met else "NOT met by any rule here"))
     for rtt, g in sorted(groups.items()):
         w, tie = exhaustive_tie(g, args.margin)
-        truth = "" if args.db else \
+        truth = "" if measured else \
             f"; {'' if within_modelled(w, g, rtt, args.margin) else 'NOT '}within the margin of the modelled best"
         print(f"  exhaustive at {rtt:g} ms: {w.label()}{truth} (tie of {len(tie)}: "
               f"{', '.join(sorted(c.label() for c in tie))[:120]})")

@@ -173,3 +173,24 @@ def test_confirm_says_when_a_simpler_candidate_could_not_be_shown_within_the_mar
     assert res.stop == "shown" and res.chosen["streams"] == 4 and status[4]["repetitions"] == 10
     assert status[1]["reason"] == "tie" and status[1]["detail"].startswith("simpler, not shown within the margin")
     assert status[1]["repetitions"] < 10                 # it rested: not better than n = 4 by more than 1 %
+
+
+def test_the_result_counts_the_runs_the_instrument_flagged(tmp_path):
+    """tune says how many of its runs carry a fidelity flag and how many of them are the decision's (the
+    emulated 45.6 ms race here flagged every n = 8 run engine_late); notes are not flags."""
+    s = race_spec()
+
+    def flags(p):
+        return "engine_late" if p.streams == 4 else ("intervals_receiver_side" if p.streams == 8 else None)
+
+    with Store.open(tmp_path / "f.duckdb") as store:
+        res = tune.tune(s, store, out=io.StringIO(), executor=FakeExecutor(s.campaign_id, truth, flags=flags))
+        fours = store.query("SELECT count(*) AS n FROM runs WHERE streams = 4")[0]["n"]
+        cubic4 = store.query("SELECT count(*) AS n FROM runs WHERE streams = 4 AND variant = 'cubic'")[0]["n"]
+        assert res.flagged == {"runs": fours, "chosen": cubic4, "kinds": {"engine_late": fours}} and cubic4 > 0
+        text = tune.format_result(res, margin=0.01, confidence=0.95)
+        assert f"instrument: {fours} of {res.runs} runs flagged (engine_late ×{fours}), {cubic4} of them" in text
+    with Store.open(tmp_path / "g.duckdb") as store:
+        res, _ = run_race(s, store)
+        assert res.flagged == {"runs": 0, "chosen": 0, "kinds": {}}
+        assert "instrument:" not in tune.format_result(res, margin=0.01, confidence=0.95)

@@ -16,6 +16,7 @@ from . import decide, spec as specs
 from .campaign import run_campaign
 from .campaign.racing import DEFAULT_RULE, Racing
 from .campaign.recorder import Recorder
+from .dimensions import FLAGGED_SQL, NOTE_FLAGS
 from .errors import ValidationError
 from .store import Store
 
@@ -65,6 +66,7 @@ class TuneResult:
     fixed_s: float                  # what max_rounds repetitions of every candidate would take
     runs: int
     rule: str = DEFAULT_RULE        # the racing rule (campaign/racing.RULES)
+    flagged: dict | None = None     # instrument flags (docs/testbed.md): runs, chosen (the decision's), kinds
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -87,7 +89,24 @@ def tune(spec: specs.CampaignSpec, store: Store, *, margin: float = decide.DEFAU
     chosen = next((r for r in evidence if r["reason"] == "chosen"), None)
     per_run = d["spent_s"] / max(1, summary.ok)
     return TuneResult(spec.campaign_id, chosen, st.stop, st.rounds, evidence, d["spent_s"], budget_s,
-                      per_run * spec.repetitions * len(race.points), summary.ok + summary.failed, rule)
+                      per_run * spec.repetitions * len(race.points), summary.ok + summary.failed, rule,
+                      flagged_runs(store, spec.campaign_id, chosen))
+
+
+def flagged_runs(store: Store, campaign_id: str, chosen: dict | None) -> dict:
+    """The race's ok runs the instrument flagged (dimensions.FLAGGED_SQL): how many, how many of them are
+    the decision's, and each flag's count (notes left out)."""
+    rows = store.con.execute(
+        f"SELECT r.variant, r.streams, r.socket_buffer_bytes, coalesce(r.flags, '') || ',' || coalesce(l.flags, '') "
+        f"FROM runs r LEFT JOIN links l ON r.link_id = l.link_id "
+        f"WHERE r.campaign_id = ? AND r.status = 'ok' AND {FLAGGED_SQL}", [campaign_id]).fetchall()
+    kinds: dict[str, int] = {}
+    for *_, flags in rows:
+        for f in {f for f in flags.split(",") if f and f not in NOTE_FLAGS}:
+            kinds[f] = kinds.get(f, 0) + 1
+    mine = (sum(1 for v, n, b, _ in rows if chosen and (v, n, b) == (chosen["variant"], chosen["streams"],
+                                                                     chosen["socket_buffer_bytes"])))
+    return {"runs": len(rows), "chosen": mine, "kinds": dict(sorted(kinds.items()))}
 
 
 STOPS = {"one left": "one candidate left", "tie": "the survivors are a tie within the margin",
@@ -111,6 +130,11 @@ def format_result(res: TuneResult, *, margin: float, confidence: float) -> str:
     ratio = f" ({res.fixed_s / res.spent_s:.1f}× less)" if res.spent_s else ""
     lines.append(f"transfer time: {res.spent_s:.0f} s{budget} over {res.runs} runs; measuring every candidate "
                  f"in every round would take about {res.fixed_s:.0f} s{ratio}")
+    fl = res.flagged or {}
+    if fl.get("runs"):
+        kinds = ", ".join(f"{k} ×{v}" for k, v in fl["kinds"].items())
+        lines.append(f"instrument: {fl['runs']} of {res.runs} runs flagged ({kinds}), {fl['chosen']} of them the "
+                     f"decision's; a flag says the link left a tolerance during the run (docs/testbed.md)")
     lines.append(f"\n{'candidate':<32} {'runs':>4} {'mean Gbit/s':>11} {f'{confidence * 100:g}% CI':>15}  status")
     for r in res.evidence:
         ci = "–" if r["ci_low_bps"] is None else f"{g(r['ci_low_bps'])}–{g(r['ci_high_bps'])}"
