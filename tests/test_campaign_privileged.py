@@ -41,6 +41,15 @@ def comm(pid: int) -> str:
         return ""
 
 
+def is_iperf3_client(pid: int) -> bool:
+    """An iperf3 *client* (a run's transfer), not the `iperf3 --version` the executor runs at start."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return comm(pid) == "iperf3" and b"-c" in argv
+
+
 def wait_for(predicate, timeout_s: float, what: str):
     deadline = time.monotonic() + timeout_s
     while not (value := predicate()):
@@ -151,7 +160,8 @@ def test_sigint_remote_exits_nonzero_and_leaves_nothing(remote_pair, tmp_path):
                                           str(tmp_path / "i.duckdb")),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: any(comm(p) == "iperf3" for p in ns_pids(remote_pair["client"])), 60, "iperf3 client")
+        # the run's client: its 'running' row is stored before it starts (executor.run_one)
+        wait_for(lambda: any(is_iperf3_client(p) for p in ns_pids(remote_pair["client"])), 60, "iperf3 client")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:
