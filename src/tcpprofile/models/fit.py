@@ -40,7 +40,7 @@ from scipy.optimize import least_squares
 from ..dimensions import BUFFER_SQL, FLAGGED_SQL
 from ..errors import ValidationError
 from .base import positive_array
-from .framework import FirstPrinciplesModel
+from .framework import BUFFER_BOUNDS, WMAX_BOUNDS, FirstPrinciplesModel
 from .registry import MODELS, make_model
 
 PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps")
@@ -58,7 +58,7 @@ def mean_relative_error(measured, predicted) -> float:
 
 
 def fit_buffer_wmax(model: FirstPrinciplesModel, tau, throughput, *, n=1, size=None, duration=None, loss=None,
-                    buffer_scale=None, buffer_bounds=(1e3, 1e10), wmax_bounds=(1e4, 1e11), grid: int = 16,
+                    buffer_scale=None, buffer_bounds=BUFFER_BOUNDS, wmax_bounds=WMAX_BOUNDS, grid: int = 16,
                     starts: int = 3):
     """(buffer_bytes, wmax_bytes, relative residuals) minimising Σ((P − M)/M)² over the profile.
 
@@ -208,12 +208,11 @@ def fit_relative(model: FirstPrinciplesModel, tau, M, n, scale, **kw) -> float:
     return m
 
 
-def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=None, wmax_bounds=None,
+def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=None, wmax_bounds=WMAX_BOUNDS,
                       **kw) -> np.ndarray:
     """Held-out predictions: for each distinct τ, the model refitted on the other τ predicts it
     (nan everywhere with fewer than 3 distinct τ). buffer_scale: fit β relative to it (fit_relative);
     wmax_bounds: W_max's range [bytes] (fixed_wmax_bounds for a known W_max)."""
-    bounds = {} if wmax_bounds is None else {"wmax_bounds": wmax_bounds}
     P = np.full(M.shape, np.nan)
     taus = np.unique(tau)
     if taus.size < 3:
@@ -224,9 +223,9 @@ def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=No
         sub = {k: v[~out] for k, v in kw.items()}
         held = {k: v[out] for k, v in kw.items()}
         if buffer_scale is None:
-            twin.fit(tau[~out], M[~out], n=n[~out], **sub, **bounds)
+            twin.fit(tau[~out], M[~out], n=n[~out], wmax_bounds=wmax_bounds, **sub)
         else:
-            m = fit_relative(twin, tau[~out], M[~out], n[~out], buffer_scale[~out], **sub, **bounds)
+            m = fit_relative(twin, tau[~out], M[~out], n[~out], buffer_scale[~out], wmax_bounds=wmax_bounds, **sub)
             held["buffer"] = m * buffer_scale[out]
         P[out] = twin.predict(tau[out], n=n[out], **held)
     return P
@@ -240,25 +239,25 @@ def fixed_wmax_bounds(wmax_bytes: float) -> tuple[float, float]:
     return (wmax_bytes * (1 - WMAX_KNOWN_REL), wmax_bytes)
 
 
+def _positive_column(cols, name, idx) -> np.ndarray | None:
+    """An optional per-row column [bytes] of the dataset's rows, when every row has a positive value."""
+    if name not in cols:
+        return None
+    v = np.array([np.nan if _missing(x) else float(x) for x in cols[name][idx]])
+    return v if np.all(np.isfinite(v) & (v > 0)) else None
+
+
 def _known_wmax(cols, idx) -> float | None:
     """W_max per flow [bytes] when the dataset's window limit is known (autotuned buffers: the kernel's
     maximum, window_limit_bytes; at least half of it is window), else None (fitted)."""
-    if "window_limit_bytes" not in cols:
-        return None
-    lim = np.array([np.nan if _missing(v) else float(v) for v in cols["window_limit_bytes"][idx]])
-    if not np.all(np.isfinite(lim) & (lim > 0)):
-        return None
-    return float(lim.min()) / 2
+    lim = _positive_column(cols, "window_limit_bytes", idx)
+    return None if lim is None else float(lim.min()) / 2
 
 
 def _relative_scale(cols, idx) -> np.ndarray | None:
     """The configured buffer per row [bytes] when it changes across the dataset's τ (k×BDP), else None."""
-    if "configured_buffer_bytes" not in cols:
-        return None
-    cfg = np.array([np.nan if _missing(v) else float(v) for v in cols["configured_buffer_bytes"][idx]])
-    if not np.all(np.isfinite(cfg) & (cfg > 0)) or np.ptp(cfg) <= 1e-9 * cfg.max():
-        return None
-    return cfg
+    cfg = _positive_column(cols, "configured_buffer_bytes", idx)
+    return None if cfg is None or np.ptp(cfg) <= 1e-9 * cfg.max() else cfg
 
 
 def datasets(table) -> list[tuple[dict, np.ndarray]]:
@@ -290,15 +289,15 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
         M = cols["throughput_bps"][idx].astype(float)
         scale = _relative_scale(cols, idx)
         known = _known_wmax(cols, idx)
-        bounds = {} if known is None else {"wmax_bounds": fixed_wmax_bounds(known)}
+        wb = WMAX_BOUNDS if known is None else fixed_wmax_bounds(known)
         if scale is None:
-            model.fit(tau, M, n=n, **kw, **bounds)
+            model.fit(tau, M, n=n, wmax_bounds=wb, **kw)
             multiple, P = None, model.predict(tau, n=n, **kw)
         else:
-            multiple = fit_relative(model, tau, M, n, scale, **kw, **bounds)
+            multiple = fit_relative(model, tau, M, n, scale, wmax_bounds=wb, **kw)
             P = model.predict(tau, n=n, buffer=multiple * scale, **kw)
         errors = {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
-        H = (leave_one_rtt_out(model, tau, M, n, buffer_scale=scale, **kw, **bounds) if heldout
+        H = (leave_one_rtt_out(model, tau, M, n, buffer_scale=scale, wmax_bounds=wb, **kw) if heldout
              else np.full(M.shape, np.nan))
         held = {int(s): mean_relative_error(M[n == s], H[n == s]) for s in np.unique(n)}
         fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size, heldout=held,

@@ -46,6 +46,8 @@ from .transient import Transient
 
 LN2 = math.log(2.0)
 BITS = 8.0
+BUFFER_BOUNDS = (1e3, 1e10)   # bytes: the ranges fit() searches β and W_max in (models/fit.py)
+WMAX_BOUNDS = (1e4, 1e11)
 
 
 class Rows(dict):
@@ -300,13 +302,12 @@ class FirstPrinciplesModel(Model):
                 g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
                 Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
                 Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
+                has1 = self._after_loss(Ws, s) < s.bdp
                 if self.queue_fill:
                     # Above Cτ the link is full and the queue holds W − Cτ: Phase II carries C·T_m; a window
                     # capped below Cτ + β never overflows (subcase 2: no loss, the epoch is all Phase II).
                     Tm = np.where(sub2, 1.0, Tm)  # any length: the rate is C
                     Nm, Tb, Nb = s.C * Tm, np.zeros_like(Tm), np.zeros_like(Tm)
-                has1 = self._after_loss(Ws, s) < s.bdp
-                if self.queue_fill:
                     has1 = has1 & ~sub2
                 T0, N0 = np.where(has1, T0, 0.0), np.where(has1, N0, 0.0)
             out["W_m"][c2], out["W_s"][c2] = Wm, Ws
@@ -426,8 +427,8 @@ class FirstPrinciplesModel(Model):
         return self.components(tau, n=n, buffer=buffer, size=size, wmax=wmax, duration=duration,
                                loss=loss)["throughput"]
 
-    def fit(self, tau, throughput, *, n=1, size=None, duration=None, loss=None, buffer_bounds=(1e3, 1e10),
-            wmax_bounds=(1e4, 1e11)):
+    def fit(self, tau, throughput, *, n=1, size=None, duration=None, loss=None, buffer_bounds=BUFFER_BOUNDS,
+            wmax_bounds=WMAX_BOUNDS):
         """Least-squares fit of β (buffer_bytes_) and W_max (wmax_bytes_) to a measured profile.
 
         tau [s], throughput [bit/s], n, size [bytes], duration [s] and loss broadcast together; bounds in bytes.
