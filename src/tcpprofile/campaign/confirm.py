@@ -134,7 +134,9 @@ def _confirmed(st, values, margin, confidence, w, simplicity) -> list:
 
 def _test(st: RaceState, values: dict, margin: float, confidence: float, w: float, simplicity: Callable,
           max_rounds: int) -> list:
-    leader, m, up, _, _ = _bounds(st, values, margin, confidence, w)
+    # one set of bounds for the whole test: open_against and confirmed read st.alive when called, and
+    # dropping never removes the leader, so U, the leader and m stay valid after the drops
+    leader, m, up, open_against, confirmed_of = _bounds(st, values, margin, confidence, w)
     for c in list(st.alive):
         if c != leader and (u := up(c, leader)) is not None and u < -m:
             st.dropped[c] = (st.rounds, leader)
@@ -143,7 +145,6 @@ def _test(st: RaceState, values: dict, margin: float, confidence: float, w: floa
     if len(st.alive) == 1:
         st.stop, st.chosen = "one left", leader
         return []
-    _, _, _, open_against, confirmed_of = _bounds(st, values, margin, confidence, w)
     confirmed = confirmed_of(simplicity)
     if confirmed and st.counts[confirmed[0]] >= max_rounds:
         st.stop, st.chosen = "shown", confirmed[0]

@@ -161,7 +161,7 @@ def _fit(args) -> int:
         profiles = profiles_from_store(con, campaigns=args.campaign or None, exclude_flagged=args.exclude_flagged)
     finally:
         con.close()
-    fits = fit_profiles(profiles, **({"queue_fill": True} if args.queue_fill else {}))
+    fits = fit_profiles(profiles, queue_fill=args.queue_fill)
     if args.json:
         json.dump([f.as_dict() for f in fits], sys.stdout, indent=1)
         print()

@@ -61,14 +61,13 @@ def main(args: argparse.Namespace) -> int:
                 signal.signal(signal.SIGTERM, previous)
         ids = [s.campaign_id for s in specs]
         result = findings.check_findings(store, ids, exclude_flagged=args.exclude_flagged)
-        flagged = findings.flagged_runs(store, ids)
         if args.json:
             json.dump([{k: _clean(v) for k, v in f.row().items()} for f in result], sys.stdout, indent=1)
             print()
         else:
             print(f"Findings of the papers on {args.db} ({args.mode} campaigns):")
             print(findings.format_table(result))
-            if flagged:
+            if flagged := findings.flagged_runs(store, ids):
                 print(f"{flagged} flagged runs " + ("left out (--exclude-flagged)" if args.exclude_flagged
                                                     else "included; --exclude-flagged leaves them out"))
         if args.out:
