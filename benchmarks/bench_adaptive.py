@@ -97,18 +97,24 @@ def synthetic_store(path: Path, seed: int = 0, reps: int = 10, slow_share: float
     return store
 
 
+def _groups(runs, min_reps: int) -> dict:
+    """{rtt: {config: (values by repetition, mean duration)}} from (rtt, config, values, duration) of
+    configurations with ≥ min_reps ok runs; RTTs with at least 2 such configurations."""
+    out = defaultdict(dict)
+    for rtt, cfg, x, d in runs:
+        if len(x) >= min_reps:
+            out[round(rtt, 1)][cfg] = (np.array(x[:min_reps]), d or 10.0)
+    return {k: v for k, v in out.items() if len(v) >= 2}
+
+
 def load(store: Store, min_reps: int) -> dict:
-    """{rtt: {config: (values by repetition, mean duration)}} for configurations with ≥ min_reps ok runs."""
+    """The groups of a store's ok runs."""
     rows = store.query(
         "SELECT coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt, r.variant, coalesce(r.cc_impl, '') AS impl, r.streams, "
         "r.socket_buffer_bytes AS b, list(r.throughput_bps ORDER BY r.repetition) AS x, avg(r.duration_s) AS d "
         "FROM runs r JOIN links l USING (link_id) WHERE r.status = 'ok' GROUP BY ALL")
-    out = defaultdict(dict)
-    for r in rows:
-        if len(r["x"]) >= min_reps:
-            out[round(r["rtt"], 1)][Config(r["variant"], r["impl"], r["streams"], r["b"])] = \
-                (np.array(r["x"][:min_reps]), r["d"] or 10.0)
-    return {k: v for k, v in out.items() if len(v) >= 2}
+    return _groups(((r["rtt"], Config(r["variant"], r["impl"], r["streams"], r["b"]), r["x"], r["d"]) for r in rows),
+                   min_reps)
 
 
 def load_csv(path: str, min_reps: int) -> dict:
@@ -119,14 +125,10 @@ def load_csv(path: str, min_reps: int) -> dict:
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             b = int(r["socket_buffer_bytes"]) if r["socket_buffer_bytes"] else None
-            key = (round(float(r["rtt_ms"]), 1), Config(r["variant"], r["impl"], int(r["streams"]), b))
+            key = (float(r["rtt_ms"]), Config(r["variant"], r["impl"], int(r["streams"]), b))
             runs[key].append((int(r["repetition"]), float(r["throughput_bps"]), float(r["duration_s"])))
-    out = defaultdict(dict)
-    for (rtt, cfg), xs in runs.items():
-        if len(xs) >= min_reps:
-            xs.sort()
-            out[rtt][cfg] = (np.array([x for _, x, _ in xs][:min_reps]), float(np.mean([d for *_, d in xs])))
-    return {k: v for k, v in out.items() if len(v) >= 2}
+    return _groups(((rtt, cfg, [x for _, x, _ in sorted(xs)], float(np.mean([d for *_, d in xs])))
+                    for (rtt, cfg), xs in runs.items()), min_reps)
 
 
 def exhaustive_tie(group: dict, margin: float) -> tuple[Config, set]:
