@@ -172,3 +172,11 @@ def test_flagged_runs_are_counted_and_left_out_on_request(store):
     assert findings.flagged_runs(store, ["c1"]) == flagged
     kept = findings.Data.load(store, ["c1"], exclude_flagged=True).runs
     assert len(kept) and kept.tau_ms.min() > 1
+
+
+def test_an_empty_store_leaves_every_finding_undetermined(store):
+    """`reproduce --check-only` on a store without runs (a new or wrong --db): no crash, no verdict."""
+    result = findings.check_findings(store)
+    assert [f.id for f in result] == ["i", "ii", "iii", "iv", "v"]
+    assert {f.verdict for f in result} == {stats.UNDETERMINED}
+    assert findings.flagged_runs(store, ["c1"]) == 0

@@ -85,12 +85,12 @@ class Data:
         if streams is not None:
             m &= d["streams"] == streams
         if loss == "none":
-            m &= np.array([v in (None, "none") for v in d["loss_mode"]])
+            m &= np.array([v in (None, "none") for v in d["loss_mode"]], dtype=bool)   # bool also when empty
         elif loss is not None:
             mode, rate = loss
             m &= (d["loss_mode"] == mode) & np.isclose(d["loss_rate"].astype(float), rate, rtol=1e-6, atol=0)
         if socket_buffer != "any":
-            m &= np.array([v == socket_buffer for v in d["socket_buffer_bytes"]])
+            m &= np.array([v == socket_buffer for v in d["socket_buffer_bytes"]], dtype=bool)
         return m
 
     def values(self, mask, *, tau=None, log=True) -> np.ndarray:
