@@ -51,27 +51,33 @@ def test_model_errors_name_the_field(argv, field, capsys):
     assert f"tcpprofile model: {field}:" in capsys.readouterr().err
 
 
-def test_model_fit_reads_store(tmp_path, capsys):
+@pytest.mark.parametrize("eq8", [False, True])
+def test_model_fit_reads_store(tmp_path, capsys, eq8):
+    """Round trip: a profile the model generates (the buffer overflowing at Cτ + β, fit's default, or by
+    Eq. (8) with --eq8) is fitted back to E < 0.5 % and its W_max."""
     db = str(tmp_path / "store.duckdb")
     con = duckdb.connect(db)
     con.execute("""CREATE TABLE runs (variant VARCHAR, streams INTEGER, socket_buffer_bytes BIGINT,
         transfer_bytes BIGINT, duration_s DOUBLE, rtt_ms DOUBLE, rate_bps DOUBLE, buffer_bytes BIGINT,
         throughput_bps DOUBLE, status VARCHAR, repetition INTEGER)""")
-    m = make_model("htcp", buffer_bytes=5e6, wmax_bytes=5e7, size_bytes=20e9)
+    m = make_model("htcp", buffer_bytes=5e6, wmax_bytes=5e7, size_bytes=20e9, queue_fill=not eq8)
     tau = np.array([0.0118, 0.0456, 0.183, 0.366])
     for n in (1, 2):
         for t, th in zip(tau, m.predict(tau, n=n)):
             con.execute("INSERT INTO runs VALUES ('htcp', ?, 1073741824, 20000000000, ?, ?, 1e10, 5000000, ?, 'ok', 0)",
                         [n, 1.6e11 / th, t * 1e3, th])
     con.close()
-    assert main(["model", "fit", "--db", db, "--json"]) == 0
+    assert main(["model", "fit", "--db", db, "--json"] + (["--eq8"] if eq8 else [])) == 0
     (fit,) = json.loads(capsys.readouterr().out)
     assert fit["variant"] == "htcp" and set(fit["E_percent"]) == {"1", "2"}
+    assert fit["queue_fill"] is (not eq8) and fit["receiver_report"] is False  # a size-mode dataset
+    assert fit["capacity_bps"] == 1e10 and fit["startup_rtts"] == 0.0  # a flat table: no calibration, no intervals
     assert fit["E_mean_percent"] < 0.5 and fit["wmax_bytes_fit"] == pytest.approx(5e7, rel=0.01)
     assert set(fit["E_heldout_percent"]) == {"1", "2"}  # leave-one-RTT-out, per n
     assert main(["model", "fit", "--db", db]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert len(table) == 4 and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
+    assert len(table) == 5 and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
+    assert table[4].startswith("fitted as measured")
     assert math.isfinite(float(table[1].split()[-1])) and math.isfinite(float(table[1].split()[-2]))
 
 
@@ -89,13 +95,15 @@ def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):
                 store.insert_link({"link_id": f"{cid}-l{i}", "campaign_id": cid, "kind": "emulated",
                                    "rate_bps": 10e9, "rtt_ms": t * 1e3, "buffer_bytes": int(round(bdp)),
                                    "buffer_spec": "BDP", "mtu": 9000})
-                th = float(make_model(variant, buffer_bytes=round(bdp), wmax_bytes=3e8, mss_bytes=8948).predict(
-                    t, duration=8.0))
+                th = float(make_model(variant, buffer_bytes=round(bdp), wmax_bytes=3e8, mss_bytes=8948,
+                                      receiver_report=True).predict(t, duration=8.0))
                 store.put_run({"run_id": f"{cid}-r{i}", "campaign_id": cid, "link_id": f"{cid}-l{i}",
                                "variant": variant, "streams": 1, "duration_target_s": 8.0, "status": "ok",
                                "throughput_bps": th, "duration_s": 8.0, "repetition": 0})
-    assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json"]) == 0
+    # Eq. (8) as generated (at W = Cτ + β a buffer ≥ ~BDP keeps the link full: β is not identifiable there)
+    assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json", "--eq8"]) == 0
     (fit,) = json.loads(capsys.readouterr().out)
+    assert fit["receiver_report"] is True and fit["queue_fill"] is False  # a duration-mode dataset
     assert fit["variant"] == "htcp" and fit["buffer"] == "BDP" and fit["duration_target_s"] == 8.0
     assert fit["buffer_multiple_fit"] == pytest.approx(1.0, rel=0.05) and fit["buffer_bytes_fit"] is None
     assert fit["E_percent"]["1"] < 0.5 and fit["E_heldout_percent"]["1"] < 1.0
@@ -110,7 +118,7 @@ def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):
                           "WHERE run_id = 'c1-r0'")
     fits = {}
     for extra in ([], ["--exclude-flagged"]):
-        assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json", *extra]) == 0
+        assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json", "--eq8", *extra]) == 0
         (fits[bool(extra)],) = json.loads(capsys.readouterr().out)
     assert fits[False]["points"] == 5 and fits[True]["points"] == 4
     assert fits[True]["E_percent"]["1"] < 0.5 < fits[False]["E_percent"]["1"]

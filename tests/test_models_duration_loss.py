@@ -14,6 +14,12 @@ TAU = np.array([0.0004, 0.0118, 0.0456, 0.0916, 0.183, 0.366])
 M_BYTES = 8948  # MTU 9000
 
 
+def fit_paper(table, **kw):
+    """fit_profiles with the model that generated these profiles: the paper's Eq. (8) overflow and the
+    sender's rate (fit_profiles' defaults follow measured runs instead: queue overflow, iperf3's receiver)."""
+    return fit_profiles(table, queue_fill=False, receiver_report=False, **kw)
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_long_duration_gives_the_sustained_rate(variant):
     m = make_model(variant, buffer_bytes=5e6, wmax_bytes=1e9)
@@ -119,7 +125,7 @@ def test_fit_round_trip_in_duration_mode_with_held_out_error(variant):
         for t, th in zip(TAU, truth.predict(TAU, n=n, duration=8.0)):
             for k, v in zip(rows, (variant, n, t * 1e3, C, None, th, 8.0, 9000)):
                 rows[k].append(v)
-    (fit,) = fit_profiles({k: np.asarray(v, dtype=object if k == "transfer_bytes" else None) for k, v in rows.items()})
+    (fit,) = fit_paper({k: np.asarray(v, dtype=object if k == "transfer_bytes" else None) for k, v in rows.items()})
     assert max(fit.errors.values()) < 0.5
     assert max(fit.heldout.values()) < 5.0
     assert fit.model.get_params()["mss_bytes"] == M_BYTES
@@ -170,12 +176,12 @@ def test_bdp_buffer_is_fitted_as_a_multiple_of_the_configured_one(variant):
     held-out E was up to 11 % for H-TCP). Fitted as m × the configured buffer, m comes back and E is ~0
     in-sample; held out it stays small (leaving out an end of the τ grid extrapolates W_max: H-TCP 1.7 %)."""
     table = _bdp_profile(variant, 0.5)
-    (fit,) = fit_profiles(table)
+    (fit,) = fit_paper(table)
     assert fit.buffer_multiple == pytest.approx(0.5, rel=0.05)
     assert fit.as_dict()["buffer_bytes_fit"] is None and fit.as_dict()["buffer_multiple_fit"] == fit.buffer_multiple
     assert max(fit.errors.values()) < 0.5 and max(fit.heldout.values()) < 2.0
     # without the configured buffer the same profile falls back to one β in bytes: worse
-    (plain,) = fit_profiles({k: v for k, v in table.items() if k != "configured_buffer_bytes"})
+    (plain,) = fit_paper({k: v for k, v in table.items() if k != "configured_buffer_bytes"})
     assert plain.buffer_multiple is None
     assert max(plain.heldout.values()) > max(fit.heldout.values())
 
@@ -188,13 +194,13 @@ def test_a_known_window_limit_fixes_wmax_and_keeps_the_round_trip(variant):
     limit = 2 * 1024**3 - 1                                   # the testbed's tcp_rmem[2]
     table = _bdp_profile(variant, 0.5, wmax=limit / 2)
     table["window_limit_bytes"] = np.full(table["rtt_ms"].size, float(limit))
-    (fit,) = fit_profiles(table)
+    (fit,) = fit_paper(table)
     assert fit.wmax_known and fit.as_dict()["wmax_known"] is True
     assert fit.model.wmax_bytes_ == pytest.approx(limit / 2, rel=2e-6)
     assert fit.buffer_multiple == pytest.approx(0.5, rel=0.05)
     assert max(fit.errors.values()) < 0.5 and max(fit.heldout.values()) < 2.0   # as the β fit above
     table["window_limit_bytes"] = np.full(table["rtt_ms"].size, None, dtype=object)   # -w runs: NULL
-    (fitted,) = fit_profiles(table)
+    (fitted,) = fit_paper(table)
     assert not fitted.wmax_known and fitted.model.wmax_bytes_ != pytest.approx(limit / 2, rel=1e-3)
 
 
@@ -230,7 +236,7 @@ def test_a_fixed_configured_buffer_keeps_the_bytes_fit():
     table = _bdp_profile("cubic", 1.0)
     table["configured_buffer_bytes"] = np.full(table["rtt_ms"].size, 5e7)   # the same at every τ
     table["buffer"] = np.full(table["rtt_ms"].size, "50MB", dtype=object)
-    (fit,) = fit_profiles(table)
+    (fit,) = fit_paper(table)
     assert fit.buffer_multiple is None and fit.as_dict()["buffer_bytes_fit"] > 0
 
 
@@ -248,7 +254,7 @@ def test_loss_datasets_fit_with_their_loss_periodic_and_uniform(variant):
         for t, th in zip(taus, truth.predict(taus, loss=loss, duration=8.0)):
             for k, v in zip(rows, (variant, 1, t * 1e3, C, None, th, 8.0, 9000, mode, rate)):
                 rows[k].append(v)
-    fits = fit_profiles({k: np.asarray(v, dtype=object if k == "transfer_bytes" else None)
+    fits = fit_paper({k: np.asarray(v, dtype=object if k == "transfer_bytes" else None)
                          for k, v in rows.items()})
     assert sorted(f.key["loss_mode"] for f in fits) == ["none", "periodic", "uniform"]
     for f in fits:
@@ -258,3 +264,109 @@ def test_loss_datasets_fit_with_their_loss_periodic_and_uniform(variant):
         else:   # fitted with its loss: the fitted β, W_max leave every τ loss-limited (a small W_max could
             # mimic a falling profile without loss, and would not be)
             assert f.model.components(taus, loss=f.key["loss_rate"], duration=8.0)["loss_limited"].all()
+
+
+# -- start-up lag and iperf3's receiver interval (docs/models.md, "Fitting measured runs") ----------------
+
+@pytest.mark.parametrize("variant", ["stcp", "cubic", "htcp", "reno"])
+@pytest.mark.parametrize("d", [0.5, 1.2, 3.0])
+def test_startup_lag_delays_slow_start_by_d_rtts(variant, d):
+    tau, n = np.array([0.0118, 0.0916, 0.183]), 2
+    kw = dict(buffer_bytes=5e7, wmax_bytes=math.inf, mss_bytes=M_BYTES)
+    base, lag = make_model(variant, **kw), make_model(variant, startup_rtts=d, **kw)
+    np.testing.assert_allclose(lag.components(tau, n=n)["T_s"] - base.components(tau, n=n)["T_s"], d * tau,
+                               rtol=1e-12)
+    # size mode: the time to send F grows by exactly d·τ (beyond slow start)
+    F = 20e9
+    t0, t1 = (F * 8 / m.components(tau, n=n, size=F)["S"] for m in (base, lag))  # S, not min(S, C)
+    np.testing.assert_allclose(t1 - t0, d * tau, rtol=1e-9)
+    # duration mode within slow start: Eq. (3) shifted by d·τ; nothing before d·τ
+    w0 = n * 10 * M_BYTES * 8
+    T = (d + 3.0) * tau
+    np.testing.assert_allclose(lag.components(tau, n=n, duration=T)["F"], w0 * (2.0 ** 3.0 - 1) / math.log(2),
+                               rtol=1e-12)
+    assert np.all(lag.predict(tau, n=n, duration=0.9 * d * tau) == 0.0)
+
+
+@pytest.mark.parametrize("variant", ["stcp", "cubic", "htcp", "reno"])
+def test_receiver_report_counts_the_data_over_t_plus_one_rtt_plus_the_queue(variant):
+    tau = np.array([0.0004, 0.0118, 0.0456, 0.183])
+    beta = 3e7
+    for wmax in (math.inf, 1e6):  # 1 MB per flow is below Cτ from 11.8 ms on (Case 1: no queue)
+        kw = dict(buffer_bytes=beta, wmax_bytes=wmax, mss_bytes=M_BYTES, queue_fill=True)
+        sender, receiver = make_model(variant, **kw), make_model(variant, receiver_report=True, **kw)
+        for T in (2.0, 8.0, 60.0):
+            c = sender.components(tau, duration=T)
+            F = c["F"]
+            span = F / receiver.predict(tau, duration=T)  # the receiver's interval the model implies [s]
+            assert np.all(span >= T + tau - 1e-9) and np.all(span <= T + tau + beta * 8 / 10e9 + 1e-9)
+            if wmax == 1e6:
+                case1 = c["case"] == 1
+                assert case1[1:].all()
+                np.testing.assert_allclose(span[case1], T + tau[case1], rtol=1e-12)
+    # the interval's extra length matters less the longer the run: T → ∞ gives the sustained rate
+    inf = make_model(variant, receiver_report=True, buffer_bytes=beta, wmax_bytes=math.inf, mss_bytes=M_BYTES)
+    np.testing.assert_allclose(inf.predict(tau, duration=math.inf), sender.predict(tau, duration=math.inf) if False
+                               else make_model(variant, buffer_bytes=beta, wmax_bytes=math.inf,
+                                               mss_bytes=M_BYTES).predict(tau, duration=math.inf), rtol=1e-12)
+
+
+def _ideal_first_interval_bytes(tau, n, d, end=1.0, mss=M_BYTES):
+    """Bytes the receiver's first interval [0, end] holds: the data a slow start from n·10 segments,
+    d RTTs late, sent in the sender's [0, end − τ] (the inverse of fit._STARTUP_SQL)."""
+    w0 = n * 10 * mss
+    return w0 * (2.0 ** ((end - tau) / tau - d) - 1.0) / math.log(2)
+
+
+def test_the_startup_lag_is_measured_from_first_intervals_of_clean_links(tmp_path):
+    """fit._STARTUP_SQL round trip: a first interval generated with lag d gives back d; a link with
+    external loss, or one whose window reached the BDP within that interval, gives none."""
+    from tcpprofile.models import profiles_from_store
+    from tcpprofile.store.db import Store
+
+    db = str(tmp_path / "lag.duckdb")
+    cases = [  # (τ s, n, d, loss) → is the lag measured?
+        (0.183, 1, 1.3, 0.0, True), (0.0916, 4, 1.8, 0.0, True), (0.183, 1, 1.3, 0.002, False),
+        (0.0118, 1, 1.3, 0.0, False)]
+    with Store.open(db) as store:
+        store.insert_campaign({"campaign_id": "c", "name": "lag", "mode": "emulated"})
+        for i, (tau, n, d, loss, _) in enumerate(cases):
+            store.insert_link({"link_id": f"l{i}", "campaign_id": "c", "kind": "emulated", "rate_bps": 10e9,
+                               "rtt_ms": tau * 1e3, "buffer_bytes": int(10e9 * tau / 8), "buffer_spec": "BDP",
+                               "mtu": 9000, "goodput_ceiling_bps": 10e9 * 8948 / 9038,
+                               "loss_mode": "periodic" if loss else "none", "loss_rate": loss})
+            b = int(min(_ideal_first_interval_bytes(tau, n, d), 1.2e9))  # 11.8 ms: the link is full by then
+            store.put_run({"run_id": f"r{i}", "campaign_id": "c", "link_id": f"l{i}", "variant": "cubic",
+                           "streams": n, "duration_target_s": 8.0, "status": "ok", "throughput_bps": 5e9,
+                           "duration_s": 8.0, "repetition": 0},
+                          intervals=[{"stream": None, "start_s": 0.0, "end_s": 1.0, "bytes": b},
+                                     {"stream": 0, "start_s": 0.0, "end_s": 1.0, "bytes": b}])
+        prof = profiles_from_store(store.con)
+    for tau, n, d, loss, measured in cases:
+        row = np.flatnonzero((np.abs(prof["rtt_ms"] - tau * 1e3) < 1e-9) & (prof["streams"] == n)
+                             & (prof["loss_rate"] == loss))
+        (lag,) = prof["startup_rtts"][row]
+        if measured:
+            assert lag == pytest.approx(d, abs=1e-5)  # bytes rounded to whole ones
+        else:
+            assert lag is None or not np.isfinite(lag)
+    np.testing.assert_allclose(prof["capacity_bps"], 10e9 * 8948 / 9038)
+
+
+def test_held_out_lag_comes_from_the_other_rtts_only():
+    """leave_one_rtt_out re-estimates the lag without the held-out τ: a wild lag measured at the held-out
+    τ changes nothing there."""
+    from tcpprofile.models.fit import leave_one_rtt_out, startup_rtts_of
+
+    truth = make_model("htcp", buffer_bytes=3e7, wmax_bytes=2e8, mss_bytes=M_BYTES, startup_rtts=1.0,
+                       queue_fill=True, receiver_report=True)
+    tau = np.array([0.0118, 0.0456, 0.0916, 0.183])
+    n, T = np.ones(4), np.full(4, 8.0)
+    M = truth.predict(tau, n=n, duration=T)
+    model = make_model("htcp", mss_bytes=M_BYTES, queue_fill=True, receiver_report=True)
+    sane = leave_one_rtt_out(model, tau, M, n, startup=np.array([1.0, 1.0, 1.0, 1.0]), duration=T)
+    wild = leave_one_rtt_out(model, tau, M, n, startup=np.array([1.0, 1.0, 1.0, 40.0]), duration=T)
+    assert wild[3] == pytest.approx(sane[3], rel=1e-9)
+    late = leave_one_rtt_out(model, tau, M, n, startup=np.full(4, 3.0), duration=T)
+    assert late[3] < sane[3] * 0.97  # the lag is used: 2 more RTTs of slow start at 183 ms cost > 3 %
+    assert startup_rtts_of([np.nan, 1.0, 2.0, np.nan, 3.0]) == 2.0 and startup_rtts_of([np.nan]) == 0.0

@@ -43,8 +43,10 @@ def register(subparsers) -> None:
                         "e.g. reproduce-quick-clean")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--queue-fill", action="store_true",
-                   help="loss when the window exceeds Cτ + β (ACK-clocked queue) instead of the paper's Eq. (8) "
-                        "(docs/models.md); same as --set queue_fill=true")
+                   help="predict: loss when the window exceeds Cτ + β (ACK-clocked queue) instead of the paper's "
+                        "Eq. (8) (docs/models.md); same as --set queue_fill=true. `fit` does this by default")
+    p.add_argument("--eq8", action="store_true",
+                   help="fit: the buffer overflows by the paper's Eq. (8), not at W = Cτ + β (docs/models.md)")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
@@ -161,7 +163,9 @@ def _fit(args) -> int:
         profiles = profiles_from_store(con, campaigns=args.campaign or None, exclude_flagged=args.exclude_flagged)
     finally:
         con.close()
-    fits = fit_profiles(profiles, queue_fill=args.queue_fill)
+    if args.queue_fill and args.eq8:
+        raise ValidationError("--eq8", "not with --queue-fill: the buffer overflows one way or the other")
+    fits = fit_profiles(profiles, **({"queue_fill": False} if args.eq8 else {}))
     if args.json:
         json.dump([f.as_dict() for f in fits], sys.stdout, indent=1)
         print()
@@ -172,7 +176,7 @@ def _fit(args) -> int:
         return 0
     print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'sock buf':>8} {'size GB':>8} {'loss':>12}"
           f" {'β fit MB':>9}"
-          f" {'W_max fit MB':>12} {'n':>3} {'E %':>6} {'held-out E %':>12}")
+          f" {'W_max fit MB':>12} {'d RTT':>5} {'n':>3} {'E %':>6} {'held-out E %':>12}")
     for f in fits:
         d = f.as_dict()
         for s, e in d["E_percent"].items():
@@ -187,8 +191,12 @@ def _fit(args) -> int:
             sock = "auto" if sb is None or sb != sb else _mb(sb) + "MB"      # None/NaN: autotuned
             print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {sock:>8} {amount:>8} {loss:>12} "
                   f"{_beta_fit(d):>9} "
-                  f"{_wmax(d):>12} {s:3d} {e:6.2f} {held:12.2f}")
+                  f"{_wmax(d):>12} {d['startup_rtts']:5.2f} {s:3d} {e:6.2f} {held:12.2f}")
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
+    print("fitted as measured (docs/models.md, \"Fitting measured runs\"): C = the link's payload ceiling; loss at "
+          "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8 else " (--eq8: the paper's Eq. (8))")
+          + "; d RTT = slow start's start-up lag, measured from the runs' first intervals (0: none measured); "
+          "-t runs over iperf3's receiver interval T + τ + queue")
     if any(f.buffer_multiple is not None for f in fits):
         print("β fit m×: the configured buffer changes with τ (k×BDP), so β is fitted as m × the configured one")
     if any(f.wmax_known for f in fits):

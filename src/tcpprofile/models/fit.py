@@ -49,6 +49,7 @@ PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes",
 DATASET_KEYS = ("variant", "rate_bps", "buffer", "buffer_bytes", "socket_buffer_bytes", "transfer_bytes",
                 "duration_target_s", "loss_mode", "loss_rate", "mtu")
 TCP_IP_HEADERS = 52  # bytes: IPv4 20 + TCP 20 + timestamps 12 (as tcpprofile.testbed.config)
+INITIAL_WINDOW = 10  # segments: Linux's IW10 (RFC 6928), the models' default initial_window
 
 
 def mean_relative_error(measured, predicted) -> float:
@@ -165,7 +166,9 @@ class DatasetFit:
     wmax_known: bool = False
 
     def as_dict(self) -> dict:
-        return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()},
+        settings = {k: self.model.get_params()[k] for k in ("capacity_bps", "queue_fill", "startup_rtts",
+                                                              "receiver_report")}
+        return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()}, **settings,
                 "buffer_bytes_fit": getattr(self.model, "buffer_bytes_", None),
                 "buffer_multiple_fit": self.buffer_multiple, "wmax_bytes_fit": self.model.wmax_bytes_,
                 "wmax_known": self.wmax_known,
@@ -209,10 +212,11 @@ def fit_relative(model: FirstPrinciplesModel, tau, M, n, scale, **kw) -> float:
 
 
 def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=None, wmax_bounds=WMAX_BOUNDS,
-                      **kw) -> np.ndarray:
+                      startup=None, **kw) -> np.ndarray:
     """Held-out predictions: for each distinct τ, the model refitted on the other τ predicts it
     (nan everywhere with fewer than 3 distinct τ). buffer_scale: fit β relative to it (fit_relative);
-    wmax_bounds: W_max's range [bytes] (fixed_wmax_bounds for a known W_max)."""
+    wmax_bounds: W_max's range [bytes] (fixed_wmax_bounds for a known W_max); startup: the start-up lag
+    measured per row (nan: none), re-estimated from the other τ's rows in each fold (startup_rtts_of)."""
     P = np.full(M.shape, np.nan)
     taus = np.unique(tau)
     if taus.size < 3:
@@ -220,6 +224,8 @@ def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=No
     twin = type(model)(**model.get_params())
     for t in taus:
         out = tau == t
+        if startup is not None:
+            twin.set_params(startup_rtts=startup_rtts_of(startup[~out]))
         sub = {k: v[~out] for k, v in kw.items()}
         held = {k: v[out] for k, v in kw.items()}
         if buffer_scale is None:
@@ -254,6 +260,14 @@ def _known_wmax(cols, idx) -> float | None:
     return None if lim is None else float(lim.min()) / 2
 
 
+def startup_rtts_of(per_row) -> float:
+    """The start-up lag d [RTTs] a fit uses: the median of the rows' measured lags (each a configuration's
+    median over its runs, _STARTUP_SQL), 0 (the paper's slow start) where none was measured."""
+    v = np.asarray(per_row, float)
+    v = v[np.isfinite(v)]
+    return float(np.clip(np.median(v), 0.0, 64.0)) if v.size else 0.0
+
+
 def _relative_scale(cols, idx) -> np.ndarray | None:
     """The configured buffer per row [bytes] when it changes across the dataset's τ (k×BDP), else None."""
     cfg = _positive_column(cols, "configured_buffer_bytes", idx)
@@ -276,14 +290,28 @@ def datasets(table) -> list[tuple[dict, np.ndarray]]:
 def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[DatasetFit]:
     """Fit β and W_max per dataset (same variant, rate, buffer, socket buffer, transfer size or duration,
     loss, MTU) and report E per stream count, in-sample and leave-one-RTT-out. Rows with a variant that
-    has no model are skipped. A configured buffer that changes with τ is fitted as a multiple of it."""
+    has no model are skipped. A configured buffer that changes with τ is fitted as a multiple of it.
+
+    What the model is compared with is what was measured (docs/models.md, "Fitting measured runs"): C is
+    the link's payload ceiling (capacity_bps: rate × MSS/(MTU + 38) on the emulated link, else the rate);
+    loss at W = Cτ + β (queue_fill=True); the slow start's start-up lag measured from the runs' first
+    intervals (startup_rtts); duration-mode runs as iperf3's receiver reports them (receiver_report=True).
+    model_params override any of these (e.g. queue_fill=False: the paper's Eq. (8))."""
 
     cols = as_columns(table)
+    lags = (np.array([np.nan if _missing(x) else float(x) for x in cols["startup_rtts"]])
+            if "startup_rtts" in cols and "startup_rtts" not in model_params else None)
     fits = []
     for kd, idx in datasets(cols):
         kw = _mode(cols, idx, kd)
-        params = {**kw.pop("_params"), **model_params}
-        model = make_model(str(kd["variant"]), capacity_bps=float(kd["rate_bps"]), **params)
+        startup = None
+        if lags is not None:  # the dataset's own lags; a dataset without any (lossy links) takes the others'
+            startup = lags[idx] if np.isfinite(lags[idx]).any() else np.full(idx.size, startup_rtts_of(lags))
+        params = {**kw.pop("_params"), "queue_fill": True, "receiver_report": "duration" in kw,
+                  **({} if startup is None else {"startup_rtts": startup_rtts_of(startup)}), **model_params}
+        cap = _positive_column(cols, "capacity_bps", idx)
+        capacity = float(np.mean(cap)) if cap is not None else float(kd["rate_bps"])
+        model = make_model(str(kd["variant"]), capacity_bps=capacity, **params)
         tau = cols["rtt_ms"][idx].astype(float) / 1e3
         n = cols["streams"][idx].astype(float)
         M = cols["throughput_bps"][idx].astype(float)
@@ -297,8 +325,8 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
             multiple = fit_relative(model, tau, M, n, scale, wmax_bounds=wb, **kw)
             P = model.predict(tau, n=n, buffer=multiple * scale, **kw)
         errors = {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
-        H = (leave_one_rtt_out(model, tau, M, n, buffer_scale=scale, wmax_bounds=wb, **kw) if heldout
-             else np.full(M.shape, np.nan))
+        H = (leave_one_rtt_out(model, tau, M, n, buffer_scale=scale, wmax_bounds=wb, startup=startup, **kw)
+             if heldout else np.full(M.shape, np.nan))
         held = {int(s): mean_relative_error(M[n == s], H[n == s]) for s in np.unique(n)}
         fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size, heldout=held,
                                buffer_multiple=multiple, wmax_known=known is not None))
@@ -307,7 +335,20 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
 
 _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
     CAST(buffer_bytes AS VARCHAR) AS buffer, buffer_bytes AS configured_buffer_bytes, throughput_bps, status,
-    CAST(NULL AS DOUBLE) AS window_limit_bytes, false AS flagged, {flat_extra} FROM runs{where}"""
+    CAST(NULL AS DOUBLE) AS window_limit_bytes, false AS flagged, CAST(NULL AS DOUBLE) AS startup_rtts_run,
+    {flat_extra} FROM runs{where}"""
+# The start-up lag d of one run from its first receiver interval (docs/models.md, "Start-up lag"): the
+# receiver's interval [0, e] holds the data sent in the sender's [0, e − τ], B bytes; a slow start that
+# doubles per RTT from w0 = n·IW·MSS after d RTTs has sent w0·(2^{(e−τ)/τ − d} − 1)/ln 2, so
+# d = (e − τ)/τ − log2(1 + B·ln 2/w0). Used only where that interval holds ≥ 2 RTTs of sending and stays
+# below the BDP (w0 + B·ln 2 ≤ C·τ: the window never reached the pipe, so slow start is all it saw), on
+# links without external loss (a loss ends slow start early).
+_STARTUP_SQL = f"""(SELECT CASE WHEN i.bytes > 0 AND i.end_s - {{tau}} >= 2 * {{tau}}
+        AND coalesce(l.loss_rate, 0) = 0
+        AND {{w0}} + i.bytes * ln(2) <= coalesce(l.goodput_ceiling_bps, l.rate_bps) * {{tau}} / 8
+      THEN (i.end_s - {{tau}}) / ({{tau}}) - log2(1 + i.bytes * ln(2) / ({{w0}})) END
+    FROM intervals i WHERE i.run_id = r.run_id AND i.stream IS NULL AND i.start_s = 0 LIMIT 1)""".format(
+    tau="coalesce(l.rtt_ms, l.rtt_measured_ms) / 1e3", w0=f"r.streams * {INITIAL_WINDOW} * coalesce(l.mtu - {TCP_IP_HEADERS}, 1448)")
 # The store keeps the link (τ, C, β) in `links`; each run names its link. τ of a link that does not set it
 # (a remote host) is its measured RTT, as in tcpprofile.select.
 _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s,
@@ -315,17 +356,19 @@ _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfe
     l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status, {FLAGGED_SQL} AS flagged,
     CASE WHEN r.socket_buffer_bytes IS NULL THEN r.effective_socket_buffer_bytes END AS window_limit_bytes,
     r.duration_target_s, coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate,
-    l.mtu FROM runs r JOIN links l ON r.link_id = l.link_id{{where}}"""
+    l.mtu, coalesce(l.goodput_ceiling_bps, l.rate_bps) AS capacity_bps, {_STARTUP_SQL} AS startup_rtts_run
+    FROM runs r JOIN links l ON r.link_id = l.link_id{{where}}"""
 # optional columns of a flat table (plain tables written by other tools may lack them)
 _FLAT_OPTIONAL = {"duration_target_s": "CAST(NULL AS DOUBLE)", "loss_mode": "'none'", "loss_rate": "CAST(0 AS DOUBLE)",
-                  "mtu": "CAST(NULL AS INTEGER)"}
+                  "mtu": "CAST(NULL AS INTEGER)", "capacity_bps": "rate_bps"}
 
 PROFILE_SQL = """
 SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
        loss_mode, loss_rate, mtu,
        coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
        avg(configured_buffer_bytes) AS configured_buffer_bytes, min(window_limit_bytes) AS window_limit_bytes,
-       avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs
+       avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs,
+       avg(capacity_bps) AS capacity_bps, median(startup_rtts_run) AS startup_rtts
 FROM ({source}) AS runs
 WHERE status = 'ok' AND throughput_bps > 0 AND rtt_ms IS NOT NULL AND rate_bps IS NOT NULL{flagged}
 GROUP BY variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,

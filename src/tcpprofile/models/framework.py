@@ -25,7 +25,10 @@ Added here (derivations in docs/models.md):
 * Duration mode (iperf3 -t T): the time to send F is t(F) = T_s + (F − N_s)·T_a/N_a for F > N_s (the
   sending-rate formula S = F/(T_s + k·T_a) with k = (F − N_s)/N_a), linear in F, so the data sent in T is
   F(T) = N_s + (T − T_s)·N_a/T_a for T > T_s and n·w0·(2^{T/τ} − 1)/ln 2 (Eq. (3)) within slow start;
-  throughput = min(F(T)/T, C).
+  throughput = min(F(T)/T, C). With receiver_report, the rate iperf3's receiver reports: F(T)/(T + τ + q̄)
+  (its interval is one RTT plus the final queueing delay q̄ longer; docs/models.md "Fitting measured runs").
+* Start-up lag (startup_rtts = d): slow start doubles from w0 only after d RTTs (the receiver opening its
+  window), w(t) = w0·2^{t/τ − d}: T_s and the time of any transfer grow by dτ.
 * External loss (1 in N packets, periodic; uniform with probability p by its mean N = 1/p): each of the
   n flows, on its share C/n and β/n, ends an epoch after N segments when that comes before the buffer
   overflows (or W_max): its peak W_L solves N_epoch(W_L) = N·M, with the epoch from the window after a
@@ -113,6 +116,9 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     "duration_s": Constraint(float, 0, math.inf, "right", "s (transfer duration T; None: size mode)",
                              optional=True),
     "queue_fill": Constraint(bool),   # W_m = Cτ + β (ACK-clocked queue) instead of Eq. (8); docs/models.md
+    # slow start reaches each window this many RTTs late (the receiver opening its window); docs/models.md
+    "startup_rtts": Constraint(float, 0, 64, "both", "RTTs (slow start's start-up lag d)"),
+    "receiver_report": Constraint(bool),  # duration mode: the rate iperf3's receiver reports; docs/models.md
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",
@@ -268,7 +274,8 @@ class FirstPrinciplesModel(Model):
             segs = np.where(p > 0, 1.0 / p, np.inf)  # segments per flow between external losses, N = 1/p
         loss_ss = w0 + segs * M * LN2  # first loss after N segments: N_s = (thresh − w0)/ln 2 = N·M (Eq. (3))
         thresh = np.maximum(np.minimum.reduce([ssthresh, bdp / n, Wagg / n, loss_ss]), w0)  # §IV-D rule 3
-        Ts = tau * np.log2(thresh / w0)  # Eq. (2), generalised to w(0) = w0: T_s = τ·log2(thresh/w0)  [s]
+        lag = float(self.startup_rtts) * tau  # start-up lag d·τ: w(t) = w0·2^{t/τ − d}, no data before  [s]
+        Ts = lag + tau * np.log2(thresh / w0)  # Eq. (2), generalised to w(0) = w0: T_s = dτ + τ·log2(thresh/w0)  [s]
         Ns = n * (thresh - w0) / LN2  # Eq. (3) × n (§IV-D rule 3): N_s = n·(thresh − w0)/ln 2  [bits]
 
         nan = np.full(shape=tau.shape, fill_value=np.nan)
@@ -344,13 +351,14 @@ class FirstPrinciplesModel(Model):
                 k = np.where(in_ss, 0.0, (F - Ns) / Na)
                 S = np.where(np.isinf(F), sustained, F / (Ts + (F - Ns) / sustained))
                 # Transfer ends within slow start: invert Eq. (3) for the time that carries F.
-                t_ss = tau * np.log2(1.0 + F * LN2 / (n * w0))
+                t_ss = lag + tau * np.log2(1.0 + F * LN2 / (n * w0))
                 S = np.where(in_ss, F / t_ss, S)
             else:
                 T = b(duration)
                 in_ss = T <= Ts
                 # Data sent in T: F(T) = N_s + (T − T_s)·N_a/T_a, or Eq. (3) within slow start  [bits]
-                F = np.where(in_ss, n * w0 * (np.exp2(T / tau) - 1.0) / LN2, Ns + (T - Ts) * sustained)
+                grow = np.maximum(T - lag, 0.0)  # time slow start has been growing  [s]
+                F = np.where(in_ss, n * w0 * (np.exp2(grow / tau) - 1.0) / LN2, Ns + (T - Ts) * sustained)
                 k = np.where(in_ss, 0.0, (F - Ns) / Na)
                 S = np.where(np.isinf(T), sustained, F / T)
             finite = np.isfinite(F) if duration is None else np.isfinite(T)
@@ -364,11 +372,27 @@ class FirstPrinciplesModel(Model):
                 else:
                     F[tr] = Ns[tr] + tra.data(T[tr] - Ts[tr])
                     S[tr] = F[tr] / T[tr]
+            if duration is not None and self.receiver_report:
+                # iperf3's receiver counts F over T + τ + q: its interval opens when it sends TEST_START
+                # (τ/2 before the sender starts) and closes when TEST_END arrives (τ/2 plus the queueing
+                # delay q after the sender stops; the FIFO puts every byte sent before T ahead of it).
+                q = np.where(in_ss, 0.0, self._mean_queue_delay(out["W_s"], W_L, loss_limited, case, r))
+                S = np.where(np.isinf(T), sustained, F / (T + tau + q))
         case = np.where(in_ss, 0, case)
         res = dict(out, T_s=Ts, N_s=Ns, thresh=thresh, W_max=Wagg, T_a=Ta, N_a=Na, k=k, case=case,
                    subcase=subcase, phase1=phase1, W_L=W_L, loss_limited=loss_limited, F=F, S=S,
                    throughput=np.minimum(S, C))
         return {name: res[name].reshape(shape) for name in COMPONENT_NAMES}
+
+    def _mean_queue_delay(self, Ws, W_L, loss_limited, case, r):
+        """Mean queueing delay q̄ [s] of the sustained regime: the window's epoch midpoint between the
+        after-loss window and the peak (W_s, or W_L under external loss), less Cτ, over C; 0 for a window
+        limit at or below Cτ (Case 1); at most β/C. A midpoint, not the epoch's time average
+        (docs/models.md: a ≤ 1-RTT correction to the receiver's interval)."""
+        peak = np.where(loss_limited, W_L, np.where(case == 2, Ws, 0.0))
+        peak = np.where(np.isfinite(peak), peak, 0.0)
+        mid = (self._after_loss(peak, r) + peak) / 2.0
+        return np.clip(mid - r.bdp, 0.0, r.beta) / r.C
 
     # -- public API --------------------------------------------------------------------------------
     def _buffer_default(self):

@@ -35,7 +35,8 @@ class HTCP(FirstPrinciplesModel):
                         tabulated=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
-                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False, delta_l=1.0, b=0.5,
+                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
+                 startup_rtts=0.0, receiver_report=False, delta_l=1.0, b=0.5,
                  adaptive_backoff=True, tabulated=True):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
@@ -46,6 +47,8 @@ class HTCP(FirstPrinciplesModel):
         self.initial_window = initial_window
         self.duration_s = duration_s
         self.queue_fill = queue_fill
+        self.startup_rtts = startup_rtts
+        self.receiver_report = receiver_report
         self.delta_l = delta_l
         self.b = b
         self.adaptive_backoff = adaptive_backoff

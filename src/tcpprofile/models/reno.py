@@ -20,7 +20,8 @@ class Reno(FirstPrinciplesModel):
                         b=Constraint(float, 0, 1, "neither", "fraction of the window kept"))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
-                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False, a=1.0, b=0.5):
+                 size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
+                 startup_rtts=0.0, receiver_report=False, a=1.0, b=0.5):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -30,6 +31,8 @@ class Reno(FirstPrinciplesModel):
         self.initial_window = initial_window
         self.duration_s = duration_s
         self.queue_fill = queue_fill
+        self.startup_rtts = startup_rtts
+        self.receiver_report = receiver_report
         self.a = a
         self.b = b
 
