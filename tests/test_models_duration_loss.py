@@ -306,9 +306,8 @@ def test_receiver_report_counts_the_data_over_t_plus_one_rtt_plus_the_queue(vari
                 np.testing.assert_allclose(span[case1], T + tau[case1], rtol=1e-12)
     # the interval's extra length matters less the longer the run: T → ∞ gives the sustained rate
     inf = make_model(variant, receiver_report=True, buffer_bytes=beta, wmax_bytes=math.inf, mss_bytes=M_BYTES)
-    np.testing.assert_allclose(inf.predict(tau, duration=math.inf), sender.predict(tau, duration=math.inf) if False
-                               else make_model(variant, buffer_bytes=beta, wmax_bytes=math.inf,
-                                               mss_bytes=M_BYTES).predict(tau, duration=math.inf), rtol=1e-12)
+    plain = make_model(variant, buffer_bytes=beta, wmax_bytes=math.inf, mss_bytes=M_BYTES)
+    np.testing.assert_allclose(inf.predict(tau, duration=math.inf), plain.predict(tau, duration=math.inf), rtol=1e-12)
 
 
 def _ideal_first_interval_bytes(tau, n, d, end=1.0, mss=M_BYTES):

@@ -50,6 +50,7 @@ DATASET_KEYS = ("variant", "rate_bps", "buffer", "buffer_bytes", "socket_buffer_
                 "duration_target_s", "loss_mode", "loss_rate", "mtu")
 TCP_IP_HEADERS = 52  # bytes: IPv4 20 + TCP 20 + timestamps 12 (as tcpprofile.testbed.config)
 INITIAL_WINDOW = 10  # segments: Linux's IW10 (RFC 6928), the models' default initial_window
+DEFAULT_MSS = 1448   # bytes: MTU 1500 − TCP_IP_HEADERS, the models' default mss_bytes (no MTU recorded)
 
 
 def mean_relative_error(measured, predicted) -> float:
@@ -166,8 +167,8 @@ class DatasetFit:
     wmax_known: bool = False
 
     def as_dict(self) -> dict:
-        settings = {k: self.model.get_params()[k] for k in ("capacity_bps", "queue_fill", "startup_rtts",
-                                                              "receiver_report")}
+        params = self.model.get_params()
+        settings = {k: params[k] for k in ("capacity_bps", "queue_fill", "startup_rtts", "receiver_report")}
         return {**{k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()}, **settings,
                 "buffer_bytes_fit": getattr(self.model, "buffer_bytes_", None),
                 "buffer_multiple_fit": self.buffer_multiple, "wmax_bytes_fit": self.model.wmax_bytes_,
@@ -245,12 +246,17 @@ def fixed_wmax_bounds(wmax_bytes: float) -> tuple[float, float]:
     return (wmax_bytes * (1 - WMAX_KNOWN_REL), wmax_bytes)
 
 
-def _positive_column(cols, name, idx) -> np.ndarray | None:
-    """An optional per-row column [bytes] of the dataset's rows, when every row has a positive value."""
+def _float_column(cols, name, idx=slice(None)) -> np.ndarray | None:
+    """An optional per-row column of the rows idx as floats (nan where missing), None without the column."""
     if name not in cols:
         return None
-    v = np.array([np.nan if _missing(x) else float(x) for x in cols[name][idx]])
-    return v if np.all(np.isfinite(v) & (v > 0)) else None
+    return np.array([np.nan if _missing(x) else float(x) for x in cols[name][idx]])
+
+
+def _positive_column(cols, name, idx) -> np.ndarray | None:
+    """An optional per-row column [bytes] of the dataset's rows, when every row has a positive value."""
+    v = _float_column(cols, name, idx)
+    return v if v is not None and np.all(np.isfinite(v) & (v > 0)) else None
 
 
 def _known_wmax(cols, idx) -> float | None:
@@ -299,8 +305,7 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
     model_params override any of these (e.g. queue_fill=False: the paper's Eq. (8))."""
 
     cols = as_columns(table)
-    lags = (np.array([np.nan if _missing(x) else float(x) for x in cols["startup_rtts"]])
-            if "startup_rtts" in cols and "startup_rtts" not in model_params else None)
+    lags = None if "startup_rtts" in model_params else _float_column(cols, "startup_rtts")
     fits = []
     for kd, idx in datasets(cols):
         kw = _mode(cols, idx, kd)
@@ -337,7 +342,11 @@ _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, du
     CAST(buffer_bytes AS VARCHAR) AS buffer, buffer_bytes AS configured_buffer_bytes, throughput_bps, status,
     CAST(NULL AS DOUBLE) AS window_limit_bytes, false AS flagged, CAST(NULL AS DOUBLE) AS startup_rtts_run,
     {flat_extra} FROM runs{where}"""
-# The start-up lag d of one run from its first receiver interval (docs/models.md, "Start-up lag"): the
+# τ of a link that does not set it (a remote host) is its measured RTT, as in tcpprofile.select; C is the
+# link's payload ceiling where calibration stored it (docs/models.md, "Fitting measured runs").
+_TAU_MS_SQL = "coalesce(l.rtt_ms, l.rtt_measured_ms)"
+_CAPACITY_SQL = "coalesce(l.goodput_ceiling_bps, l.rate_bps)"
+# The start-up lag d of one run from its first receiver interval (docs/models.md, "Fitting measured runs"): the
 # receiver's interval [0, e] holds the data sent in the sender's [0, e − τ], B bytes; a slow start that
 # doubles per RTT from w0 = n·IW·MSS after d RTTs has sent w0·(2^{(e−τ)/τ − d} − 1)/ln 2, so
 # d = (e − τ)/τ − log2(1 + B·ln 2/w0). Used only where that interval holds ≥ 2 RTTs of sending and stays
@@ -345,18 +354,17 @@ _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, du
 # links without external loss (a loss ends slow start early).
 _STARTUP_SQL = f"""(SELECT CASE WHEN i.bytes > 0 AND i.end_s - {{tau}} >= 2 * {{tau}}
         AND coalesce(l.loss_rate, 0) = 0
-        AND {{w0}} + i.bytes * ln(2) <= coalesce(l.goodput_ceiling_bps, l.rate_bps) * {{tau}} / 8
+        AND {{w0}} + i.bytes * ln(2) <= {_CAPACITY_SQL} * {{tau}} / 8
       THEN (i.end_s - {{tau}}) / ({{tau}}) - log2(1 + i.bytes * ln(2) / ({{w0}})) END
     FROM intervals i WHERE i.run_id = r.run_id AND i.stream IS NULL AND i.start_s = 0 LIMIT 1)""".format(
-    tau="coalesce(l.rtt_ms, l.rtt_measured_ms) / 1e3", w0=f"r.streams * {INITIAL_WINDOW} * coalesce(l.mtu - {TCP_IP_HEADERS}, 1448)")
-# The store keeps the link (τ, C, β) in `links`; each run names its link. τ of a link that does not set it
-# (a remote host) is its measured RTT, as in tcpprofile.select.
+    tau=f"{_TAU_MS_SQL} / 1e3", w0=f"r.streams * {INITIAL_WINDOW} * coalesce(l.mtu - {TCP_IP_HEADERS}, {DEFAULT_MSS})")
+# The store keeps the link (τ, C, β) in `links`; each run names its link.
 _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s,
-    coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
+    {_TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
     l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status, {FLAGGED_SQL} AS flagged,
     CASE WHEN r.socket_buffer_bytes IS NULL THEN r.effective_socket_buffer_bytes END AS window_limit_bytes,
     r.duration_target_s, coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate,
-    l.mtu, coalesce(l.goodput_ceiling_bps, l.rate_bps) AS capacity_bps, {_STARTUP_SQL} AS startup_rtts_run
+    l.mtu, {_CAPACITY_SQL} AS capacity_bps, {_STARTUP_SQL} AS startup_rtts_run
     FROM runs r JOIN links l ON r.link_id = l.link_id{{where}}"""
 # optional columns of a flat table (plain tables written by other tools may lack them)
 _FLAT_OPTIONAL = {"duration_target_s": "CAST(NULL AS DOUBLE)", "loss_mode": "'none'", "loss_rate": "CAST(0 AS DOUBLE)",

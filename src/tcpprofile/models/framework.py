@@ -356,11 +356,18 @@ class FirstPrinciplesModel(Model):
             else:
                 T = b(duration)
                 in_ss = T <= Ts
+                span = T  # the interval the rate is over: the sender's T, or iperf3's receiver's (below)
+                if self.receiver_report:
+                    # iperf3's receiver counts F over T + τ + q: its interval opens when it sends TEST_START
+                    # (τ/2 before the sender starts) and closes when TEST_END arrives (τ/2 plus the queueing
+                    # delay q after the sender stops; the FIFO puts every byte sent before T ahead of it).
+                    q = np.where(in_ss, 0.0, self._mean_queue_delay(out["W_s"], W_L, loss_limited, case, r))
+                    span = T + tau + q
                 # Data sent in T: F(T) = N_s + (T − T_s)·N_a/T_a, or Eq. (3) within slow start  [bits]
                 grow = np.maximum(T - lag, 0.0)  # time slow start has been growing  [s]
                 F = np.where(in_ss, n * w0 * (np.exp2(grow / tau) - 1.0) / LN2, Ns + (T - Ts) * sustained)
                 k = np.where(in_ss, 0.0, (F - Ns) / Na)
-                S = np.where(np.isinf(T), sustained, F / T)
+                S = np.where(np.isinf(T), sustained, F / span)
             finite = np.isfinite(F) if duration is None else np.isfinite(T)
             tr = loss_limited & ~in_ss & np.isfinite(sustained) & finite
             if tr.any():  # the decay from the slow-start window to W_L (transient.py)
@@ -371,13 +378,7 @@ class FirstPrinciplesModel(Model):
                     S[tr] = F[tr] / (Ts[tr] + tra.time(F[tr] - Ns[tr]))
                 else:
                     F[tr] = Ns[tr] + tra.data(T[tr] - Ts[tr])
-                    S[tr] = F[tr] / T[tr]
-            if duration is not None and self.receiver_report:
-                # iperf3's receiver counts F over T + τ + q: its interval opens when it sends TEST_START
-                # (τ/2 before the sender starts) and closes when TEST_END arrives (τ/2 plus the queueing
-                # delay q after the sender stops; the FIFO puts every byte sent before T ahead of it).
-                q = np.where(in_ss, 0.0, self._mean_queue_delay(out["W_s"], W_L, loss_limited, case, r))
-                S = np.where(np.isinf(T), sustained, F / (T + tau + q))
+                    S[tr] = F[tr] / span[tr]
         case = np.where(in_ss, 0, case)
         res = dict(out, T_s=Ts, N_s=Ns, thresh=thresh, W_max=Wagg, T_a=Ta, N_a=Na, k=k, case=case,
                    subcase=subcase, phase1=phase1, W_L=W_L, loss_limited=loss_limited, F=F, S=S,
@@ -390,7 +391,6 @@ class FirstPrinciplesModel(Model):
         limit at or below Cτ (Case 1); at most β/C. A midpoint, not the epoch's time average
         (docs/models.md: a ≤ 1-RTT correction to the receiver's interval)."""
         peak = np.where(loss_limited, W_L, np.where(case == 2, Ws, 0.0))
-        peak = np.where(np.isfinite(peak), peak, 0.0)
         mid = (self._after_loss(peak, r) + peak) / 2.0
         return np.clip(mid - r.bdp, 0.0, r.beta) / r.C
 
