@@ -14,12 +14,12 @@ slow run (× 0.75–0.95, the left tail of loss episodes) and a ±0.3 % shared e
 
 Replays (each a fresh random order of the stored repetitions: permutations, so a configuration run to
 the maximum sees exactly its stored values):
-- adaptive: every configuration repeated by campaign/adaptive.stop_reason; the decision per RTT is
+- adaptive: every configuration repeated by campaign/policies/adaptive.stop_reason; the decision per RTT is
   the simplest configuration within the margin of the best mean (select's rule); "same decision" =
   that configuration is the exhaustive winner or within its tie (all 10 repetitions, same rule).
-- racing 'paired' (campaign/racing.replay): every RTT's candidates raced in rounds of every survivor
+- racing 'paired' (campaign/rules/paired.replay): every RTT's candidates raced in rounds of every survivor
   (rounds = repetitions); same criterion for the winner.
-- racing 'confirm' (campaign/confirm.replay, tune's default): only the runs that can change the decision
+- racing 'confirm' (campaign/rules/confirm.replay, tune's default): only the runs that can change the decision
   (a candidate's k-th run is its k-th stored value of the replay's order); same criterion.
 Prints transfer seconds of the fixed design ÷ used, the share of replays with the same decision, for
 the races the share whose winner is exactly the exhaustive winner (the simplest of its tie), and on the
@@ -41,9 +41,10 @@ from pathlib import Path
 import numpy as np
 
 from tcpprofile import decide
-from tcpprofile.campaign.adaptive import stop_reason
-from tcpprofile.campaign import confirm
-from tcpprofile.campaign.racing import choose, replay
+from tcpprofile.campaign.policies.adaptive import stop_reason
+from tcpprofile.campaign.race_state import choose
+from tcpprofile.campaign.rules import confirm
+from tcpprofile.campaign.rules.paired import replay
 from tcpprofile.select import BUILTIN_VARIANTS, Config
 from tcpprofile.store import Store
 

@@ -10,7 +10,7 @@ import pytest
 from fake_executor import FakeExecutor
 from test_campaign_unit import SPEC
 from tcpprofile import campaign, spec
-from tcpprofile.campaign.adaptive import stop_reason
+from tcpprofile.campaign.policies.adaptive import stop_reason
 from tcpprofile.errors import ValidationError
 from tcpprofile.store.db import Store
 

@@ -1,4 +1,4 @@
-"""Racing rule 'confirm' (campaign/confirm.py): drops, confirmation, resting, the decision, the bound's
+"""Racing rule 'confirm' (campaign/rules/confirm.py): drops, confirmation, resting, the decision, the bound's
 validity, and a race driven run by run reaching the decision of its replay."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcpprofile.campaign import confirm
-from tcpprofile.campaign.racing import choose
+from tcpprofile.campaign.race_state import choose
+from tcpprofile.campaign.rules import confirm
 
 G = 1e9
 RULE = dict(first=2, max_rounds=10, margin=0.01, confidence=0.95)

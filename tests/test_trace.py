@@ -140,8 +140,8 @@ with CwndTracer(ports=[9], tag=sys.argv[1]):
 
 
 @pytest.mark.privileged
-def test_cleanup_leftovers_removes_a_killed_tracers_instance_and_mount():
-    from tcpprofile.testbed import cleanup_leftovers
+def test_remove_leftovers_removes_a_killed_tracers_instance_and_mount():
+    from tcpprofile.campaign.leftovers import remove_leftovers
     tag = f"t{secrets.token_hex(3)}"
     child = subprocess.Popen([sys.executable, "-c", CRASHING_TRACER, tag], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)
@@ -152,7 +152,7 @@ def test_cleanup_leftovers_removes_a_killed_tracers_instance_and_mount():
         child.kill()
         child.wait()
     assert f"tcpp-{tag}" in _instances()  # SIGKILL: nothing ran to remove it
-    removed = cleanup_leftovers()
+    removed = remove_leftovers()
     assert f"tracing instance tcpp-{tag}" in removed
     assert f"tcpp-{tag}" not in _instances()
     assert f"tracefs-tcpp-{tag} " not in Path("/proc/self/mounts").read_text()

@@ -10,7 +10,8 @@ import pytest
 
 from fake_executor import FakeExecutor
 from tcpprofile import select as sel, tune
-from tcpprofile.campaign.racing import choose, replay
+from tcpprofile.campaign.race_state import choose
+from tcpprofile.campaign.rules.paired import replay
 from tcpprofile.cli import main
 from tcpprofile.errors import ValidationError
 from tcpprofile.store import Store

@@ -1,4 +1,4 @@
-"""`tcpprofile tune`: the best (V, n, B) for one connection by racing (campaign/racing.py, docs/tune.md).
+"""`tcpprofile tune`: the best (V, n, B) for one connection by racing (campaign/policies/racing.py, docs/tune.md).
 
 `spec_for(...)` turns the command line into a single-link campaign spec (validated by tcpprofile.spec,
 errors named by their flag); `tune(spec, store, ...)` runs the race as a campaign (every run stored,
@@ -14,7 +14,8 @@ from typing import TextIO
 
 from . import decide, spec as specs
 from .campaign import run_campaign
-from .campaign.racing import DEFAULT_RULE, Racing
+from .campaign.policies.racing import Racing
+from .campaign.rules import DEFAULT_RULE, RULES
 from .campaign.recorder import Recorder
 from .dimensions import FLAGGED_SQL, NOTE_FLAGS
 from .errors import ValidationError
@@ -65,7 +66,7 @@ class TuneResult:
     budget_s: float | None
     fixed_s: float                  # what max_rounds repetitions of every candidate would take
     runs: int
-    rule: str = DEFAULT_RULE        # the racing rule (campaign/racing.RULES)
+    rule: str = DEFAULT_RULE        # the racing rule (campaign/rules/)
     flagged: dict | None = None     # instrument flags (docs/testbed.md): runs, chosen (the decision's), kinds
 
     def to_json(self) -> dict:
@@ -115,13 +116,10 @@ STOPS = {"one left": "one candidate left", "tie": "the survivors are a tie withi
          None: "interrupted (run the same command again to continue)"}
 
 
-TESTS = {"confirm": "one-sided t bounds, censored slow runs", "paired": "paired t intervals"}
-
-
 def format_result(res: TuneResult, *, margin: float, confidence: float) -> str:
     g = lambda x: "–" if x is None else f"{x / 1e9:.3f}"   # noqa: E731
     lines = [f"race ({res.rule}) stopped after round {res.rounds}: {STOPS[res.stop]} "
-             f"(margin {margin * 100:g}%, {confidence * 100:g}% {TESTS[res.rule]})"]
+             f"(margin {margin * 100:g}%, {confidence * 100:g}% {RULES[res.rule].DESCRIPTION})"]
     if res.chosen:
         c = res.chosen
         lines.append(f"decision: {_label(c)} — {g(c['mean_bps'])} Gbit/s [{g(c['ci_low_bps'])}, {g(c['ci_high_bps'])}]"

@@ -20,7 +20,7 @@ the run in flight with it: the unfinished runs of its block go back to the front
 next free node, where the run in flight starts again under the same run_id (its 'running' marker is
 overwritten), so nothing is duplicated. The link's processes (iperf3, delayd) run in their own sessions
 and are recorded in the link's owner record (testbed/state.py): the next actor on that machine removes
-them (cleanup_leftovers removes dead owners' things only). A driver that dies takes its actors with it
+them (remove_leftovers removes dead owners' things only). A driver that dies takes its actors with it
 (Ray ends the actors of a dead owner); run again, it resumes like a campaign on one machine. Without any
 node offering the resource for NODE_WAIT_S the driver stops (exit 2); run it again to resume.
 """
@@ -86,19 +86,19 @@ class TestbedNode:
 
     def _clean(self) -> None:
         if self.environments is emulated:
-            from ..testbed import cleanup_leftovers
-            cleanup_leftovers()
+            from .leftovers import remove_leftovers
+            remove_leftovers()
 
 
 def sweep(owner_pid: int) -> list[str]:
     """On a node whose actor was killed mid-run: once that process is gone, remove what its link left
-    (iperf3 and delayd run in their own sessions; cleanup_leftovers removes dead owners' things only)."""
-    from ..testbed import cleanup_leftovers
+    (iperf3 and delayd run in their own sessions; remove_leftovers removes dead owners' things only)."""
     from ..testbed.calibrate import wait_until
+    from .leftovers import remove_leftovers
     from ..testbed.netns import process_start_time
     wait_until(lambda: process_start_time(owner_pid) is None, timeout=CLOSE_TIMEOUT_S,   # gone, or a zombie
                what=f"the killed actor {owner_pid} to exit")
-    return cleanup_leftovers()
+    return remove_leftovers()
 
 
 @dataclass(eq=False)

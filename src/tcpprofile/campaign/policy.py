@@ -4,7 +4,10 @@
 
 Plans are a deterministic function of the recorded results and the campaign seed, so a killed
 campaign resumes to the same decisions. A policy never runs anything and never writes the store.
-Registry: POLICIES (name -> factory(spec, seed)); `for_spec` picks the spec's policy.
+
+The runner (runner.py) calls every hook of `Policy` and nothing else; `BasePolicy` gives the optional
+ones their neutral default. The policies themselves are one module each in policies/ (the registry
+is derived from that package: policies.POLICIES).
 """
 
 from __future__ import annotations
@@ -12,16 +15,36 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Callable, Protocol
+from typing import Protocol
 
-from ..spec import CampaignSpec, RunPoint
-from .executor import Block
+from ..spec import RunPoint
+from .executor import Block, Event
 from .recorder import Recorder
 
 
 class Policy(Protocol):
-    def plan(self, recorder: Recorder) -> list[Block]: ...
-    def total(self, recorder: Recorder) -> int: ...     # runs in the design, for the summary
+    def plan(self, recorder: Recorder) -> list[Block]: ...        # the next round; [] when complete
+    def total(self, recorder: Recorder) -> int: ...                # runs in the design, for the summary
+    def observe(self, event: Event) -> None: ...                   # each event, after it is recorded
+    def progress_note(self) -> str | None: ...                     # shown with the progress line
+    def stops(self, recorder: Recorder) -> list[dict]: ...         # why each configuration stopped (table stops)
+    def summary_notes(self, recorder: Recorder) -> list[str]: ...  # lines for the campaign's summary
+
+
+class BasePolicy:
+    """The optional hooks' defaults: nothing observed, no note, no stops rows, no summary lines."""
+
+    def observe(self, event: Event) -> None:
+        return None
+
+    def progress_note(self) -> str | None:
+        return None
+
+    def stops(self, recorder: Recorder) -> list[dict]:
+        return []
+
+    def summary_notes(self, recorder: Recorder) -> list[str]:
+        return []
 
 
 def config_key(p: RunPoint) -> str:
@@ -37,31 +60,3 @@ def blocks_of(runs: Sequence[tuple[int, RunPoint]]) -> list[Block]:
             blocks.append((p.link, []))
         blocks[-1][1].append((seq, p))
     return [Block(link, tuple(rs)) for link, rs in blocks]
-
-
-class FixedSchedule:
-    """Today's design: every configuration `repetitions` times, in the spec's schedule (spec.schedule)."""
-
-    def __init__(self, spec: CampaignSpec, seed: int | None):
-        self.campaign_id = spec.campaign_id
-        self.schedule = spec.schedule(seed)
-
-    def plan(self, recorder: Recorder) -> list[Block]:
-        finished = recorder.finished_run_ids()
-        return blocks_of([(seq, p) for seq, p in enumerate(self.schedule)
-                          if p.run_id(self.campaign_id) not in finished])
-
-    def total(self, recorder: Recorder) -> int:
-        return len(self.schedule)
-
-
-POLICIES: dict[str, Callable[[CampaignSpec, int | None], Policy]] = {
-    "fixed": FixedSchedule,
-}
-
-
-def for_spec(spec: CampaignSpec, seed: int | None) -> Policy:
-    if spec.adaptive:
-        from .adaptive import AdaptiveRepetitions
-        return AdaptiveRepetitions(spec, seed)
-    return POLICIES["fixed"](spec, seed)

@@ -88,7 +88,8 @@ class Progress:
         result = (f"ok {row['throughput_bps'] / 1e9:.3f} Gbit/s" if row["status"] == "ok"
                   else f"FAILED ({row['failure_reason']})")
         flags = f" flags={row['flags']}" if row.get("flags") else ""
-        note = f"  [{self.note()}]" if self.note else ""
+        text = self.note() if self.note else None
+        note = f"  [{text}]" if text else ""
         self._line(f"[{self.done}/{self.total}] {result}{flags}  {p.describe()}  ETA {self._eta()}{note}",
                    final=True)
 

@@ -16,7 +16,8 @@ from typing import TextIO
 from ..dimensions import FLAGGED_SQL
 from ..spec import CampaignSpec
 from ..store.db import Store
-from . import policy as policies
+from . import policies
+from .policy import Policy
 from .environments import EnvironmentFactory, emulated, link_config
 from .executor import Block, Executor, LinkSetup, LinkUp, LocalExecutor, RunDone, RunStarted, Settings, default_environments
 from .progress import Progress, expected_seconds
@@ -39,7 +40,7 @@ class Summary:
 
 def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                  environments: EnvironmentFactory | None = None, max_runs: int | None = None,
-                 executor: Executor | None = None, policy: policies.Policy | None = None) -> Summary:
+                 executor: Executor | None = None, policy: Policy | None = None) -> Summary:
     """Run (or resume) the campaign; returns its summary. Raises TcpProfileError if it cannot run.
 
     max_runs: run at most this many of the runs still to do (in schedule order); the rest stay for
@@ -59,12 +60,12 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
         if spec.mode == "emulated" and environments is emulated:
             for link in spec.links:
                 link_config(link)
-            from ..testbed import cleanup_leftovers
-            cleanup_leftovers()
+            from .leftovers import remove_leftovers
+            remove_leftovers()
         executor = LocalExecutor(Settings.of(spec, campaign_id), environments)
 
     progress = Progress(0, 0.0, 0, out)
-    progress.note = getattr(policy, "progress_note", None)
+    progress.note = policy.progress_note
     remaining, budget = 0, max_runs
     blocks = policy.plan(recorder)
     with executor:
@@ -74,8 +75,7 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                             len(now))
             for event in executor.run(now):
                 recorder.record(event)        # committed before it is shown
-                if hasattr(policy, "observe"):
-                    policy.observe(event)
+                policy.observe(event)
                 _show(progress, event)
             if budget is not None:
                 budget -= sum(len(b.runs) for b in now)
@@ -83,9 +83,9 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
                     remaining = later or sum(len(b.runs) for b in policy.plan(recorder))
                     break
             blocks = policy.plan(recorder)
-    if hasattr(policy, "stops"):               # why each configuration stopped (adaptive, tune)
-        recorder.record_stops(policy.stops(recorder))
-    notes = tuple(getattr(policy, "summary_notes", lambda r: ())(recorder))
+    if stops := policy.stops(recorder):        # why each configuration stopped (adaptive, tune)
+        recorder.record_stops(stops)
+    notes = tuple(policy.summary_notes(recorder))
     return summarise(store, campaign_id, seed, policy.total(recorder), skipped, remaining, notes)
 
 

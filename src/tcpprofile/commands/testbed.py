@@ -51,9 +51,9 @@ def _up(args) -> int:
 
 
 def _down(args) -> int:
-    from ..testbed import cleanup_leftovers
+    from ..campaign.leftovers import remove_leftovers
 
-    removed = cleanup_leftovers()
+    removed = remove_leftovers()
     for item in removed:
         print(f"removed {item}")
     if not removed:

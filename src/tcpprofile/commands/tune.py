@@ -30,9 +30,8 @@ def register(sub) -> None:
     p.add_argument("--budget", help="transfer time to spend at most (e.g. 20m)")
     p.add_argument("--margin", default="1%", help="indifference margin (default 1%%)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--rule", choices=["confirm", "paired"], default="confirm",
-                   help="racing rule (default confirm; docs/tune.md)")
-    p.add_argument("--first", type=int, help="rounds before the first test (default 2 with confirm, 3 with paired)")
+    p.add_argument("--rule", help="racing rule (default confirm; every rule: docs/tune.md); a wrong name lists them")
+    p.add_argument("--first", type=int, help="rounds before the first test (default: the rule's own, docs/tune.md)")
     p.add_argument("--max-rounds", type=int, default=10, help="at most this many rounds (default 10)")
     p.add_argument("--seed", type=int, help="seed of the run order (default: drawn and recorded)")
     p.add_argument("--cluster", metavar="ADDRESS", help="race on a Ray cluster's testbed nodes (docs/cluster.md)")
@@ -50,6 +49,11 @@ def main(args: argparse.Namespace) -> int:
     from .run import cluster_executor
     from .select import print_settings
 
+    from ..campaign.rules import DEFAULT_RULE, RULES
+
+    rule = DEFAULT_RULE if args.rule is None else args.rule
+    if rule not in RULES:
+        raise ValidationError("--rule", f"one of {', '.join(RULES)}, got {rule!r}")
     margin = decide.parse_fraction("--margin", args.margin, lo=-1e-12)
     confidence = decide.check_confidence("--confidence", args.confidence)
     if args.first is not None and not 2 <= args.first <= args.max_rounds:
@@ -70,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
                           max_rounds=args.max_rounds, seed=args.seed)
     with Store.open(args.db) as store:
         res = tune.tune(s, store, margin=margin, confidence=confidence, first=args.first, budget_s=budget_s,
-                        rule=args.rule, out=sys.stderr, executor=cluster_executor(s, args.cluster))
+                        rule=rule, out=sys.stderr, executor=cluster_executor(s, args.cluster))
         settings = applied = None
         if res.chosen:
             kernel = store.query("SELECT any_value(cc_kernel_name) AS k, any_value(cc_impl) AS i FROM runs "

@@ -94,8 +94,4 @@ def cleanup_leftovers() -> list[str]:
         for log in Path(state.run_dir(), "links").glob(f"{tag}-*.log"):
             log.unlink(missing_ok=True)
     removed += state.release_host_sysctls("")
-    from ..trace import cleanup_stale_tracers  # tracers run beside links; their leftovers go too
-    removed += cleanup_stale_tracers()
-    from ..cc import cleanup_orphans  # BPF congestion control registered by dead campaigns
-    removed += cleanup_orphans()
     return removed

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .. import decide
-from ..spec import CampaignSpec, RunPoint
-from .executor import Block
-from .policy import blocks_of, config_key
-from .recorder import Recorder
+from ... import decide
+from ...spec import CampaignSpec, RunPoint
+from ..executor import Block
+from ..policy import BasePolicy, blocks_of, config_key
+from ..recorder import Recorder
+
+NAME = "adaptive"
 
 
 def stop_reason(values: list[float], runs: int, *, min_reps: int, max_reps: int, precision: float,
@@ -37,7 +39,7 @@ def stop_reason(values: list[float], runs: int, *, min_reps: int, max_reps: int,
     return "maximum" if runs >= max_reps else None
 
 
-class AdaptiveRepetitions:
+class AdaptiveRepetitions(BasePolicy):
     def __init__(self, spec: CampaignSpec, seed: int | None):
         self.spec = spec
         self.campaign_id = spec.campaign_id
@@ -141,3 +143,6 @@ def transfer_seconds(recorder: Recorder, by_config: dict, campaign_id: str, desi
         if durations:
             fixed += design_reps * sum(durations) / len(durations)
     return spent, fixed
+
+
+POLICY = AdaptiveRepetitions

@@ -37,9 +37,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import decide
-from .race_state import RaceState
+from ... import decide
+from ..race_state import RaceState
 
+NAME = "confirm"
+DESCRIPTION = "one-sided t bounds, censored slow runs"
+FIRST = 2                # rounds before the first test, by default
 DEFAULT_CLIP = 3.0       # censor a candidate's runs 3 margins below the other's mean (3 % at margin 1 %)
 
 
