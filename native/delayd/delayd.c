@@ -25,9 +25,9 @@
  *  - (Historical) Timer wake-ups were measured ~50 us late per direction; part of that is the default 50 us timer
  *    slack, which we set to 1 ns (PR_SET_TIMERSLACK).  Busy-polling the last 100 us was measured to
  *    gain little for up to a core of CPU, and at SCHED_FIFO would starve the machine: not done.
- *    The remaining, roughly constant lateness (~0.12-0.23 ms per direction here, netlink round
- *    trips included) is compensated by the caller: it measures the idle RTT through the link and
- *    lowers the per-direction delay (testbed/calibrate.py).
+ *    The remaining, roughly constant lateness of a wake-up is absorbed here: the timer is aimed
+ *    early by its running mean (see "Release timing"); the caller holds each direction tau/2 as
+ *    configured and lowers nothing (testbed/calibrate.py).
  *  - With other processes competing for the 2 cores, wake-ups were late by 0.7-1.9 ms on average
  *    (load 4-7); --rt-priority runs the engine SCHED_FIFO so that the emulated wire does not wait for
  *    the CPU (the kernel's RT throttling still leaves 5 % to everything else).
@@ -223,6 +223,18 @@ static void note_late(int64_t late)
 	if (late < st.period_late_min_ns) st.period_late_min_ns = late;
 }
 
+/* When the next timer wake-up is due (0: none, sleep on the socket): one granularity G after the last
+ * wake-up while coalescing, else G/2 before the head's due time, so that the release at that wake-up
+ * (everything due by now + G/2) takes the head. */
+static uint64_t wake_target(int coalescing, uint64_t last_wake, uint64_t g)
+{
+	if (coalescing)
+		return last_wake + g;
+	if (count)
+		return ring[head].due > g / 2 ? ring[head].due - g / 2 : 1;
+	return 0;
+}
+
 /* Release, in one batch verdict, every held packet due by `horizon` (lateness measured at `now`). */
 static void release_due(uint64_t now, uint64_t horizon, int all)
 {
@@ -242,6 +254,32 @@ static void release_due(uint64_t now, uint64_t horizon, int all)
 	head = (head + n) % opt.maxlen;
 	count -= n;
 	st.released += n;
+}
+
+/* The release rule: when a packet of `len` IP bytes that arrived at `arrived` [ns] is due to leave,
+ * or DROPPED.  Without a bottleneck: delay after arrival.  With one (the header's "bottleneck"):
+ * serialised at C once the wire is free, then the delay; dropped when the bytes still waiting for
+ * the wire plus its own exceed beta (drop-tail).  Advances the modelled wire. */
+#define DROPPED UINT64_MAX
+static uint64_t bottleneck_due(uint64_t len, int gso, uint64_t arrived)
+{
+	if (opt.rate_bps <= 0)
+		return arrived + opt.delay_ns;
+	/* Segments of a GSO packet: each carries SEG_HEADERS and is framed on the wire. */
+	uint64_t segs = 1;
+	if (gso && len > SEG_HEADERS + opt.mss)
+		segs = (len - SEG_HEADERS + opt.mss - 1) / opt.mss;
+	uint64_t wire = len + (segs - 1) * SEG_HEADERS + segs * WIRE_OVERHEAD;      /* bytes */
+	uint64_t backlog = wire_free_ns > arrived                                   /* bytes */
+		? (uint64_t)((wire_free_ns - arrived) * opt.rate_bps / 8e9) : 0;
+	if (backlog + wire > opt.buffer_bytes)      /* drop-tail: the buffer cannot take it */
+		return DROPPED;
+	if (wire_free_ns > arrived)
+		st.overlimits++;                        /* found the wire busy: queued */
+	uint64_t start = wire_free_ns > arrived ? wire_free_ns : arrived;
+	wire_free_ns = start + (uint64_t)(wire * 8e9 / opt.rate_bps);   /* ns: 8·wire / C */
+	st.wire_bytes += wire;
+	return wire_free_ns + opt.delay_ns;         /* last bit on the wire, then propagation */
 }
 
 /* One queued packet: NFQA_PACKET_HDR carries the id; NFQA_CAP_LEN the full length when the copy
@@ -278,27 +316,12 @@ static void on_packet(const struct nlmsghdr *nlh, uint64_t arrived)
 	len = caplen ? caplen : len;
 	st.packets++;
 	st.bytes += len;
-	uint64_t due = arrived + opt.delay_ns;
-	if (opt.rate_bps > 0) {
-		/* Segments of a GSO packet: each carries SEG_HEADERS and is framed on the wire. */
-		uint64_t segs = 1;
-		if ((skbinfo & NFQA_SKB_GSO) && len > SEG_HEADERS + opt.mss)
-			segs = (len - SEG_HEADERS + opt.mss - 1) / opt.mss;
-		uint64_t wire = len + (segs - 1) * SEG_HEADERS + segs * WIRE_OVERHEAD;      /* bytes */
-		uint64_t backlog = wire_free_ns > arrived                                   /* bytes */
-			? (uint64_t)((wire_free_ns - arrived) * opt.rate_bps / 8e9) : 0;
-		if (backlog + wire > opt.buffer_bytes) {    /* drop-tail: the buffer cannot take it */
-			verdict(NFQNL_MSG_VERDICT, id, NF_DROP);
-			st.bottleneck_drops++;
-			st.bottleneck_bytes += len;
-			return;
-		}
-		if (wire_free_ns > arrived)
-			st.overlimits++;                        /* found the wire busy: queued */
-		uint64_t start = wire_free_ns > arrived ? wire_free_ns : arrived;
-		wire_free_ns = start + (uint64_t)(wire * 8e9 / opt.rate_bps);   /* ns: 8·wire / C */
-		st.wire_bytes += wire;
-		due = wire_free_ns + opt.delay_ns;          /* last bit on the wire, then propagation */
+	uint64_t due = bottleneck_due(len, (skbinfo & NFQA_SKB_GSO) != 0, arrived);
+	if (due == DROPPED) {
+		verdict(NFQNL_MSG_VERDICT, id, NF_DROP);
+		st.bottleneck_drops++;
+		st.bottleneck_bytes += len;
+		return;
 	}
 	if (count == opt.maxlen) {          /* cannot happen: the kernel queue is no longer than ours */
 		st.ring_full++;
@@ -558,12 +581,8 @@ int main(int argc, char **argv)
 	int coalescing = 0;
 	while (!stop) {
 		struct timespec ts, *timeout = NULL;
-		uint64_t target = 0;
+		uint64_t target = wake_target(coalescing, last_wake, g);
 		pfd[0].fd = coalescing ? -1 : fd;      /* poll() ignores negative descriptors */
-		if (coalescing)
-			target = last_wake + g;
-		else if (count)
-			target = ring[head].due > g / 2 ? ring[head].due - g / 2 : 1;   /* releases the head */
 		if (target) {
 			uint64_t early = (uint64_t)st.wake_late_ewma_ns;   /* the usual lateness of a wake-up */
 			uint64_t aim = target > early ? target - early : 0, now = now_ns();

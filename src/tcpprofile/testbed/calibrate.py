@@ -34,9 +34,7 @@ PING_INTERVAL_S = 0.01
 PING_DISCARD = 2              # first replies may include neighbour resolution
 PING_RT_PRIORITY = 10         # SCHED_FIFO like the engines: measure the link, not CPU contention
 TRIM_FRACTION = 0.05          # highest replies left out of the measured RTT (scheduling outliers)
-MAX_ITERATIONS = 5
 RTT_TOL_REL, RTT_TOL_ABS_S = 0.01, 0.1e-3
-RTT_GOOD_ENOUGH_S = 0.05e-3   # stop compensating below min(tolerance/3, this)
 RATE_LOW_FRACTION = 0.95
 PROBE_STREAMS = 4
 PROBE_SECONDS = 2.5
@@ -77,7 +75,9 @@ class Calibration:
     """Result of calibrating one link. rtt_measured_ms is the idle RTT as TCP measures it (tcp_info
     min_rtt of a sparse flow; rtt_source says if ping had to stand in); rtt_ping_ms the mean of `pings`
     ping -U replies without the highest 5 % (rtt_mean_ms keeps them), which adds ping's own wake-ups;
-    compensation_ms is 0 (kept for old stores: how much each direction's delay was lowered). Rates in bit/s: rate_measured_bps is
+    each direction is held delay_per_direction_ms = τ/2 as configured (stores written before this
+    version also carry compensation_ms and iterations: how much, and in how many steps, earlier
+    versions lowered it). Rates in bit/s: rate_measured_bps is
     the line rate implied by the measured goodput; ok is False when flags name a problem (rtt_off:
     |measured − target| > max(1 %, 0.1 ms); rate_low: measured < 95 % of target)."""
 
@@ -91,8 +91,6 @@ class Calibration:
     rtt_mdev_ms: float
     pings: int
     delay_per_direction_ms: float
-    compensation_ms: float
-    iterations: int
     rate_target_bps: float
     rate_measured_bps: float
     goodput_measured_bps: float
@@ -107,7 +105,7 @@ class Calibration:
         return (f"RTT target {self.rtt_target_ms:.3f} ms, measured {self.rtt_measured_ms:.3f} ms ({self.rtt_source}; "
                 f"ping -U {self.rtt_ping_ms:.3f}) "
                 f"(min {self.rtt_min_ms:.3f}, max {self.rtt_max_ms:.3f}, mdev {self.rtt_mdev_ms:.3f}, "
-                f"{self.pings} pings, compensation {self.compensation_ms:.3f} ms/direction); "
+                f"{self.pings} pings, {self.delay_per_direction_ms:.3f} ms per direction); "
                 f"rate target {self.rate_target_bps / 1e9:.3f} Gbit/s, measured {self.rate_measured_bps / 1e9:.3f} "
                 f"(goodput {self.goodput_measured_bps / 1e9:.3f}, ceiling {self.goodput_ceiling_bps / 1e9:.3f}); "
                 f"{'ok' if self.ok else 'NOT OK: ' + ', '.join(self.flags)}")
@@ -213,7 +211,7 @@ def measure_tcp_rtt(link) -> float | None:
 
 
 def calibrate(link) -> Calibration:
-    """Measure rate (engines at zero delay), then compensate and measure the idle RTT."""
+    """Measure rate (engines at zero delay), then the idle RTT with each direction held τ/2."""
     cfg = link.config
     link.set_delay_ns(0)
     goodput = measure_goodput(link)
@@ -223,11 +221,9 @@ def calibrate(link) -> Calibration:
     # own measured wake-up lateness, so each direction is held tau/2 as configured; what ping -U adds
     # beyond that (its own wake-ups, the stacks) is not part of the link. Lowering the delays to make
     # the idle ping read tau (as earlier versions did) put TCP's base RTT under load below tau.
-    half_ns = cfg.rtt_s / 2 * 1e9
-    delay_ns = half_ns
-    link.set_delay_ns(int(round(delay_ns)))
+    delay_ns = int(round(cfg.rtt_s / 2 * 1e9))
+    link.set_delay_ns(delay_ns)
     sample = measure_rtt(link)
-    iteration = 1
     tcp_rtt = measure_tcp_rtt(link)
     measured_ms = tcp_rtt if tcp_rtt is not None else sample.trimmed_ms
     rate_measured = goodput * (cfg.mtu + ETH_WIRE_OVERHEAD) / cfg.mss_bytes
@@ -240,8 +236,7 @@ def calibrate(link) -> Calibration:
         rtt_target_ms=cfg.rtt_s * 1e3, rtt_measured_ms=measured_ms, rtt_ping_ms=sample.trimmed_ms,
         rtt_source="tcp_info min_rtt" if tcp_rtt is not None else "ping -U", rtt_mean_ms=sample.mean_ms,
         rtt_min_ms=sample.min_ms, rtt_max_ms=sample.max_ms, rtt_mdev_ms=sample.mdev_ms, pings=sample.count,
-        delay_per_direction_ms=delay_ns / 1e6, compensation_ms=(half_ns - delay_ns) / 1e6,
-        iterations=iteration, rate_target_bps=cfg.rate_bps, rate_measured_bps=rate_measured,
+        delay_per_direction_ms=delay_ns / 1e6, rate_target_bps=cfg.rate_bps, rate_measured_bps=rate_measured,
         goodput_measured_bps=goodput, goodput_ceiling_bps=cfg.goodput_ceiling_bps, ok=not flags, flags=flags)
 
 

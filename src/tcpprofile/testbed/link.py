@@ -339,7 +339,7 @@ class EmulatedLink:
                    timeout=timeout + 2 * self.config.rtt_s, what=f"link {self.tag} to drain")
 
     def calibrate(self) -> Calibration:
-        """Re-measure rate and idle RTT (compensating the delay); also stored as .calibration."""
+        """Re-measure rate and idle RTT; also stored as .calibration."""
         self.calibration = calibrate(self)
         return self.calibration
 
