@@ -54,6 +54,12 @@ def _exponents(data: ReportData, ids: list[str]) -> tuple[np.ndarray, list[float
     return L, [analysis.poincare_spread(x) for x in traces], [x.size for x in traces]
 
 
+def _spread(spreads: list[float]) -> str:
+    """The median Poincaré spread of the traces; '–' when no trace is long enough for one (9 points)."""
+    ok = [x for x in spreads if np.isfinite(x)]
+    return f"{np.median(ok):.2f}" if ok else "–"
+
+
 def _median_abs(L: np.ndarray) -> float:
     return float(np.median(np.abs(L))) if L.size else float("nan")
 
@@ -90,7 +96,7 @@ def exponents(data: ReportData, out: Path) -> list:
             summary[(rtt, n)] = (m, L)
             q1, q3 = np.percentile(L, [25, 75]) if L.size else (np.nan, np.nan)
             rows.append([f"{rtt:g}", str(n), str(len(lengths)), _range(lengths), str(L.size), f"{m:.3f}",
-                         f"{q3 - q1:.3f}", f"{np.nanmedian(spreads):.2f}" if spreads else "–"])
+                         f"{q3 - q1:.3f}", _spread(spreads)])
             boxes.append((n, L))
         keep = [(n, L) for n, L in boxes if L.size]
         if keep:
@@ -162,7 +168,7 @@ def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> li
     g, pts, common = best
     rows, classes, x, y, cens, runs = [], [], [], [], [], 0
     for p, tr, ids in pts:
-        chosen = [r for t in common for r in ids[t][:PER_BOX]]
+        chosen = [r for t in common for r in ids[t][:max(1, PER_BOX // len(common))]]   # ≤ PER_BOX per point
         L, _, lengths = _exponents(data, chosen)
         m = _median_abs(L)
         runs += len(lengths)
@@ -193,7 +199,8 @@ def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> li
     cond = conditions(g, configurations=f"{len(pts)} (V, n, B)", exponents_at=rtts_text(common))
     figure = Figure(name, "HPDC'17 abstract (iii) from this store: exponents against the concave region's extent",
                     f"Per configuration: the median |L_i| of its traces' local exponents at the RTTs traced for "
-                    f"every configuration, against its τ_T (Figs. 9–10); open triangles: τ_T censored at the grid's "
+                    f"every configuration (up to {max(1, PER_BOX // len(common))} traced runs per RTT), against its "
+                    f"τ_T (Figs. 9–10); open triangles: τ_T censored at the grid's "
                     f"end (a bound, drawn at the bound). Spearman ρ orders a censored τ_T above (below) every "
                     f"measured one. {cond}. {runs_phrase(runs)} traced.", runs, save(fig, out, name))
     table = Table("papers-abstract-iii-data", "Abstract (iii) data: exponent and τ_T per configuration",
