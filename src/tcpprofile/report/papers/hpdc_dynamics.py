@@ -78,7 +78,7 @@ def exponents(data: ReportData, out: Path) -> list:
                       "11.6 ms and near 183 ms, ideally at n = 1–10 and 100 s long (HPDC'17: CUBIC, large buffer)"
                       + (f"; traces here only at {rtts_text(have)}" if have else "; the store has no traces"),
                       f"{SLIDES_SPEC} with variant = \"cubic\" and rtt = [\"11.8ms\", \"183ms\"]")]
-    *_, key, lo, hi = max(cands)
+    *_, key, lo, hi = max(cands, key=lambda c: c[:3])   # CUBIC, then the largest B, then the most runs
     gi, v, b = key
     g = data.groups[gi]
     fig, axes = subplots(2, cols=2, w=5.0, h=3.4)
