@@ -99,3 +99,87 @@ def build_flagged(s: Store) -> None:
     for v, x in (("cubic", 5.0), ("htcp", 4.0)):
         for i in range(3):
             add_run(s, f"{v}-30-{i}", "L30", v, 1, None, (x + 0.1 * i) * G, rep=i)
+
+
+# -- "The papers side by side" (tests/test_report_papers.py) ------------------------------------------
+PAPERS_RTTS = (0.4, 11.8, 45.6, 91.6, 183.0)
+TEN_GB, HUNDRED_GB = 10 * 10**9, 100 * 10**9
+STCP_DEFICIT = 0.02          # STCP's throughput is (1 − 0.02·(n − 1)) × CUBIC's and H-TCP's
+BBR_SHARE = 0.9              # BBR at 0.9 × CUBIC in the fixed-size group
+LOSS_RTTS = (0.4, 11.8, 45.6, 91.6, 183.0, 366.0)
+BBR_AT_500 = (9.3e9, 2.0e9)  # the slides' BBR at 1 in 500: shortest and longest connection
+TRACE_GROUP_S = 40.0
+
+
+def _reps(store: Store, prefix: str, link_id: str, variant: str, n: int, buffer, mean: float, *, reps: int = 3,
+          **kw) -> None:
+    """reps runs whose mean is exactly `mean` (offsets ±0.5 % symmetric about it)."""
+    offsets = np.linspace(-0.005, 0.005, reps) if reps > 1 else np.zeros(1)
+    for rep, o in enumerate(offsets):
+        add_run(store, f"{prefix}-{rep}", link_id, variant, n, buffer, float(mean * (1 + o)), rep=rep, **kw)
+
+
+def papers_value(variant: str, n: int, rtt_ms: float) -> float:
+    """Fixed-size profiles: n = 10 stays concave over the whole grid (τ_T censored at its end), n = 1 and 4
+    turn convex; STCP falls behind CUBIC and H-TCP as n grows, BBR at 0.9 × CUBIC."""
+    if n >= 10:
+        base = RATE * (0.95 - 0.02 * rtt_ms / 183.0)
+    else:
+        base = profile_value("cubic", n, None, rtt_ms)
+    share = {"scalable": 1 - STCP_DEFICIT * (n - 1), "bbr": BBR_SHARE}.get(variant, 1.0)
+    return base * share
+
+
+def smooth_trace(rng: np.random.Generator, mean_bps: float, wiggle: float, seconds: int) -> list[dict]:
+    """An aggregate trace (stream None): a slow sine of relative amplitude 0.05 plus white noise of relative
+    size `wiggle` — little noise gives successive differences of similar size (local exponents near 0)."""
+    t = np.arange(seconds)
+    v = mean_bps * (1 + 0.05 * np.sin(2 * np.pi * t / 17) + wiggle * rng.standard_normal(seconds))
+    return [{"stream": None, "start_s": float(i), "end_s": float(i + 1), "bytes": int(x / 8),
+             "bits_per_second": float(x)} for i, x in enumerate(np.maximum(v, 1.0))]
+
+
+def build_papers(store: Store, seed: int = 4) -> None:
+    """A store with the runs every figure of the report's "papers side by side" draws (campaign c1):
+    - 10 GB transfers, B autotuned: CUBIC, H-TCP, STCP at n = 1, 4, 10 and BBR at n = 1 over PAPERS_RTTS
+      (3 runs each; means exactly papers_value); 100 GB transfers of CUBIC at n = 1, 10 (Fig. 6);
+    - 40 s runs with 1 s aggregate traces, B = 512 MiB: CUBIC and H-TCP at n = 1, 10 over 11.8, 91.6, 183 ms
+      (2 traced runs each); traces noisier at 11.8 ms and with one stream (smooth_trace's wiggle);
+    - 10 s runs, B = 512 MiB, n = 1, of BBR, CUBIC, H-TCP over LOSS_RTTS without loss, at periodic 1 in
+      100,000 and 1 in 500 and uniform p = 0.002; BBR at 1 in 500 falls linearly in τ from 9.3 to 2 Gbit/s."""
+    rng = np.random.default_rng(seed)
+    store.insert_campaign({"campaign_id": "c1", "name": "papers", "mode": "emulated"})
+    for rtt in sorted(set(PAPERS_RTTS) | set(LOSS_RTTS)):
+        add_link(store, f"L{rtt:g}", rtt)
+    for size in (TEN_GB, HUNDRED_GB):
+        for v, ns in (("cubic", (1, 4, 10)), ("htcp", (1, 4, 10)), ("scalable", (1, 4, 10)), ("bbr", (1,))):
+            if size == HUNDRED_GB and v != "cubic":
+                continue
+            for n in ns if size == TEN_GB else (1, 10):
+                for rtt in PAPERS_RTTS:
+                    mean = papers_value(v, n, rtt) * (1.02 if size == HUNDRED_GB else 1.0)
+                    _reps(store, f"F{size}-{v}-{n}-{rtt:g}", f"L{rtt:g}", v, n, None, mean,
+                          transfer_bytes=size, duration_s=None)
+    big = 512 << 20
+    for v in ("cubic", "htcp"):
+        for n in (1, 10):
+            for rtt in (11.8, 91.6, 183.0):
+                wiggle = (0.2 if rtt < 20 else 0.002) * (1 if n == 1 else 0.5)
+                for rep in range(2):
+                    mean = papers_value("cubic", n, rtt)
+                    add_run(store, f"T-{v}-{n}-{rtt:g}-{rep}", f"L{rtt:g}", v, n, big, mean, rep=rep,
+                            duration_s=TRACE_GROUP_S,
+                            intervals=smooth_trace(rng, mean, wiggle, int(TRACE_GROUP_S)))
+    settings = (("none", 0.0), ("periodic", 1e-5), ("periodic", 2e-3), ("uniform", 2e-3))
+    for mode, rate in settings:
+        for rtt in LOSS_RTTS:
+            lid = f"loss-{mode}-{rate:g}-{rtt:g}"
+            if mode != "none":
+                add_link(store, lid, rtt, loss_mode=mode, loss_rate=rate)
+            for v in ("bbr", "cubic", "htcp"):
+                if v == "bbr" and rate == 2e-3:
+                    hi, lo = BBR_AT_500
+                    mean = hi + (lo - hi) * (rtt - LOSS_RTTS[0]) / (LOSS_RTTS[-1] - LOSS_RTTS[0])
+                else:
+                    mean = RATE * 0.94 / (1 + (rtt / (60 if rate < 1e-3 else 10)) ** 2)
+                _reps(store, f"{lid}-{v}", lid if mode != "none" else f"L{rtt:g}", v, 1, big, mean, reps=2)

@@ -5,6 +5,7 @@ Screenshots go to $TCPPROFILE_ARTIFACTS/report-screenshots/ (default: artifacts/
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -16,7 +17,7 @@ import pytest
 
 from synthetic_store import add_link, add_run, build, build_flagged, trace
 from tcpprofile.cli import main
-from tcpprofile.report import Table, build_report
+from tcpprofile.report import Note, Table, build_report
 from tcpprofile.store import Store
 
 import numpy as np
@@ -74,8 +75,9 @@ def test_every_figure_family_present(report):
         assert (report.index.parent / f.file).stat().st_size > 2000
         assert f.caption and re.search(rf"\b{f.runs} runs?\b", f.caption), f.id
     # only what has no data here is omitted: the one-RTT remote group's profiles, and transition RTTs of
-    # the lossy groups (one stream count each)
-    titles = [n.title for n in report.notes() if "remote links" not in n.title and n.title != "Verdicts"]
+    # the lossy groups (one stream count each); the papers section's notes: tests/test_report_papers.py
+    titles = [n.title for s in report.sections if s.id != "papers" for n in s.items
+              if isinstance(n, Note) and "remote links" not in n.title and n.title != "Verdicts"]
     assert report.sections[0].id == "findings"  # the reproduce verdicts come first (a note here: none run)
     assert titles == ["Transition RTTs (duration=10s loss=periodic:0.002 C=10Gbit/s β=47.7MiB emulated links)",
                       "Transition RTTs (duration=10s loss=periodic:1e-05 C=10Gbit/s β=47.7MiB emulated links)"]
@@ -191,10 +193,11 @@ def _artifacts() -> Path:
     return d
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (scripts/bootstrap installs it)")
-def test_report_renders_in_chromium(report):
+@contextlib.contextmanager
+def chromium_page(index: Path):
+    """Headless Chromium (Debian's, through playwright) on the report page: yields (page, errors, failed
+    requests); the browser profile is removed afterwards."""
     sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
-    shots = _artifacts()
     profile = tempfile.mkdtemp(prefix="tcpp-chromium-")
     errors, failed = [], []
     try:
@@ -205,15 +208,22 @@ def test_report_renders_in_chromium(report):
             page.on("console", lambda m: m.type == "error" and errors.append(m.text))
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.on("requestfailed", lambda r: failed.append(r.url))
-            page.goto(report.index.as_uri(), wait_until="load")
-            sizes = page.evaluate("""() => Array.from(document.images).map(i =>
-                ({src: i.getAttribute('src'), w: i.naturalWidth, h: i.naturalHeight, shown: i.getBoundingClientRect().width}))""")
-            page.screenshot(path=str(shots / "full.png"), full_page=True)
-            for sid in page.evaluate("() => Array.from(document.querySelectorAll('section')).map(s => s.id)"):
-                page.locator(f"section#{sid}").screenshot(path=str(shots / f"{sid}.png"))
+            page.goto(index.as_uri(), wait_until="load")
+            yield page, errors, failed
             ctx.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (scripts/bootstrap installs it)")
+def test_report_renders_in_chromium(report):
+    shots = _artifacts()
+    with chromium_page(report.index) as (page, errors, failed):
+        sizes = page.evaluate("""() => Array.from(document.images).map(i =>
+            ({src: i.getAttribute('src'), w: i.naturalWidth, h: i.naturalHeight, shown: i.getBoundingClientRect().width}))""")
+        page.screenshot(path=str(shots / "full.png"), full_page=True)
+        for sid in page.evaluate("() => Array.from(document.querySelectorAll('section')).map(s => s.id)"):
+            page.locator(f"section#{sid}").screenshot(path=str(shots / f"{sid}.png"))
     assert errors == [] and failed == []
     assert len(sizes) == len(report.figures())
     assert all(s["w"] > 0 and s["h"] > 0 and s["shown"] > 0 for s in sizes), [s for s in sizes if not s["w"]]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import TcpProfileError
 from ..store import Store
-from . import dynamics, findings, html, models, profiles, tables
+from . import dynamics, findings, html, models, papers, profiles, tables
 from .common import Figure, Note, Section, Table
 from .data import ReportData
 
@@ -58,6 +58,7 @@ def build_report(store: Store, out_dir: str | Path, *, exclude_flagged: bool = F
         models.model_vs_measurement(data, out),
         profiles.loss_profiles(data, out),
         dynamics.cwnd_traces(data, out),
+        papers.side_by_side(data, out, fits),
         tables.calibration(data),
     ]
     runs = sum(g.runs for g in data.groups)

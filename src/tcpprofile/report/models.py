@@ -38,6 +38,18 @@ def _grid_inputs(fit, table, tau_ms, grid_ms) -> dict:
     return kw
 
 
+def model_curve(fit, rows: dict, n: int, points: int = 80):
+    """One stream count of a fitted dataset: (τ in ms, measured bit/s) sorted by τ, and the model on a grid
+    of `points` RTTs spanning them (grid ms, predicted bit/s)."""
+    one = {c: v[rows["streams"].astype(int) == n] for c, v in rows.items()}
+    order = np.argsort(one["rtt_ms"].astype(float))
+    one = {c: v[order] for c, v in one.items()}
+    tau = one["rtt_ms"].astype(float)
+    grid = np.linspace(tau[0], tau[-1], points)
+    return tau, one["throughput_bps"].astype(float), grid, fit.model.predict(grid / 1e3, n=n,
+                                                                            **_grid_inputs(fit, one, tau, grid))
+
+
 def _link_buffer(key) -> str:
     """The bottleneck buffer as the spec wrote it ("BDP") or, for a byte count, in bytes."""
     b = str(key.get("buffer"))
@@ -73,13 +85,8 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
         runs += n_runs
         n = rows["streams"].astype(int)
         for k, s in enumerate(pick(set(n.tolist()), 4)):
-            one = {c: v[n == s] for c, v in rows.items()}
-            order = np.argsort(one["rtt_ms"].astype(float))
-            one = {c: v[order] for c, v in one.items()}
-            tau = one["rtt_ms"].astype(float)
-            grid = np.linspace(tau[0], tau[-1], 80)
-            pred = fit.model.predict(grid / 1e3, n=s, **_grid_inputs(fit, one, tau, grid))
-            ax.plot(tau, one["throughput_bps"].astype(float) / G, "o", color=f"C{k}", ms=4, label=f"n={s} measured")
+            tau, measured, grid, pred = model_curve(fit, rows, s)
+            ax.plot(tau, measured / G, "o", color=f"C{k}", ms=4, label=f"n={s} measured")
             ax.plot(grid, pred / G, "-", color=f"C{k}", lw=1, label=f"model, E={fit.errors[s]:.1f} %")
         sock = sel.fmt_buffer(None if key.get("socket_buffer_bytes") is None
                               or key["socket_buffer_bytes"] != key["socket_buffer_bytes"]

@@ -1,0 +1,102 @@
+"""What every figure of "The papers side by side" shares: the paper-against-here table, the note for
+a store that lacks a figure's runs, censored transition RTTs, and the conditions of the runs used."""
+
+from __future__ import annotations
+
+import math
+
+from ... import select as sel
+from ..common import G, Note, Table
+from ..data import Group
+
+# The figures' conditions as the papers give them, and the example specs that contain such runs.
+HPDC_SPEC = "examples/hpdc17-table1.toml"
+SLIDES_SPEC = "examples/eleven-variants.toml"
+LOSS_SPEC = "examples/losses.toml"
+MODELS_SPEC = "examples/profiles-10g.toml"
+
+
+def versus(id_: str, title: str, rows: list[list[str]], runs: int) -> Table:
+    """The papers' numbers (quoted, with figure/section) beside the same statistic on this store."""
+    return Table(id_, title, "Each row: what the paper's text states, where, and the same quantity computed "
+                 "from the runs behind the figure above (descriptive: the verdicts with intervals are "
+                 "`tcpprofile reproduce`'s).", ["claim", "paper (where)", "paper says", "here"], rows, runs=runs)
+
+
+def lacks(title: str, needs: str, spec: str) -> Note:
+    """A figure the store has no runs for: what it needs and which spec produces such runs."""
+    return Note(title, f"the store lacks the runs for it: it needs {needs}; run {spec}")
+
+
+def gbit(x: float) -> str:
+    return "–" if x is None or not math.isfinite(x) else f"{x / G:.2f}"
+
+
+def censored_side(fit) -> str | None:
+    """'right' when the dual-sigmoid fit found no convex part (τ_T at the grid's largest τ: the concave
+    region reaches beyond the measured RTTs), 'left' when no concave part (τ_T ≤ the smallest τ); None
+    when τ_T lies inside the grid and is a measured value."""
+    return {"concave": "right", "convex": "left"}.get(fit.kind)
+
+
+def tau_text(fit, rtts_ms) -> str:
+    """τ_T as the report prints it: a censored τ_T is a bound, never a value."""
+    side = censored_side(fit)
+    if side == "right":
+        return f"> {max(rtts_ms):g} ms"
+    if side == "left":
+        return f"≤ {min(rtts_ms):g} ms"
+    return f"{fit.tau_T:.3g} ms"
+
+
+def interval_text(tr, rtts_ms) -> str:
+    """The bootstrap interval of τ_T; an end at the grid's edge is censored there too."""
+    if censored_side(tr.fit) or not (math.isfinite(tr.ci_low) and math.isfinite(tr.ci_high)):
+        return "–"
+    lo = f"≤ {min(rtts_ms):g}" if tr.ci_low <= min(rtts_ms) else f"{tr.ci_low:.3g}"
+    hi = f"> {max(rtts_ms):g}" if tr.ci_high >= max(rtts_ms) else f"{tr.ci_high:.3g}"
+    return f"[{lo}, {hi}] ms"
+
+
+def paper_buffer(b: int | None) -> str | None:
+    """HPDC'17 Table 1's name for a socket buffer as this project requests it (iperf3 -w asks for half of
+    what Linux grants: 128MiB → 256 MiB "normal", 512MiB → 1 GiB "large"; "default" was a fixed 244 KB
+    allocation, so ≤ 1 MiB); None for autotuning and other sizes."""
+    if b is None:
+        return None
+    if b <= 1 << 20:
+        return "default"
+    if b == 128 << 20:
+        return "normal"
+    if b >= 512 << 20:
+        return "large"
+    return None
+
+
+def buffer_text(b: int | None) -> str:
+    """The socket buffer with its Table 1 name, if it has one."""
+    name = paper_buffer(b)
+    if b is None:
+        return "auto (autotuning: not a Table 1 buffer)"
+    return f"{sel.fmt_bytes(b)} (Table 1: {name})" if name else sel.fmt_bytes(b)
+
+
+def size_text(size: int) -> str:
+    """A transfer size in decimal GB, as the papers write it."""
+    return f"{size / 1e9:g} GB"
+
+
+def conditions(group: Group, *, varies: str | None = None, **what) -> str:
+    """The runs' conditions: the group's (size or duration, loss, C, β, link kind; without the one the figure
+    `varies`, e.g. "F=" or "loss=") and what the figure fixed."""
+    base = " ".join(w for w in group.label.split() if not (varies and w.startswith(varies)))
+    fixed = "; ".join(f"{k.replace('_', ' ')} {v}" for k, v in what.items())
+    return f"Runs with {base}{'; ' + fixed if fixed else ''}"
+
+
+def ns_text(ns) -> str:
+    return ", ".join(str(n) for n in sorted(ns))
+
+
+def rtts_text(rtts) -> str:
+    return ", ".join(dict.fromkeys(f"{t:g}" for t in sorted(rtts))) + " ms"
