@@ -23,7 +23,7 @@ import numpy as np
 from . import decide, ping
 from .dimensions import BUFFER_SQL, FLAGGED_SQL
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
-from .store import Store
+from .store import TAU_MS_SQL, Store
 from .testbed.netns import in_ns, netns_list
 
 BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
@@ -40,10 +40,10 @@ SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name
        r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
        coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
        l.rate_bps, {BUFFER_SQL} AS link_buffer, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
-       coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
+       {TAU_MS_SQL} AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
-  AND coalesce(l.rtt_ms, l.rtt_measured_ms) IS NOT NULL
+  AND {TAU_MS_SQL} IS NOT NULL
 ORDER BY r.run_id
 """
 
