@@ -14,6 +14,7 @@ import pytest
 
 from synthetic_store import RATE, add_link, add_run, profile_value, trace
 from tcpprofile.cli import main as cli
+from tcpprofile.report.data import ReportData
 from tcpprofile.store import SCHEMA_VERSION, Store
 
 RTTS = (11.8, 45.6, 91.6, 183.0)
@@ -140,3 +141,5 @@ def test_a_remote_links_runs_reach_every_reader(tmp_path, capsys):
     assert all(r["rtt_ms"] is None and r["link_kind"] == "remote" for r in got["export"])
     assert sorted({r["rtt_measured_ms"] for r in got["export"]}) == list(RTTS)
     assert got["select"]["conditions"]["link_kind"] == "remote"
+    with Store.open(db, read_only=True) as s:      # the report's per-run τ (its Lyapunov tables)
+        assert ReportData(s, []).run_info(f"cubic-{RTTS[2]:g}-0")["rtt_ms"] == RTTS[2]

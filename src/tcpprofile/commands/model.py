@@ -152,7 +152,6 @@ def _fit(args) -> int:
     import duckdb
 
     from ..models import fit_profiles, profiles_from_store
-    from ..store.db import Store, schema_version
 
     if not args.db:
         raise ValidationError("--db", "required for fit (a tcpprofile store)")
@@ -160,9 +159,6 @@ def _fit(args) -> int:
         con = duckdb.connect(args.db, read_only=True)
     except duckdb.Error as err:
         raise ValidationError("--db", f"cannot open {args.db!r} as a DuckDB store: {err}") from None
-    if schema_version(con) is not None:     # a tcpprofile store: read through the current schema
-        con.close()
-        con = Store.open(args.db, read_only=True).con
     try:
         profiles = profiles_from_store(con, campaigns=args.campaign or None, exclude_flagged=args.exclude_flagged)
     finally:
