@@ -425,6 +425,7 @@ def test_bidir_is_never_read_as_one_direction():
     ("end.streams.1.receiver.bytes", 4161667072 + 1000, "end.sum_received_bidir_reverse.bytes: 4161667072 is not "
                                                         "the sum over end.streams[*].receiver (reverse) (4161668072)"),
     ("start.connected", [], "start.connected: 0 connections for 1 streams in each direction (--bidir)"),
+    ("start.test_start.reverse", 1, "start.test_start.reverse: true in a --bidir result"),
 ])
 def test_incoherent_bidir_documents_are_rejected_naming_the_path(path, value, reason, store, tmp_path):
     d = doc("bidir.json")

@@ -229,6 +229,8 @@ def read(doc, bidir: str | None = None) -> Document:
     protocol = ts.text("protocol") or "TCP"
     if protocol != "TCP":
         raise IperfDocumentError(ts.at("protocol"), f"{protocol!r}: only TCP runs are supported")
+    if bidir and ts.flag("reverse"):
+        raise IperfDocumentError(ts.at("reverse"), "true in a --bidir result: iperf3 runs -R or --bidir, not both")
     n_connected = len(start.objs("connected"))
     n = ts.count("num_streams", "stream count", MAX_STREAMS, required=False)
     n = (n_connected // (2 if bidir else 1)) if n is None else n
@@ -256,7 +258,7 @@ def read(doc, bidir: str | None = None) -> Document:
     timestamp = start.obj("timestamp", False)
     return Document(
         client=client, server=server, num_streams=n,
-        reverse=bool(ts.flag("reverse")) != (bidir == "reverse"),
+        reverse=bidir == "reverse" if bidir else bool(ts.flag("reverse")),
         test_bytes=ts.count("bytes", "byte count", required=False) or None,
         test_duration=ts.num("duration", "duration", MAX_TIME_S, required=False) or None,
         sock_bufsize=start.count("sock_bufsize", "socket buffer size", required=False) or None,
