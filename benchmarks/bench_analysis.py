@@ -10,7 +10,8 @@ in the same run: τ_T against the previous implementation (three least-squares s
 dynamics against the previous per-trace code (baseline_dynamics.py), Rosenstein against nolds.lyap_r on
 the same sustained traces and settings (target ≥ 20×), the cost of the exponent's surrogate test, and the
 report of a 6,300-run store from tests/synthetic_store.py with and without surrogates (target ≤ 10 s).
-Run: /work/bin/cpu-shared .venv/bin/python benchmarks/bench_analysis.py [--small] [--no-report]
+Run: .venv/bin/python benchmarks/bench_analysis.py [--small] [--no-report], on a quiet host (no other
+CPU-bound process: the times are wall-clock, and a busy core inflates every one of them).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Per-run fidelity for real: `tcpprofile run` of a short emulated campaign (subprocess, real iperf3 and
 delay engines in throwaway namespaces) on a quiet host, on a host the test makes busy, and on a lossy link.
 
-Run it alone under /work/bin/cpu-quiet (it measures: another process's CPU is what host_contended is
-about). The busy loops are child processes of this test (so foreign to the `tcpprofile run` subprocess),
-one per core, killed in `finally`.
+Run it alone on a quiet host, with no other CPU-bound process (it measures: another process's CPU is
+what host_contended is about). The busy loops are child processes of this test (so foreign to the
+`tcpprofile run` subprocess), one per core, killed in `finally`.
 """
 
 from __future__ import annotations

@@ -363,3 +363,126 @@ def test_omit_mode_the_interval_that_straddles_iperf3s_clock_restart():
     d["intervals"][2]["sum"]["start"] = d["intervals"][2]["sum"]["end"] + 0.1
     with pytest.raises(iperf.IperfError, match=r"^intervals\[2\]"):
         iperf.parse(d)
+
+
+# -- iperf3 --bidir (tests/data/iperf3/bidir*.json: real iperf3 3.12 over loopback, generate.py) ------------
+BIDIR = ["bidir.json", "bidir_four.json"]
+_SUFFIX = {"forward": "", "reverse": "_bidir_reverse"}
+
+
+@pytest.mark.parametrize("name", BIDIR)
+def test_bidir_each_direction_is_read_from_its_own_streams_and_sums(name):
+    d = doc(name)
+    n = d["start"]["test_start"]["num_streams"]
+    assert len(d["start"]["connected"]) == 2 * n and iperf_json.directions(d) == ("forward", "reverse")
+    for direction in ("forward", "reverse"):
+        p = iperf.parse(d, direction)
+        end = d["end"]
+        received = end["sum_received" + _SUFFIX[direction]]
+        assert p.run["reverse"] is (direction == "reverse")
+        assert p.run["streams"] == n
+        assert (p.run["throughput_bps"], p.run["bytes_transferred"]) == (received["bits_per_second"], received["bytes"])
+        assert p.run["retransmits"] == end["sum_sent" + _SUFFIX[direction]]["retransmits"]
+        # the loaded RTT is the sending side's, from the streams it sends on only
+        client_sends = direction == "forward"
+        side = d if client_sends else d.get("server_output_json")
+        if side is None:
+            assert p.run["rtt_loaded_mean_ms"] is None
+        else:
+            means = [s["sender"]["mean_rtt"] for s in side["end"]["streams"] if s["sender"]["sender"]]
+            assert len(means) == n
+            assert p.run["rtt_loaded_mean_ms"] == pytest.approx(sum(means) / n / 1e3)
+        # the 1 s rows follow the receiver's grid of this direction: its `sum` or `sum_bidir_reverse`
+        receiver = d if not client_sends else d.get("server_output_json") or d
+        key = "sum" + _SUFFIX[direction]
+        assert [r["bytes"] for r in p.intervals if r["stream"] is None] == \
+            [it[key]["bytes"] for it in receiver["intervals"]]
+        assert sorted({r["stream"] for r in p.intervals} - {None}) == list(range(n))
+
+
+def test_bidir_receiving_sockets_rtt_is_not_the_paths():
+    # the client's socket that only receives reports microseconds (its ACKs' RTT): never the reverse run's
+    d = doc("bidir.json")
+    ack_rtts = [s["sender"]["mean_rtt"] for s in d["end"]["streams"] if not s["sender"]["sender"]]
+    assert ack_rtts and all(ack_rtts)
+    assert iperf.parse(d, "reverse").run["rtt_loaded_mean_ms"] is None
+
+
+def test_bidir_is_never_read_as_one_direction():
+    d = doc("bidir.json")
+    with pytest.raises(iperf.IperfError, match="^end.sum_sent_bidir_reverse: a --bidir result holds two directions"):
+        iperf.parse(d)
+    with pytest.raises(iperf.IperfError, match="^end: not a --bidir result"):
+        iperf.parse(doc("one_stream.json"), "reverse")
+
+
+@pytest.mark.parametrize("path,value,reason", [
+    ("intervals.1.streams.1.sender", None, "intervals[1].streams[1].sender: missing: a --bidir stream says which"),
+    ("end.sum_received_bidir_reverse.bits_per_second", 1e9,
+     "end.sum_received_bidir_reverse.bits_per_second: 1e+09 bit/s disagrees with 4161667072 bytes"),
+    ("intervals.2.sum_bidir_reverse.bits_per_second", 1e9,
+     "intervals[2].sum_bidir_reverse.bits_per_second: 1e+09 bit/s disagrees"),
+    ("end.streams.1.receiver.bytes", 4161667072 + 1000, "end.sum_received_bidir_reverse.bytes: 4161667072 is not "
+                                                        "the sum over end.streams[*].receiver (reverse) (4161668072)"),
+    ("start.connected", [], "start.connected: 0 connections for 1 streams in each direction (--bidir)"),
+    ("start.test_start.reverse", 1, "start.test_start.reverse: true in a --bidir result"),
+])
+def test_incoherent_bidir_documents_are_rejected_naming_the_path(path, value, reason, store, tmp_path):
+    d = doc("bidir.json")
+    if value is None:
+        *parents, last = path.split(".")
+        _set(d, ".".join(parents), {k: v for k, v in _get(d, parents).items() if k != last})
+    else:
+        _set(d, path, value)
+    (tmp_path / "bad.json").write_text(json.dumps(d))
+    _, (result,) = importer.import_files(store, [tmp_path / "bad.json"])
+    assert result.run_id is None and result.reason.startswith(reason)
+    assert store.query("SELECT count(*) AS n FROM runs") == [{"n": 0}]
+
+
+def _get(d, parents):
+    for k in parents:
+        d = d[int(k)] if isinstance(d, list) else d[k]
+    return d
+
+
+def test_bidir_import_stores_both_directions_and_says_so(tmp_path, capsys):
+    db = str(tmp_path / "b.duckdb")
+    files = [str(DATA / n) for n in BIDIR]
+    assert cli(["import", *files, "--db", db, "--rtt", "1ms"]) == 0
+    out = capsys.readouterr().out
+    assert "2 stored, 0 rejected (4 runs: a --bidir file gives one per direction)" in out
+    with Store.open(db, read_only=True) as store:
+        runs = store.query("SELECT run_id, source_file, reverse, flags, throughput_bps, streams FROM runs")
+    assert len(runs) == 4
+    for name in BIDIR:
+        d = doc(name)
+        mine = {r["reverse"]: r for r in runs if Path(r["source_file"]).name == name}
+        assert set(mine) == {False, True}
+        assert mine[False]["throughput_bps"] == d["end"]["sum_received"]["bits_per_second"]
+        assert mine[True]["throughput_bps"] == d["end"]["sum_received_bidir_reverse"]["bits_per_second"]
+        assert all("bidir" in r["flags"].split(",") for r in mine.values())
+        line = next(x for x in out.splitlines() if x.startswith(f"stored   {DATA / name}"))
+        n = d["start"]["test_start"]["num_streams"]
+        assert (f"--bidir forward (client to server): cubic n={n} "
+                f"{d['end']['sum_received']['bits_per_second'] / 1e9:.3f} Gbit/s, run {mine[False]['run_id']}") in line
+        assert (f"--bidir reverse (server to client, stored as -R): cubic n={n} "
+                f"{d['end']['sum_received_bidir_reverse']['bits_per_second'] / 1e9:.3f} Gbit/s, "
+                f"run {mine[True]['run_id']}") in line
+    # again: replaced, not duplicated
+    assert cli(["import", *files, "--db", db, "--rtt", "1ms"]) == 0
+    with Store.open(db, read_only=True) as store:
+        assert store.query("SELECT count(*) AS n FROM runs") == [{"n": 4}]
+
+
+def test_bidir_directions_are_stored_together_or_not_at_all(store, monkeypatch):
+    put_run = store.put_run
+
+    def refusing(row, *a, **kw):
+        put_run(row, *a, **kw)
+        if row["reverse"]:
+            raise duckdb.IOException("disk full")
+    monkeypatch.setattr(store, "put_run", refusing)
+    _, (result,) = importer.import_files(store, [DATA / "bidir.json"])
+    assert result.run_id is None and result.reason == "not stored: disk full"
+    assert all(store.query(f"SELECT count(*) AS n FROM {t}") == [{"n": 0}] for t in ("runs", "links", "intervals"))

@@ -35,8 +35,15 @@ def test_version_1_store_is_migrated_keeping_its_runs(tmp_path):
     con.execute("INSERT INTO schema_version (version) VALUES (1)")
     con.execute("INSERT INTO runs (run_id, campaign_id, status, throughput_bps) VALUES ('old', 'c', 'ok', 1e9)")
     con.close()
-    with pytest.raises(TcpProfileError, match="open it once for writing"):
-        Store.open(path, read_only=True)
+    # read-only: read through the current schema, the file left at version 1
+    with Store.open(path, read_only=True) as s:
+        assert "rtt_base_ms" in s.columns("runs") and s.columns("stops")
+        assert s.query("SELECT run_id, throughput_bps, rtt_base_ms FROM runs") == \
+            [{"run_id": "old", "throughput_bps": 1e9, "rtt_base_ms": None}]
+        assert s.query("SELECT count(*) AS n FROM stops") == [{"n": 0}]
+    con = duckdb.connect(str(path), read_only=True)
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (1,)
+    con.close()
     with Store.open(path) as s:
         assert [r["version"] for r in s.query("SELECT version FROM schema_version ORDER BY version")] == \
             list(range(1, SCHEMA_VERSION + 1))

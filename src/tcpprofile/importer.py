@@ -5,6 +5,11 @@ host and kernel, timestamps); `Overrides` supply what a file cannot say (the pat
 bottleneck buffer) or replace what it says. Files with the same inferred configuration are numbered
 as repetitions 0, 1, … in timestamp order unless a repetition is given.
 
+A --bidir result holds two directions measured at once: each is stored as its own run, the
+client-to-server one with reverse = false and the server-to-client one with reverse = true (as -R),
+both flagged `bidir` (the other direction's data and ACKs shared the path: not a dedicated-connection
+measurement) and stored together or not at all; the file's result line names both.
+
 Every value read is checked once (iperf.parse → iperf_json.read): a file that is not a coherent
 iperf3 result is rejected with a reason naming the JSON path (``end.sum_received.bits_per_second:
 NaN is not a rate``). Each file is stored in its own transaction; a file the store refuses is rolled
@@ -20,7 +25,7 @@ from pathlib import Path
 
 import duckdb
 
-from . import iperf
+from . import iperf, iperf_json
 from .errors import TcpProfileError
 from .store.db import Store, dumps
 
@@ -37,71 +42,103 @@ class Overrides:
     repetition: int | None = None
 
 
+BIDIR_FLAG = "bidir"      # a run measured while the opposite direction ran too (iperf3 --bidir)
+
+
 @dataclass
 class FileResult:
     path: str
-    run_id: str | None       # None: rejected
+    run_id: str | None       # None: rejected; of a --bidir file, the client-to-server run
     reason: str | None       # why it was rejected
-    summary: str = ""
+    summary: str = ""        # what was stored, in words
+    run_ids: tuple[str, ...] = ()   # every run stored from the file (two of a --bidir file)
 
 
 def import_files(store: Store, paths: list[str | Path], overrides: Overrides = Overrides(),
                  name: str = "import") -> tuple[str, list[FileResult]]:
     """Store every valid file, each in its own transaction; return the campaign id and one result per
     file, in the given order. A rejected file (its reason in its result) leaves the store as it was."""
-    parsed, results = [], []
+    parsed, results = [], []      # parsed: one entry per direction of a file
     for p in paths:
         path = str(Path(p).resolve())
-        run, data, reason = _read(p)
+        runs, data, reason = _read(p)
         results.append(FileResult(path, None, reason))
-        if run is not None:
+        for run in runs:
             parsed.append((len(results) - 1, path, hashlib.sha256(data).hexdigest(), data.decode(), run))
 
     campaign_id = "import-" + hashlib.sha256(
         json.dumps([sorted(d for _, _, d, _, _ in parsed), asdict(overrides)]).encode()).hexdigest()[:12]
     campaign = {"campaign_id": campaign_id, "name": name, "mode": "import",
                 "spec_json": dumps({"files": [p for _, p, _, _, _ in parsed], "overrides": asdict(overrides)})}
-    for (i, path, digest, raw, run), rep in zip(parsed, _repetitions(parsed, overrides)):
-        run_id = hashlib.sha256(json.dumps([digest, asdict(overrides)]).encode()).hexdigest()[:20]
+    by_file: dict[int, list] = {}
+    for entry, rep in zip(parsed, _repetitions(parsed, overrides)):
+        by_file.setdefault(entry[0], []).append((entry, rep))
+    for i, entries in by_file.items():
+        stored = []
         try:
-            with store.transaction():
+            with store.transaction():                # a file's runs: all stored, or none
                 store.insert_campaign(campaign)      # with the batch's first stored file
-                _store_one(store, campaign_id, run_id, path, raw, run, overrides, rep)
+                for (_, path, digest, raw, run), rep in entries:
+                    bidir = BIDIR_FLAG in run.flags
+                    key = [digest, asdict(overrides)] + (["reverse"] if bidir and run.run["reverse"] else [])
+                    run_id = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:20]
+                    _store_one(store, campaign_id, run_id, path, raw, run, overrides, rep)
+                    stored.append((run_id, run))
         except (TcpProfileError, duckdb.Error) as err:
             results[i].reason = f"not stored: {err}"
             continue
-        r = run.run
-        results[i].run_id = run_id
-        results[i].summary = (f"{r['cc_reported'] if overrides.variant is None else overrides.variant} "
-                              f"n={r['streams']} {r['throughput_bps'] / 1e9:.3f} Gbit/s")
+        results[i].run_ids = tuple(run_id for run_id, _ in stored)
+        results[i].run_id = results[i].run_ids[0]
+        results[i].summary = "; ".join(_summary(run, overrides, run_id if len(stored) > 1 else None)
+                                       for run_id, run in stored)
     return campaign_id, results
 
 
-def _read(p: str | Path) -> tuple[iperf.Parsed | None, bytes, str | None]:
-    """(the checked parse, the file's bytes, None) or (None, b"", the reason it is rejected)."""
+def _summary(run: iperf.Parsed, overrides: Overrides, run_id: str | None) -> str:
+    """What one stored run is, in words: 'cubic n=1 18.410 Gbit/s'; of a --bidir file, with its
+    direction and run id."""
+    r = run.run
+    text = (f"{r['cc_reported'] if overrides.variant is None else overrides.variant} "
+            f"n={r['streams']} {r['throughput_bps'] / 1e9:.3f} Gbit/s")
+    if BIDIR_FLAG not in run.flags:
+        return text
+    direction = "reverse (server to client, stored as -R)" if r["reverse"] else "forward (client to server)"
+    return f"--bidir {direction}: {text}, run {run_id}"
+
+
+def _read(p: str | Path) -> tuple[list[iperf.Parsed], bytes, str | None]:
+    """(the checked parse of each direction: one, two of a --bidir result; the file's bytes; None) or
+    ([], b"", the reason it is rejected)."""
     try:
         data = Path(p).read_bytes()
     except OSError as err:
-        return None, b"", f"cannot read: {err.strerror}"
+        return [], b"", f"cannot read: {err.strerror}"
     try:
         doc = json.loads(data)
     except UnicodeDecodeError:
-        return None, b"", "not JSON: not UTF-8 text"
+        return [], b"", "not JSON: not UTF-8 text"
     except json.JSONDecodeError as err:
-        return None, b"", (f"not JSON: {err.msg} (line {err.lineno}, column {err.colno}; truncated or not "
-                           f"iperf3 -J output)")
+        return [], b"", (f"not JSON: {err.msg} (line {err.lineno}, column {err.colno}; truncated or not "
+                         f"iperf3 -J output)")
     except (ValueError, RecursionError) as err:      # a number of > 4300 digits; nesting too deep
-        return None, b"", f"not JSON that can be read: {str(err).splitlines()[0][:80]}"
-    try:
-        return iperf.parse(doc), data, None
-    except iperf.IperfError as err:
-        return None, b"", str(err)
+        return [], b"", f"not JSON that can be read: {str(err).splitlines()[0][:80]}"
+    runs = []
+    for bidir in iperf_json.directions(doc):
+        try:
+            run = iperf.parse(doc, bidir)
+        except iperf.IperfError as err:
+            return [], b"", f"{str(err)} (--bidir, {bidir} direction)" if bidir else str(err)
+        if bidir:
+            run.flags.append(BIDIR_FLAG)
+        runs.append(run)
+    return runs, data, None
 
 
 def _config_key(run: iperf.Parsed, overrides: Overrides) -> str:
     r = run.run
     keys = ("streams", "socket_buffer_bytes", "transfer_bytes", "duration_target_s", "reverse", "kernel")
-    return json.dumps([overrides.variant or r["cc_reported"], *(r[k] for k in keys)], default=str)
+    return json.dumps([overrides.variant or r["cc_reported"], *(r[k] for k in keys), BIDIR_FLAG in run.flags],
+                      default=str)
 
 
 def _repetitions(parsed: list, overrides: Overrides) -> list[int]:

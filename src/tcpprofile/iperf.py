@@ -67,11 +67,12 @@ class Parsed:
 
 
 # -- parsing ------------------------------------------------------------------------------------
-def parse(doc) -> Parsed:
-    """Store rows from iperf3 -J output (client side, optionally with --get-server-output).
-    Raises IperfError; IperfDocumentError (its JSON path named) when a value is not a coherent
-    iperf3 result: every value used is checked once, by iperf_json.read."""
-    d = iperf_json.read(doc)
+def parse(doc, bidir: str | None = None) -> Parsed:
+    """Store rows from iperf3 -J output (client side, optionally with --get-server-output); of a
+    --bidir result, one direction (iperf_json.directions). Raises IperfError; IperfDocumentError (its
+    JSON path named) when a value is not a coherent iperf3 result: every value used is checked once,
+    by iperf_json.read."""
+    d = iperf_json.read(doc, bidir)
     flags: list[str] = []
     total, which = d.sum_received, "end.sum_received"
     if total is None or not total.bytes:

@@ -21,6 +21,15 @@ Coherence (iperf3 adds its sums up from the same integer counters, so counts mus
   clock, and the check starts again there.
 - num_streams = len(start.connected) = len(end.streams) = len(streams) of every interval, on both
   sides; an interval's streams are distinct connected sockets; min_rtt ≤ mean_rtt.
+
+--bidir (iperf3 ≥ 3.7): one test, two directions at once over 2·num_streams connections. Each side
+marks every stream `sender` (true where that side sends); `sum`, `end.sum_sent`/`sum_received` are the
+client-to-server direction, `sum_bidir_reverse`, `end.*_bidir_reverse` the server-to-client one.
+`directions(doc)` tells whether a document is one: ("forward", "reverse"), else (None,); `read(doc,
+bidir=…)` then reads one direction as if it were a test of its own (the reverse one as -R), every
+check above applied to that direction's streams and sums, with paths naming the original JSON. A
+side's RTT and cwnd are taken only from streams it sends on (iperf3 also prints them for the socket
+that receives, where they describe the ACKs).
 """
 
 from __future__ import annotations
@@ -41,6 +50,8 @@ RATE_REL_TOL = 1e-3
 TIME_ROUNDING_S = 1e-6           # iperf3 prints times to the µs
 _CC_NAME = re.compile(r"[A-Za-z0-9_.-]{1,16}")  # TCP_CA_NAME_MAX = 16
 _ABSENT = object()
+BIDIR = ("forward", "reverse")
+_BIDIR_SUFFIX = {None: "", "forward": "", "reverse": "_bidir_reverse"}
 
 
 @dataclass(frozen=True)
@@ -184,8 +195,20 @@ def _in_range(path: str, v, what: str, hi) -> None:
 
 
 # -- the document ---------------------------------------------------------------------------------
-def read(doc) -> Document:
-    """Validate an iperf3 -J document (client side, optionally with --get-server-output)."""
+def directions(doc) -> tuple[str | None, ...]:
+    """("forward", "reverse") for a --bidir result (it has end.sum_sent_bidir_reverse or
+    end.sum_received_bidir_reverse), (None,) for any other document: the values to pass to read()."""
+    end = doc.get("end") if isinstance(doc, dict) else None
+    if isinstance(end, dict) and any(f"{k}_bidir_reverse" in end for k in ("sum_sent", "sum_received")):
+        return BIDIR
+    return (None,)
+
+
+def read(doc, bidir: str | None = None) -> Document:
+    """Validate an iperf3 -J document (client side, optionally with --get-server-output); of a --bidir
+    result, the direction `bidir` ("forward": client to server, "reverse": server to client)."""
+    if bidir not in _BIDIR_SUFFIX:
+        raise ValueError(f"bidir={bidir!r}: one of None, {', '.join(map(repr, BIDIR))}")
     if not isinstance(doc, dict):
         raise IperfDocumentError("document", f"{show(doc)}, not an iperf3 JSON object")
     if doc.get("error"):
@@ -194,40 +217,48 @@ def read(doc) -> Document:
     for key in ("start", "intervals", "end"):
         if key not in doc:
             raise IperfDocumentError(key, "no such section (iperf3 did not finish)")
+    if directions(doc) != (None,) and bidir is None:
+        raise IperfDocumentError("end.sum_sent_bidir_reverse", "a --bidir result holds two directions: "
+                                                               "read each on its own (iperf_json.directions)")
+    if directions(doc) == (None,) and bidir is not None:
+        raise IperfDocumentError("end", f"not a --bidir result: it has no {bidir} direction of its own")
+    suffix = _BIDIR_SUFFIX[bidir]
     top = _Obj(doc, "")
     start, end = top.obj("start"), top.obj("end")
     ts = start.obj("test_start")
     protocol = ts.text("protocol") or "TCP"
     if protocol != "TCP":
         raise IperfDocumentError(ts.at("protocol"), f"{protocol!r}: only TCP runs are supported")
+    if bidir and ts.flag("reverse"):
+        raise IperfDocumentError(ts.at("reverse"), "true in a --bidir result: iperf3 runs -R or --bidir, not both")
     n_connected = len(start.objs("connected"))
     n = ts.count("num_streams", "stream count", MAX_STREAMS, required=False)
-    n = n_connected if n is None else n
+    n = (n_connected // (2 if bidir else 1)) if n is None else n
     if n < 1:
         raise IperfDocumentError(ts.at("num_streams"), f"{n}: a test has 1 to {MAX_STREAMS} streams")
 
-    client = _side(top, n, server=False)
+    client = _side(top, n, server=False, bidir=bidir)
     server = None
     if "server_output_json" in doc:
-        server = _side(top.obj("server_output_json"), n, server=True)
+        server = _side(top.obj("server_output_json"), n, server=True, bidir=bidir)
 
-    sum_sent, sum_received = end.obj("sum_sent", False), end.obj("sum_received", False)
+    sum_sent, sum_received = end.obj("sum_sent" + suffix, False), end.obj("sum_received" + suffix, False)
     if sum_sent is None and sum_received is None:
-        raise IperfDocumentError("end", "no sum_received or sum_sent (truncated output)")
-    streams = end.objs("streams")
+        raise IperfDocumentError("end", f"no sum_received{suffix} or sum_sent{suffix} (truncated output)")
+    streams = [s for _, s in _direction(end.objs("streams"), _sends(False, bidir), lambda s: s.obj("sender"))]
     totals = {}
     for role, total in (("sender", sum_sent), ("receiver", sum_received)):
         if total is not None:
             totals[role] = _sample(total)
             parts = [_sample(s.obj(role)) for s in streams]
-            _sums_match(total, totals[role], parts, "end.streams[*]." + role)
+            _sums_match(total, totals[role], parts, "end.streams[*]." + role + (f" ({bidir})" if bidir else ""))
     cc = end.text("sender_tcp_congestion") or None
     if cc is not None and not _CC_NAME.fullmatch(cc):
         raise IperfDocumentError(end.at("sender_tcp_congestion"), f"{show(cc)} is not a congestion-control name")
     timestamp = start.obj("timestamp", False)
     return Document(
         client=client, server=server, num_streams=n,
-        reverse=bool(ts.flag("reverse")),
+        reverse=bidir == "reverse" if bidir else bool(ts.flag("reverse")),
         test_bytes=ts.count("bytes", "byte count", required=False) or None,
         test_duration=ts.num("duration", "duration", MAX_TIME_S, required=False) or None,
         sock_bufsize=start.count("sock_bufsize", "socket buffer size", required=False) or None,
@@ -237,22 +268,56 @@ def read(doc) -> Document:
         sender_tcp_congestion=cc)
 
 
-def _side(o: _Obj, n: int, *, server: bool) -> Side:
-    """One end's connections, intervals, granted buffers and per-stream sender RTTs. The client's
-    intervals and end.streams are required; the server's are used where present."""
+def _sends(server: bool, bidir: str | None) -> bool | None:
+    """Whether this side's streams of the direction carry `sender: true` (None: not --bidir)."""
+    return None if bidir is None else server == (bidir == "reverse")
+
+
+def _direction(items: list[_Obj], sends: bool | None, marked) -> list[tuple[int, _Obj]]:
+    """(index, item) of the items of one --bidir direction: those whose `marked(item)` says `sender`
+    = sends; all items when sends is None."""
+    if sends is None:
+        return list(enumerate(items))
+    kept = []
+    for i, item in enumerate(items):
+        flag = marked(item).flag("sender")
+        if flag is None:
+            raise IperfDocumentError(marked(item).at("sender"), "missing: a --bidir stream says which side sends")
+        if flag == sends:
+            kept.append((i, item))
+    return kept
+
+
+def _side(o: _Obj, n: int, *, server: bool, bidir: str | None = None) -> Side:
+    """One end's connections, intervals, granted buffers and per-stream sender RTTs (of one --bidir
+    direction: `bidir`). The client's intervals and end.streams are required; the server's are used
+    where present."""
     start = o.obj("start")
     connected = tuple(_conn(c) for c in start.objs("connected"))
     items = o.objs("intervals", required=not server)
     if not server and not items:
         raise IperfDocumentError(o.at("intervals"), "empty: iperf3 reported no interval")
-    if (items or not server) and len(connected) != n:
-        raise IperfDocumentError(start.at("connected"), f"{len(connected)} connections for {n} streams")
+    both = 2 if bidir else 1
+    if (items or not server) and len(connected) != both * n:
+        raise IperfDocumentError(start.at("connected"), f"{len(connected)} connections for {n} streams"
+                                                        + (" in each direction (--bidir)" if bidir else ""))
     if len({c.socket for c in connected}) != len(connected):
         raise IperfDocumentError(start.at("connected"), "a socket is listed twice")
     sockets = {c.socket for c in connected}
+    sends = _sends(server, bidir)
+    if sends is not None and items:
+        # the direction's sockets: those the first interval marks `sender` = sends; later intervals
+        # must list the same ones (checked in _interval), the other direction's never
+        first = items[0].objs("streams")
+        for i, s in enumerate(first):
+            if s.count("socket", "socket number", 2**31 - 1) not in sockets:
+                raise IperfDocumentError(f"{items[0].at('streams')}[{i}].socket", "not a connected socket")
+        sockets = {s.count("socket", "socket number", 2**31 - 1) for _, s in _direction(first, sends, lambda s: s)}
+        connected = tuple(c for c in connected if c.socket in sockets)
+    suffix = _BIDIR_SUFFIX[bidir]
     intervals, previous_end, restarted = [], 0.0, False
     for it in items:
-        interval = _interval(it, n, sockets, restarted)
+        interval = _interval(it, n, sockets, restarted, sends, suffix)
         if interval.sum.start < previous_end - 2 * TIME_ROUNDING_S:
             raise IperfDocumentError(it.at("sum.start"), f"{interval.sum.start:g} s is before the previous "
                                                         f"interval's end ({previous_end:g} s)")
@@ -261,16 +326,17 @@ def _side(o: _Obj, n: int, *, server: bool) -> Side:
         intervals.append(interval)
     end = o.obj("end", required=not server)
     streams = end.objs("streams", required=not server) if end else []
-    if (streams or not server) and len(streams) != n:
-        raise IperfDocumentError(end.at("streams"), f"{len(streams)} streams, but the test has {n}")
+    if (streams or not server) and len(streams) != both * n:
+        raise IperfDocumentError(end.at("streams"), f"{len(streams)} streams, but the test has {both * n}")
     rtts = []
-    for s in streams:
+    for _, s in _direction(streams, sends, lambda s: s.obj("sender")):
         snd = s.obj("sender")
         mean = snd.count("mean_rtt", "round-trip time in µs", MAX_RTT_US, required=False)
         low = snd.count("min_rtt", "round-trip time in µs", MAX_RTT_US, required=False)
         if mean and low and low > mean:
             raise IperfDocumentError(snd.at("min_rtt"), f"{low} µs is above mean_rtt ({mean} µs)")
-        rtts.append((mean, low))
+        # --bidir: the RTT of a socket this side only receives on is its ACKs' (microseconds on any path)
+        rtts.append((mean, low) if sends is None or snd.flag("sender") else (None, None))
     return Side(connected, tuple(intervals),
                 start.count("sndbuf_actual", "socket buffer size", required=False),
                 start.count("rcvbuf_actual", "socket buffer size", required=False), tuple(rtts))
@@ -281,19 +347,24 @@ def _conn(c: _Obj) -> Conn:
                 c.count("remote_port", "port", 65535))
 
 
-def _interval(o: _Obj, n: int, sockets: set[int], restarted: bool) -> Interval:
-    streams = tuple(_sample(s, socket=True, restarted=restarted) for s in o.objs("streams"))
-    total = _sample(o.obj("sum"), restarted=restarted)
+def _interval(o: _Obj, n: int, sockets: set[int], restarted: bool, sends: bool | None = None,
+              suffix: str = "") -> Interval:
+    """One interval's streams (of one --bidir direction: those marked `sender` = sends) and its sum
+    (`sum` + suffix)."""
+    chosen = _direction(o.objs("streams"), sends, lambda s: s)
+    streams = tuple(_sample(s, socket=True, restarted=restarted) for _, s in chosen)
+    total = _sample(o.obj("sum" + suffix), restarted=restarted)
     if len(streams) != n:
-        raise IperfDocumentError(o.at("streams"), f"{len(streams)} streams, but the test has {n}")
+        raise IperfDocumentError(o.at("streams"), f"{len(streams)} streams, but the test has {n}"
+                                                  + (" in each direction (--bidir)" if sends is not None else ""))
     seen = set()
-    for i, s in enumerate(streams):
+    for (i, _), s in zip(chosen, streams):
         if s.socket not in sockets or s.socket in seen:
             raise IperfDocumentError(f"{o.at('streams')}[{i}].socket",
                                      f"{s.socket} is not one of the connected sockets {sorted(sockets)} "
                                      f"(each once)")
         seen.add(s.socket)
-    _sums_match(o.obj("sum"), total, streams, o.at("streams"))
+    _sums_match(o.obj("sum" + suffix), total, streams, o.at("streams"))
     return Interval(streams, total)
 
 

@@ -6,8 +6,10 @@ At a query RTT τ the estimate is the profile point where τ was measured, the l
 between the two bracketing measured RTTs otherwise (§5.1 step 2), and, only when asked, a model
 extrapolation outside the measured range. Intervals are small-sample valid (Student t over the
 repetitions at each RTT used, combined with the same interpolation weights, Welch–Satterthwaite df);
-candidates within the indifference margin of the best are a tie that goes to the simplest
-(tcpprofile.decide, docs/select.md).
+candidates within the indifference margin of the best go to the simplest; best and runner-up are
+"separated" when the difference's interval lies above the margin, a "tie" only when it lies within
+±margin, and "not separated" otherwise, with the repetitions that would decide (tcpprofile.decide,
+docs/select.md).
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ import numpy as np
 from . import decide, ping
 from .dimensions import BUFFER_SQL, FLAGGED_SQL
 from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
-from .store import Store
+from .store import TAU_MS_SQL, Store
 from .testbed.netns import in_ns, netns_list
 
 BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
 RTT_REL_TOL = 0.01      # a query RTT within max(1 %, 0.1 ms) of a measured RTT is that point
 RTT_ABS_TOL_MS = 0.1
+MAX_RUNS_TO_DECIDE = 1000   # beyond: "more than this" (the difference sits at the margin's edge)
 # The link buffer β is a condition as the spec wrote it (link_buffer: "BDP", "50MB"): with "BDP" its byte
 # count varies along the profile like τ itself (tcpprofile.dimensions.BUFFER_SQL).
 CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "link_buffer", "reverse",
@@ -40,10 +43,10 @@ SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name
        r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
        coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
        l.rate_bps, {BUFFER_SQL} AS link_buffer, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
-       coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
+       {TAU_MS_SQL} AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
-  AND coalesce(l.rtt_ms, l.rtt_measured_ms) IS NOT NULL
+  AND {TAU_MS_SQL} IS NOT NULL
 ORDER BY r.run_id
 """
 
@@ -325,9 +328,12 @@ class Comparison:
     ci_low_bps: float | None
     ci_high_bps: float | None
     p_value: float | None       # one-sided t test of H0: difference ≤ margin
-    decision: str               # 'significant' | 'tie' | 'unresolved' | 'insufficient' | 'extrapolated' | 'single'
+    decision: str               # 'significant' (separated) | 'tie' (shown within ±margin) | 'unresolved' (not
+                                # separated) | 'insufficient' | 'extrapolated' | 'single'
     margin_bps: float = 0.0     # margin × the best's throughput
-    equivalent: bool = False    # the whole difference interval lies within the margin
+    equivalent: bool = False    # the whole difference interval lies within the margin (= decision 'tie')
+    runs_to_decide: int | None = None   # 'unresolved': repetitions of each that would decide (runs_to_decide)
+    decides_as: str | None = None       # 'unresolved': what they would show, 'tie' or 'significant'
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -363,9 +369,32 @@ class Selection:
                 "flagged_left_out": self.flagged_left_out}
 
 
+def runs_to_decide(a: decide.Mean, b: decide.Mean, confidence: float, margin_bps: float
+                   ) -> tuple[int | None, str | None]:
+    """(repetitions of each configuration, what they would show) for the difference a − b to be decided
+    if the observed means and spreads held: its t interval's half-width h(k) = t_{1−α/2, k−1}·√(u/k)
+    falling to m − |d| shows a tie (d within ±m), below d − m separates them (d above m); u = n_a·v_a +
+    n_b·v_b is the difference's variance with one repetition each (exact for means of n repetitions; for
+    interpolated ones, with their fewest repetitions). k − 1 degrees of freedom are the fewest Welch can
+    give for k repetitions each: the count errs high, never low. (None, …) when more than
+    MAX_RUNS_TO_DECIDE would be needed; (None, None) when d lies on the margin's edge."""
+    d = a.value - b.value
+    if abs(d) == margin_bps:
+        return None, None
+    outcome = "tie" if abs(d) < margin_bps else "significant"
+    target = abs(abs(d) - margin_bps)
+    u = a.var * a.n + b.var * b.n
+    for k in range(max(a.n, b.n, 2), MAX_RUNS_TO_DECIDE + 1):
+        h = decide.t_quantile(0.5 + confidence / 2, k - 1) * math.sqrt(u / k)
+        if h < target:
+            return k, outcome
+    return None, outcome
+
+
 def _compare(a: Estimate, b: Estimate, confidence: float, margin: float) -> Comparison:
-    """a (the best) against b: 'significant' when a is better by more than the margin with confidence,
-    'tie' when b is within the margin of a, 'unresolved' (not enough repetitions to separate) otherwise."""
+    """a (the best) against b: 'significant' (separated) when a is better by more than the margin with
+    confidence, 'tie' when the whole difference interval lies within ±margin, 'unresolved' (not
+    separated: the interval is too wide to tell) otherwise, with the repetitions that would decide."""
     diff = a.throughput_bps - b.throughput_bps
     m = margin * abs(a.throughput_bps)
     if a.stat is None or b.stat is None:
@@ -374,8 +403,10 @@ def _compare(a: Estimate, b: Estimate, confidence: float, margin: float) -> Comp
         return Comparison(diff, None, None, None, "insufficient", m)
     d = decide.difference(a.stat, b.stat)           # disjoint runs: independent (Welch)
     lo, hi = d.interval(confidence)
-    decision = "significant" if lo > m else "tie" if diff <= m else "unresolved"
-    return Comparison(diff, lo, hi, d.p_above(m), decision, m, bool(-m <= lo and hi <= m))
+    equivalent = bool(-m <= lo and hi <= m)
+    decision = "significant" if lo > m else "tie" if equivalent else "unresolved"
+    runs, outcome = runs_to_decide(a.stat, b.stat, confidence, m) if decision == "unresolved" else (None, None)
+    return Comparison(diff, lo, hi, d.p_above(m), decision, m, equivalent, runs, outcome)
 
 
 def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, confidence: float = 0.95,

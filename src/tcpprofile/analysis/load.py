@@ -1,6 +1,7 @@
 """Reading the store for analysis: successful runs with their link configuration, and 1 s traces.
 
-Only runs with status = 'ok' and a link with a configured RTT are analysed. A run is *flagged* when its
+Only runs with status = 'ok' and a link with an RTT τ (configured, else measured: store.TAU_MS_SQL, the
+definition every reader shares) are analysed. A run is *flagged* when its
 link failed calibration (calibration_ok false or link flags set) or the run carries flags other than the
 trace-assembly notes (dimensions.NOTE_FLAGS); flagged runs are included and counted (Profile.n_flagged)
 unless exclude_flagged=True. dimensions.FLAGGED_SQL is that definition, the one `analyze`, `select`,
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dimensions import DIMENSIONS, FLAGGED_SQL, check_by
+from ..store.expressions import TAU_MS_SQL
 
 
 def connection(con):
@@ -26,7 +28,7 @@ def connection(con):
 class Runs:
     """Columns of the analysable runs (one entry per run); dims holds the grouping dimensions."""
     run_id: np.ndarray          # object (str)
-    tau_ms: np.ndarray          # configured RTT
+    tau_ms: np.ndarray          # the link's RTT τ (store.TAU_MS_SQL)
     throughput_bps: np.ndarray
     capacity_bps: np.ndarray    # goodput ceiling if measured, else configured rate, else nan
     flagged: np.ndarray         # bool
@@ -49,11 +51,11 @@ def load_runs(con, *, exclude_flagged: bool = False) -> Runs:
     con = connection(con)
     dims = ", ".join(f"{sql} AS {name}" for name, sql in DIMENSIONS.items())
     rows = con.execute(f"""
-        SELECT r.run_id, l.rtt_ms, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
+        SELECT r.run_id, {TAU_MS_SQL}, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
                {FLAGGED_SQL},
                {dims}
         FROM runs r JOIN links l USING (link_id)
-        WHERE r.status = 'ok' AND l.rtt_ms IS NOT NULL AND r.throughput_bps IS NOT NULL
+        WHERE r.status = 'ok' AND {TAU_MS_SQL} IS NOT NULL AND r.throughput_bps IS NOT NULL
         ORDER BY r.run_id""").fetchall()
     if exclude_flagged:
         rows = [r for r in rows if not r[4]]

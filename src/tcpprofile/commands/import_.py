@@ -52,11 +52,13 @@ def main(args: argparse.Namespace) -> int:
     stored = [r for r in results if r.run_id]
     for r in results:
         if r.run_id:
-            print(f"stored   {r.path}: {r.summary} (run {r.run_id})")
+            print(f"stored   {r.path}: {r.summary}" + (f" (run {r.run_id})" if len(r.run_ids) == 1 else ""))
         else:
             print(f"rejected {r.path}: {r.reason}")
     where = f"campaign {campaign_id} in {args.db}" if stored else f"no run added to {args.db}"
-    print(f"{len(stored)} stored, {len(results) - len(stored)} rejected; {where}")
+    runs = sum(len(r.run_ids) for r in stored)
+    both = f" ({runs} runs: a --bidir file gives one per direction)" if runs != len(stored) else ""
+    print(f"{len(stored)} stored, {len(results) - len(stored)} rejected{both}; {where}")
     if not stored:
         print("tcpprofile import: no file could be imported", file=sys.stderr)
         return 1

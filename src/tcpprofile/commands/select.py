@@ -169,18 +169,39 @@ def print_text(choice, settings, applied, ping, top: int) -> None:
               "them (one repetition at an RTT used: no interval).")
     else:
         margin = f"margin {choice.margin * 100:g}% = {_gbps(c.margin_bps)} Gbit/s"
-        verdict = {"significant": "better by more than the margin",
-                   "tie": "within the margin: a tie" + (" (the interval lies inside the margin)" if c.equivalent else ""),
-                   "unresolved": "not enough repetitions to separate them"}[c.decision]
         print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s, {pct}% t interval "
               f"[{_gbps(c.ci_low_bps)}, {_gbps(c.ci_high_bps)}] ({margin}), "
-              f"p(difference ≤ margin) = {c.p_value:.3g}: {verdict}.")
+              f"p(difference ≤ margin) = {c.p_value:.3g}: {verdict(choice)}.")
     if choice.recommended is not choice.best:
-        print(f"Within {choice.margin * 100:g}% of the best: prefer the simplest ({sel.TIE_BREAK}).")
+        print(f"Within {choice.margin * 100:g}% of the best by their estimates: prefer the simplest "
+              f"({sel.TIE_BREAK})" + ("." if c.decision == "tie" else
+                                      "; not shown within the margin, so more runs may change it."))
     r = choice.recommended
     print(f"\nRecommended: {r.config.label()} — expected {_gbps(r.throughput_bps)} Gbit/s "
           f"({r.method}{', ' + r.model if r.model else ''})")
     print_settings(settings, applied)
+
+
+def verdict(choice) -> str:
+    """Best vs runner-up in words: separated, a tie shown within ±margin, or not separated with the
+    repetitions that would decide (select.runs_to_decide)."""
+    c = choice.comparison
+    m = f"±{_gbps(c.margin_bps)}"
+    if c.decision == "significant":
+        return f"separated: better by more than the margin (the interval lies above +{_gbps(c.margin_bps)})"
+    if c.decision == "tie":
+        return f"a tie: shown within the margin (the whole interval lies inside {m})"
+    now = " and ".join(map(str, sorted({min(choice.best.repetitions), min(choice.ranking[1].repetitions)})))
+    said = (f"not separated: the interval is neither above +{_gbps(c.margin_bps)} nor inside {m}, "
+            f"so no tie is shown either")
+    if c.decides_as is None:
+        return f"{said}; the difference lies on the margin's edge, where no number of runs decides"
+    would = "show them within the margin" if c.decides_as == "tie" else "separate them"
+    if c.runs_to_decide is None:
+        return (f"{said}; more than {sel.MAX_RUNS_TO_DECIDE} repetitions of each would be needed to "
+                f"{would} (the difference is that close to the margin's edge)")
+    return (f"{said}; about {c.runs_to_decide} repetitions of each (now {now}) would {would}, "
+            f"if the means and spread stay as observed")
 
 
 def flagged_line(choice) -> str:

@@ -39,6 +39,7 @@ from scipy.optimize import least_squares
 
 from ..dimensions import BUFFER_SQL, FLAGGED_SQL
 from ..errors import ValidationError
+from ..store.expressions import TAU_MS_SQL
 from .base import positive_array
 from .framework import BUFFER_BOUNDS, WMAX_BOUNDS, FirstPrinciplesModel
 from .registry import MODELS, make_model
@@ -342,9 +343,8 @@ _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, du
     CAST(buffer_bytes AS VARCHAR) AS buffer, buffer_bytes AS configured_buffer_bytes, throughput_bps, status,
     CAST(NULL AS DOUBLE) AS window_limit_bytes, false AS flagged, CAST(NULL AS DOUBLE) AS startup_rtts_run,
     {flat_extra} FROM runs{where}"""
-# τ of a link that does not set it (a remote host) is its measured RTT, as in tcpprofile.select; C is the
+# τ of a link that does not set it (a remote host) is its measured RTT (store.TAU_MS_SQL); C is the
 # link's payload ceiling where calibration stored it (docs/models.md, "Fitting measured runs").
-_TAU_MS_SQL = "coalesce(l.rtt_ms, l.rtt_measured_ms)"
 _CAPACITY_SQL = "coalesce(l.goodput_ceiling_bps, l.rate_bps)"
 # The start-up lag d of one run from its first receiver interval (docs/models.md, "Fitting measured runs"): the
 # receiver's interval [0, e] holds the data sent in the sender's [0, e − τ], B bytes; a slow start that
@@ -357,10 +357,10 @@ _STARTUP_SQL = f"""(SELECT CASE WHEN i.bytes > 0 AND i.end_s - {{tau}} >= 2 * {{
         AND {{w0}} + i.bytes * ln(2) <= {_CAPACITY_SQL} * {{tau}} / 8
       THEN (i.end_s - {{tau}}) / ({{tau}}) - log2(1 + i.bytes * ln(2) / ({{w0}})) END
     FROM intervals i WHERE i.run_id = r.run_id AND i.stream IS NULL AND i.start_s = 0 LIMIT 1)""".format(
-    tau=f"{_TAU_MS_SQL} / 1e3", w0=f"r.streams * {INITIAL_WINDOW} * coalesce(l.mtu - {TCP_IP_HEADERS}, {DEFAULT_MSS})")
+    tau=f"{TAU_MS_SQL} / 1e3", w0=f"r.streams * {INITIAL_WINDOW} * coalesce(l.mtu - {TCP_IP_HEADERS}, {DEFAULT_MSS})")
 # The store keeps the link (τ, C, β) in `links`; each run names its link.
 _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s,
-    {_TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
+    {TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
     l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status, {FLAGGED_SQL} AS flagged,
     CASE WHEN r.socket_buffer_bytes IS NULL THEN r.effective_socket_buffer_bytes END AS window_limit_bytes,
     r.duration_target_s, coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate,

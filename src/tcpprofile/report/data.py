@@ -9,7 +9,7 @@ import numpy as np
 from .. import analysis
 from .. import select as sel
 from ..dimensions import FLAGGED_SQL
-from ..store import Store
+from ..store import TAU_MS_SQL, Store
 
 
 @dataclass
@@ -95,7 +95,7 @@ class ReportData:
     def run_info(self, run_id: str) -> dict:
         return self.store.query(
             "SELECT r.run_id, r.variant, r.streams, r.socket_buffer_bytes, r.throughput_bps, r.repetition, "
-            "coalesce(l.rtt_ms, l.rtt_measured_ms) AS rtt_ms FROM runs r LEFT JOIN links l USING (link_id) "
+            f"{TAU_MS_SQL} AS rtt_ms FROM runs r LEFT JOIN links l USING (link_id) "
             "WHERE r.run_id = ?", [run_id])[0]
 
     # -- calibration -----------------------------------------------------------------------------

@@ -58,9 +58,9 @@ def _verdict(c: sel.Comparison) -> str:
     if c.decision == "significant":
         return f"better by > margin (p={c.p_value:.2g})"
     if c.decision == "tie":
-        return "tie (within margin)"
+        return "tie (shown within ±margin)"
     if c.decision == "unresolved":
-        return "not separated (too few repetitions)"
+        return "not separated" + (f" (~{c.runs_to_decide} repetitions each would decide)" if c.runs_to_decide else "")
     return "only configuration" if c.decision == "single" else "not assessed (1 repetition)"
 
 

@@ -1,8 +1,11 @@
 """The embedded store: a DuckDB file with a written, versioned schema.
 
 A new store runs schema_v1.sql, then each migrate_vN.sql (N = 2 … SCHEMA_VERSION) in order; an
-older store runs the migrations it lacks, each in its own transaction with its version row, so an
-interrupted upgrade leaves the store at its last complete version.
+older store opened for writing runs the migrations it lacks, each in its own transaction with its
+version row, so an interrupted upgrade leaves the store at its last complete version. An older store
+opened read-only (select, analyze, export, report, model fit) is read as it is, through the current
+schema: the file is attached read-only to an in-memory database whose views have every current table
+and column, NULL where the older version had none (a table it lacked: no rows), and stays unchanged.
 
 `Store.open(path)` creates or migrates the file and returns a Store; `store.con` is the DuckDB
 connection for queries. Writers use the insert_* methods, which take plain dicts keyed by column name
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import cache
 from importlib import resources
 from pathlib import Path
 
@@ -35,6 +39,61 @@ def _schema_sql(version: int) -> str:
     return resources.files(__package__).joinpath(name).read_text()
 
 
+def _migrate(con: duckdb.DuckDBPyConnection, version: int | None) -> None:
+    """Bring a connection's store from `version` (None: empty) to SCHEMA_VERSION, one transaction per
+    version with its version row."""
+    for v in range((version or 0) + 1, SCHEMA_VERSION + 1):
+        con.execute("BEGIN TRANSACTION")
+        try:
+            con.execute(_schema_sql(v))
+            con.execute("INSERT INTO schema_version (version) VALUES (?)", [v])
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+
+
+def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The store's schema version; None: not a tcpprofile store (no schema_version table)."""
+    exists = con.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
+    ).fetchone()[0]
+    if not exists:
+        return None
+    return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+
+
+@cache
+def _current_columns() -> dict[str, list[tuple[str, str]]]:
+    """(column, type) of every table of the current schema, in order (from an empty in-memory store)."""
+    con = duckdb.connect(":memory:")
+    try:
+        _migrate(con, None)
+        return {t: [(r[0], r[1]) for r in con.execute(f"DESCRIBE {t}").fetchall()]
+                for t in ("schema_version", *TABLES)}
+    finally:
+        con.close()
+
+
+def _read_as_current(path: str) -> duckdb.DuckDBPyConnection:
+    """An in-memory connection that reads the older store at `path` (attached read-only, never written)
+    through views of the current schema: a column the file lacks reads NULL, a table it lacks is empty."""
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("ATTACH '{}' AS tcpp_stored (READ_ONLY)".format(path.replace("'", "''")))
+        for table, columns in _current_columns().items():
+            have = {r[0] for r in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_catalog = 'tcpp_stored' "
+                "AND table_name = ?", [table]).fetchall()}
+            cols = ", ".join(f'"{c}"' if c in have else f'CAST(NULL AS {kind}) AS "{c}"' for c, kind in columns)
+            source = f" FROM tcpp_stored.main.{table}" if have else " WHERE false"
+            con.execute(f"CREATE VIEW main.{table} AS SELECT {cols}{source}")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
 class Store:
     def __init__(self, con: duckdb.DuckDBPyConnection, path: str):
         self.con = con
@@ -51,35 +110,23 @@ class Store:
             con = duckdb.connect(path, read_only=read_only)
         except duckdb.Error as err:
             raise TcpProfileError(f"cannot open store {path}: {err}") from err
-        version = cls._version(con)
+        version = schema_version(con)
         if version is None and read_only:
             raise TcpProfileError(f"{path} is not a tcpprofile store (no schema_version table)")
         if version is not None and version > SCHEMA_VERSION:
             raise TcpProfileError(
                 f"{path} has schema version {version}; this tcpprofile reads up to {SCHEMA_VERSION}")
         if (version or 0) < SCHEMA_VERSION:
-            if read_only:
-                raise TcpProfileError(f"{path} has schema version {version}: open it once for writing to "
-                                      f"upgrade it to {SCHEMA_VERSION}")
-            for v in range((version or 0) + 1, SCHEMA_VERSION + 1):
-                con.execute("BEGIN TRANSACTION")
+            if read_only:                # read as it is: the file is not written
+                con.close()
                 try:
-                    con.execute(_schema_sql(v))
-                    con.execute("INSERT INTO schema_version (version) VALUES (?)", [v])
-                    con.execute("COMMIT")
-                except BaseException:
-                    con.execute("ROLLBACK")
-                    raise
+                    con = _read_as_current(path)
+                except duckdb.Error as err:
+                    raise TcpProfileError(f"cannot read store {path} (schema version {version}) "
+                                          f"as version {SCHEMA_VERSION}: {err}") from err
+            else:
+                _migrate(con, version)
         return cls(con, path)
-
-    @staticmethod
-    def _version(con) -> int | None:
-        exists = con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'"
-        ).fetchone()[0]
-        if not exists:
-            return None
-        return con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
 
     def close(self) -> None:
         self.con.close()

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Regenerate the iperf3 JSON fixtures: real iperf3 over loopback in a throwaway namespace (root).
 
-    .venv/bin/python tests/data/iperf3/generate.py
+    .venv/bin/python tests/data/iperf3/generate.py [NAME.json ...]   # all, or only the named ones
 
 Writes one_stream.json, four_streams.json (with -w and --get-server-output), reverse.json (-R, two
 streams, --get-server-output), size_mode.json (-n), omit.json (-O 1: omitted intervals, then the
-clock starts again), refused.json (a closed port: iperf3's error object) and truncated.json
+clock starts again), bidir.json (--bidir, one stream each way), bidir_four.json (--bidir -P 4,
+--get-server-output), refused.json (a closed port: iperf3's error object) and truncated.json
 (one_stream.json cut in half).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -24,15 +26,24 @@ RUNS = {
     "reverse.json": ["-t", "2", "-i", "0.5", "-P", "2", "-R", "-C", "cubic", "--get-server-output"],
     "size_mode.json": ["-n", "200M", "-b", "1G", "-i", "0.5", "-C", "reno"],
     "omit.json": ["-t", "2", "-i", "0.5", "-O", "1", "-P", "2", "-C", "cubic", "--get-server-output"],
+    "bidir.json": ["-t", "2", "-i", "0.5", "--bidir", "-P", "1", "-C", "cubic"],
+    "bidir_four.json": ["-t", "2", "-i", "0.5", "--bidir", "-P", "4", "-C", "cubic", "--get-server-output"],
 }
+DERIVED = ("refused.json", "truncated.json")
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    unknown = set(names) - set(RUNS) - set(DERIVED)
+    if unknown:
+        raise SystemExit(f"unknown fixtures {sorted(unknown)}; known: {', '.join([*RUNS, *DERIVED])}")
+    names = names or [*RUNS, *DERIVED]
     ns = f"tcpp-gen{secrets.token_hex(2)}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
         subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
         for name, args in RUNS.items():
+            if name not in names:
+                continue
             server = subprocess.Popen(["ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-J", "-p", str(PORT)],
                                       stdout=subprocess.DEVNULL)
             try:
@@ -45,14 +56,16 @@ def main() -> None:
                 (HERE / name).write_text(out)
             finally:
                 server.wait(timeout=30)
-        out = subprocess.run(["ip", "netns", "exec", ns, "iperf3", "-c", "127.0.0.1", "-p", str(PORT + 1),
-                              "-t", "2", "-J"], capture_output=True, text=True, timeout=60).stdout
-        (HERE / "refused.json").write_text(out)
-        text = (HERE / "one_stream.json").read_text()
-        (HERE / "truncated.json").write_text(text[: len(text) // 2])
+        if "refused.json" in names:
+            out = subprocess.run(["ip", "netns", "exec", ns, "iperf3", "-c", "127.0.0.1", "-p", str(PORT + 1),
+                                  "-t", "2", "-J"], capture_output=True, text=True, timeout=60).stdout
+            (HERE / "refused.json").write_text(out)
+        if "truncated.json" in names:
+            text = (HERE / "one_stream.json").read_text()
+            (HERE / "truncated.json").write_text(text[: len(text) // 2])
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
