@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from synthetic_store import add_link, add_run, build, build_flagged
-from tcpprofile import select as sel
+from tcpprofile import ping, select as sel
 from tcpprofile.cli import main
 from tcpprofile.errors import TcpProfileError, ValidationError
 from tcpprofile.store import Store
@@ -177,9 +177,9 @@ def test_settings_builtin_vs_bpf():
 
 def test_parse_ping_summary():
     out = "--- x ping statistics ---\n3 packets transmitted\nrtt min/avg/max/mdev = 0.045/0.093/0.182/0.063 ms\n"
-    assert sel.parse_ping(out) == {"min_ms": 0.045, "avg_ms": 0.093, "max_ms": 0.182, "mdev_ms": 0.063}
+    assert ping.parse(out) == {"min_ms": 0.045, "avg_ms": 0.093, "max_ms": 0.182, "mdev_ms": 0.063}
     with pytest.raises(TcpProfileError, match="no RTT summary"):
-        sel.parse_ping("100% packet loss")
+        ping.parse("100% packet loss")
 
 
 # -- CLI -------------------------------------------------------------------------------------

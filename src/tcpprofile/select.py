@@ -24,13 +24,12 @@ import numpy as np
 
 from . import decide, ping
 from .dimensions import BUFFER_SQL, FLAGGED_SQL
-from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
+from .errors import TcpProfileError, ValidationError
 from .store import TAU_MS_SQL, Store
+from .tolerance import rtt_tolerance_ms
 from .testbed.netns import in_ns, netns_list
 
 BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
-RTT_REL_TOL = 0.01      # a query RTT within max(1 %, 0.1 ms) of a measured RTT is that point
-RTT_ABS_TOL_MS = 0.1
 MAX_RUNS_TO_DECIDE = 1000   # beyond: "more than this" (the difference sits at the margin's edge)
 # The link buffer β is a condition as the spec wrote it (link_buffer: "BDP", "50MB"): with "BDP" its byte
 # count varies along the profile like τ itself (tcpprofile.dimensions.BUFFER_SQL).
@@ -49,10 +48,6 @@ WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
   AND {TAU_MS_SQL} IS NOT NULL
 ORDER BY r.run_id
 """
-
-
-def rtt_tolerance_ms(rtt_ms: float) -> float:
-    return max(RTT_REL_TOL * rtt_ms, RTT_ABS_TOL_MS)
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -454,14 +449,6 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
 _HOST_RE = re.compile(r"[A-Za-z0-9_.:\[\]%-]+")
 
 
-def parse_ping(output: str) -> dict:
-    """The summary line of iputils ping -q: 'rtt min/avg/max/mdev = a/b/c/d ms'."""
-    parsed = ping.summary(output)
-    if parsed is None:
-        raise TcpProfileError("ping printed no RTT summary (host unreachable?)")
-    return parsed
-
-
 def validate_host(host: str) -> str:
     if not host or host.startswith("-") or not _HOST_RE.fullmatch(host):
         raise ValidationError("--host", f"expected a host name or IP address, got {host!r}")
@@ -469,20 +456,11 @@ def validate_host(host: str) -> str:
 
 
 def ping_rtt(host: str, *, count: int = 5) -> dict:
-    """Idle RTT to `host` by `ping -c N -q` (§5.1 step 1); returns the parsed summary and the host."""
+    """Idle RTT to `host` (§5.1 step 1: ping.rtt), the host and count validated as select's flags."""
     validate_host(host)
     if not (1 <= count <= 100):
         raise ValidationError("--ping-count", f"must be 1..100, got {count}")
-    cmd = ["ping", "-c", str(count), "-i", "0.2", "-q", "-W", "2", host]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10 + 3 * count)
-    except FileNotFoundError as err:
-        raise EnvironmentNotReady("ping not found (install iputils-ping)") from err
-    except subprocess.TimeoutExpired as err:
-        raise TcpProfileError(f"ping {host} timed out") from err
-    if out.returncode != 0 and "rtt" not in out.stdout:
-        raise TcpProfileError(f"ping {host} failed: {(out.stderr or out.stdout).strip()}")
-    return {"host": host, "count": count, **parse_ping(out.stdout)}
+    return ping.rtt(host, count=count)
 
 
 # -- host settings ---------------------------------------------------------------------------

@@ -11,14 +11,13 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import ContextManager
 
 from .. import cc, fidelity, iperf, ping, trace
-from ..errors import ValidationError
+from ..errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from ..spec import LinkPoint
 from ..store.db import dumps
 
@@ -96,7 +95,7 @@ def link_config(point: LinkPoint):
 def remote(point: LinkPoint) -> Iterator[Environment]:
     """A real iperf3 server elsewhere: the client runs in the caller's namespace; RTT by ping."""
     host = iperf.LocalHost()
-    rtt = ping_rtt(point.host)
+    rtt = ping_rtt(point.host)          # {} when it does not answer: the link is flagged rtt_unmeasured
     flags = [] if rtt else ["rtt_unmeasured"]
     row = {"kind": "remote", "host": point.host, "port": point.port, "rate_bps": point.rate_bps,
            "rtt_measured_ms": rtt.get("avg_ms") if rtt else None,
@@ -110,10 +109,12 @@ def remote(point: LinkPoint) -> Iterator[Environment]:
 
 def ping_rtt(host: str, count: int = 10) -> dict:
     """Idle RTT to host by ping (from the caller's namespace); {} if it does not answer."""
-    r = subprocess.run(["ping", "-n", "-q", "-c", str(count), "-i", "0.2", "-W", "2", host],
-                       capture_output=True, text=True, timeout=count * 0.2 + 30)
-    parsed = ping.summary(r.stdout)
-    return {**parsed, "count": count} if parsed else {}
+    try:
+        return ping.rtt(host, count=count)
+    except EnvironmentNotReady:
+        raise
+    except TcpProfileError:
+        return {}
 
 
 # -- congestion control: the one place the catalogue plugs in --------------------------------------

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 from .. import ping
 from ..errors import TcpProfileError
+from ..tolerance import rtt_tolerance_s
 from .config import ETH_WIRE_OVERHEAD, LinkConfig
 
 PINGS = 80
@@ -34,7 +35,6 @@ PING_INTERVAL_S = 0.01
 PING_DISCARD = 2              # first replies may include neighbour resolution
 PING_RT_PRIORITY = 10         # SCHED_FIFO like the engines: measure the link, not CPU contention
 TRIM_FRACTION = 0.05          # highest replies left out of the measured RTT (scheduling outliers)
-RTT_TOL_REL, RTT_TOL_ABS_S = 0.01, 0.1e-3
 RATE_LOW_FRACTION = 0.95
 PROBE_STREAMS = 4
 PROBE_SECONDS = 2.5
@@ -42,11 +42,6 @@ PROBE_SKIP_S = 0.5            # intervals before this are ramp-up
 PROBE_WINDOW = "16M"
 PROBE_CC = "cubic"
 IPERF_PORT = 5201
-
-
-def rtt_tolerance_s(rtt_s: float) -> float:
-    """Allowed |measured − target| idle RTT: max(1 %, 0.1 ms)."""
-    return max(RTT_TOL_REL * rtt_s, RTT_TOL_ABS_S)
 
 
 def rtt_within(measured_s: float, cfg: LinkConfig) -> bool:
