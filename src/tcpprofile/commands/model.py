@@ -152,6 +152,7 @@ def _fit(args) -> int:
     import duckdb
 
     from ..models import fit_profiles, profiles_from_store
+    from ..models.diagnostics import BOUND_REL, LEVEL, short
 
     if not args.db:
         raise ValidationError("--db", "required for fit (a tcpprofile store)")
@@ -176,7 +177,7 @@ def _fit(args) -> int:
         return 0
     print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'sock buf':>8} {'size GB':>8} {'loss':>12}"
           f" {'β fit MB':>9}"
-          f" {'W_max fit MB':>12} {'d RTT':>5} {'n':>3} {'E %':>6} {'held-out E %':>12}")
+          f" {'W_max fit MB':>12} {'d RTT':>5} {'n':>3} {'E %':>6} {'held-out E %':>12}  flags")
     for f in fits:
         d = f.as_dict()
         for s, e in d["E_percent"].items():
@@ -191,12 +192,19 @@ def _fit(args) -> int:
             sock = "auto" if sb is None or sb != sb else _mb(sb) + "MB"      # None/NaN: autotuned
             print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {sock:>8} {amount:>8} {loss:>12} "
                   f"{_beta_fit(d):>9} "
-                  f"{_wmax(d):>12} {d['startup_rtts']:5.2f} {s:3d} {e:6.2f} {held:12.2f}")
+                  f"{_wmax(d):>12} {d['startup_rtts']:5.2f} {s:3d} {e:6.2f} {held:12.2f}  "
+                  f"{short(f.flags, f.structure)}")
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
     print("fitted as measured (docs/models.md, \"Fitting measured runs\"): C = the link's payload ceiling; loss at "
           "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8 else " (--eq8: the paper's Eq. (8))")
           + "; d RTT = slow start's start-up lag, measured from the runs' first intervals (0: none measured); "
           "-t runs over iperf3's receiver interval T + τ + queue")
+    for f in fits:
+        for flag in f.flags:   # a flagged fit is never a plain number: each flag in words
+            print(f"FLAGGED {f.key['variant']} β={f.key.get('buffer', f.key.get('buffer_bytes'))}: {flag['text']}")
+    print(f"flags: a fitted parameter within {BOUND_REL:.0%} of its range's end (β:lower …), τ-structure = residuals "
+          f"with a trend or curvature over τ ({LEVEL:g} level, stratified rank test), τ:n/t = too few RTTs to test "
+          "it (docs/models.md, \"When a fit cannot explain the data\")")
     if any(f.buffer_multiple is not None for f in fits):
         print("β fit m×: the configured buffer changes with τ (k×BDP), so β is fitted as m × the configured one")
     if any(f.wmax_known for f in fits):

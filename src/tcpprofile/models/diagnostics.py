@@ -1,0 +1,138 @@
+"""When a fit cannot explain the data: a fitted parameter at its bound, residuals with structure over τ.
+
+Both are reported as flags (plain dicts, the same keys everywhere) by `model fit`, the report's model
+figure, `model validate` and `select --extrapolate`; a flagged fit is never shown as a plain number.
+
+* **At a bound.** The fit searches each parameter in a range (framework.BUFFER_BOUNDS, WMAX_BOUNDS,
+  fit.RELATIVE_BOUNDS). A value within BOUND_REL (relative) of an end of its range is where the
+  optimiser stopped, not where the data put it: the data asked for more than the model can give, or
+  do not depend on the parameter (not identified; e.g. W_max at its upper end: no limit binds).
+* **Structure over τ** (residuals r = (M − P)/M per configuration). Test: a stratified rank test of
+  two contrasts over the τ order, strata = stream counts (each n is its own residual profile over τ).
+  Within a stratum of k RTTs the residuals are ranked (average ranks for ties) and scored with the
+  integer orthogonal-polynomial contrasts over the τ positions i = 0…k−1, m = (k−1)/2:
+  trend c₁ = 2(i − m), curvature c₂ = 12(i − m)² − (k² − 1) (a U or ∩ shape: the model bends the wrong
+  way). Statistic S = Σ_strata Σ_i c_i·2·rank_i; H0: within each stratum the residuals are exchangeable
+  over τ; the exact permutation distribution of S (every permutation of each stratum's ranks, strata
+  convolved; strata of more than EXACT_MAX RTTs by 20,000 seeded random permutations) gives
+  p = P(|S| ≥ |s|). Level LEVEL overall, LEVEL/2 per contrast (Bonferroni). A contrast whose smallest
+  attainable p exceeds LEVEL/2 is "not testable" (one stratum: 3 or 4 RTTs for the trend, ≤ 5 for the
+  curvature); when neither is testable the verdict is "not testable", never "no structure".
+  Fitted residuals are not exactly exchangeable (two parameters were fitted to them); the false-alarm
+  rate on correctly specified noisy profiles is checked in tests/test_models_diagnostics.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+LEVEL = 0.05          # overall level of the structure test (two contrasts at LEVEL/2 each)
+BOUND_REL = 0.05      # a fitted value within 5 % of an end of its range is "at the bound"
+EXACT_MAX = 8         # strata up to 8 RTTs: all 8! permutations; larger ones sampled
+SAMPLES = 20_000
+
+
+def at_bound(name: str, value: float, bounds: tuple[float, float], *, rel: float = BOUND_REL) -> dict | None:
+    """A flag when `value` lies within `rel` (relative) of an end of `bounds`, else None."""
+    lo, hi = bounds
+    if value <= lo * (1 + rel):
+        side, bound = "lower", lo
+    elif value >= hi / (1 + rel):
+        side, bound = "upper", hi
+    else:
+        return None
+    return {"flag": "at_bound", "parameter": name, "side": side, "value": float(value), "bound": float(bound),
+            "text": f"{name} at its {side} bound ({value:.3g}, range {lo:.3g}–{hi:.3g}): the fit ran to the end "
+                    "of its range (the data ask for a value the model cannot give, or do not pin it)"}
+
+
+def _contrasts(k: int) -> tuple[np.ndarray, np.ndarray]:
+    i = np.arange(k) - (k - 1) / 2
+    return (2 * i).astype(np.int64), (12 * i * i - (k * k - 1)).astype(np.int64)
+
+
+def _ranks2(x: np.ndarray) -> np.ndarray:
+    """2 × the average ranks (1-based) of x: integers even with ties."""
+    order = np.argsort(x, kind="stable")
+    r = np.empty(x.size)
+    r[order] = np.arange(1, x.size + 1)
+    for v in np.unique(x):                       # ties: the average of their ranks
+        same = x == v
+        r[same] = r[same].mean()
+    return np.rint(2 * r).astype(np.int64)
+
+
+def _null(ranks2: np.ndarray, c: np.ndarray, rng: np.random.Generator) -> dict[int, float]:
+    """Distribution of Σ c·ranks2 over permutations of ranks2: {value: probability}."""
+    if ranks2.size <= EXACT_MAX:
+        perms = np.array(list(itertools.permutations(ranks2)))
+    else:
+        perms = np.array([rng.permutation(ranks2) for _ in range(SAMPLES)])
+    vals, counts = np.unique(perms @ c, return_counts=True)
+    return dict(zip(vals.tolist(), (counts / counts.sum()).tolist()))
+
+
+def _convolve(a: dict[int, float], b: dict[int, float]) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for x, p in a.items():
+        for y, q in b.items():
+            out[x + y] = out.get(x + y, 0.0) + p * q
+    return out
+
+
+def residual_structure(tau, resid, strata, *, level: float = LEVEL, seed: int = 0) -> dict:
+    """The stratified rank test of the module docstring. tau, resid, strata: one value per configuration
+    (strata: e.g. the stream count). Returns {"test", "level", "trend": {"p", "testable"}, "curvature":
+    {...}, "verdict": "structure" | "no structure found" | "not testable", "flag": bool, "text"}."""
+    tau, resid, strata = (np.asarray(a).ravel() for a in (tau, resid, strata))
+    rng = np.random.default_rng(seed)
+    out = {"test": "stratified rank contrasts over τ (trend, curvature), exact permutation", "level": level}
+    for j, name in enumerate(("trend", "curvature")):
+        dist, s_obs = {0: 1.0}, 0
+        for s in np.unique(strata):
+            sel = strata == s
+            order = np.argsort(tau[sel], kind="stable")
+            r = resid[sel][order]
+            if r.size < 3:
+                continue                          # two points have no shape over τ
+            c = _contrasts(r.size)[j]
+            r2 = _ranks2(r)
+            s_obs += int(r2 @ c)
+            dist = _convolve(dist, _null(r2, c, rng))
+        vals = np.array(list(dist)), np.array(list(dist.values()))
+        extreme = np.abs(vals[0]).max()
+        p_min = float(vals[1][np.abs(vals[0]) >= extreme].sum())
+        p = float(vals[1][np.abs(vals[0]) >= abs(s_obs) - 1e-9].sum())
+        testable = p_min <= level / 2
+        out[name] = {"p": min(p, 1.0) if testable else None, "testable": bool(testable), "p_min": p_min}
+    found = [n for n in ("trend", "curvature") if out[n]["testable"] and out[n]["p"] <= level / 2]
+    if found:
+        verdict = "structure"
+        text = "residuals with structure over τ: " + ", ".join(f"{n} p = {out[n]['p']:.3g}" for n in found) + \
+            f" (≤ {level / 2:g} each, level {level:g})"
+    elif out["trend"]["testable"] or out["curvature"]["testable"]:
+        verdict, text = "no structure found", "no structure over τ found at level " + f"{level:g}"
+    else:
+        verdict = "not testable"
+        text = f"structure over τ not testable (too few RTTs per stream count for level {level:g})"
+    return {**out, "verdict": verdict, "flag": bool(found), "text": text}
+
+
+def flags_of(bound_flags: list, structure: dict) -> list[dict]:
+    """The flags of a fit: its parameters at a bound, then structure over τ (when found)."""
+    flags = [f for f in bound_flags if f is not None]
+    if structure["flag"]:
+        flags.append({"flag": "structure", "parameter": None, "text": structure["text"]})
+    return flags
+
+
+def short(flags: list[dict], structure: dict | None = None) -> str:
+    """A one-word-per-flag code for tables: β:lower, W_max:upper, τ-structure; '-' when none,
+    with 'τ:n/t' appended when the structure test could not be run."""
+    codes = [f"{f['parameter']}:{f['side']}" if f["flag"] == "at_bound" else "τ-structure" for f in flags]
+    if structure is not None and structure["verdict"] == "not testable":
+        codes.append("τ:n/t")
+    return ",".join(codes) or "-"
+
