@@ -18,6 +18,8 @@ figure, `model validate` and `select --extrapolate`; a flagged fit is never show
   p = P(|S| ≥ |s|). Level LEVEL overall, LEVEL/2 per contrast (Bonferroni). A contrast whose smallest
   attainable p exceeds LEVEL/2 is "not testable" (one stratum: 3 or 4 RTTs for the trend, ≤ 5 for the
   curvature); when neither is testable the verdict is "not testable", never "no structure".
+  Residuals all below MATERIAL (0.5 %) are not flagged whatever their order (a fit within 0.5 % explains
+  the runs; its rounding-level residuals have an order but no consequence).
   Fitted residuals are not exactly exchangeable (two parameters were fitted to them); the false-alarm
   rate on correctly specified noisy profiles is checked in tests/test_models_diagnostics.py.
 """
@@ -30,6 +32,7 @@ import numpy as np
 
 LEVEL = 0.05          # overall level of the structure test (two contrasts at LEVEL/2 each)
 BOUND_REL = 0.05      # a fitted value within 5 % of an end of its range is "at the bound"
+MATERIAL = 0.005      # residuals all below 0.5 % are never "structure"
 EXACT_MAX = 8         # strata up to 8 RTTs: all 8! permutations; larger ones sampled
 SAMPLES = 20_000
 
@@ -108,7 +111,9 @@ def residual_structure(tau, resid, strata, *, level: float = LEVEL, seed: int = 
         testable = p_min <= level / 2
         out[name] = {"p": min(p, 1.0) if testable else None, "testable": bool(testable), "p_min": p_min}
     found = [n for n in ("trend", "curvature") if out[n]["testable"] and out[n]["p"] <= level / 2]
-    if found:
+    if found and np.max(np.abs(resid)) < MATERIAL:
+        verdict, text, found = "no structure found", f"residuals all below {MATERIAL:.1%}: nothing left to explain", []
+    elif found:
         verdict = "structure"
         text = "residuals with structure over τ: " + ", ".join(f"{n} p = {out[n]['p']:.3g}" for n in found) + \
             f" (≤ {level / 2:g} each, level {level:g})"
