@@ -127,3 +127,21 @@ def test_the_protocol_spec():
     assert {p.mtu for p in s.links} == {9000} and {p.rate_bps for p in s.links} == {10e9}
     assert s.variants == ("cubic", "htcp", "scalable") and s.streams == (1, 4, 10)
     assert s.sizes == (10 ** 10,) and s.socket_buffers == (None,) and len(s.sweep()) == 270
+
+
+def test_generic_transfer_throughput_is_section_3_1_with_T_O_solved_from_F():
+    """Θ = 8F/T_O with T_O = T_R + (8F − D_R)/θ̄_S; §3.1's Θ_O at that T_O gives it back (round trip),
+    and a transfer shorter than the ramp runs at θ̄_R."""
+    from tcpprofile.models import GenericModel
+    from tcpprofile.models.generic import transfer_throughput
+
+    tau = np.array([0.0118, 0.0916, 0.366])
+    g = GenericModel(capacity_bps=sv.CEILING, mss_bytes=sv.MSS, initial_window=40, duration_s=1.0, **sv.GENERIC_TRUTH)
+    theta = transfer_throughput(g, tau, sv.SIZE)
+    c = g.components(tau)
+    np.testing.assert_allclose(8 * sv.SIZE / theta, c["T_R"] + (8 * sv.SIZE - c["D_R"]) / c["theta_S"], rtol=1e-12)
+    for t, th in zip(tau, theta):
+        g.duration_s = 8 * sv.SIZE / th
+        assert float(g.predict(t)) == pytest.approx(th, rel=1e-12)
+    tiny = 0.5 * c["D_R"] / 8          # half the ramp's data
+    np.testing.assert_allclose(transfer_throughput(g, tau, tiny), c["theta_R"], rtol=1e-12)
