@@ -112,8 +112,10 @@ def test_cli_and_benchmark_print_the_table(stores, capsys):
     assert module.main(["--db", stores["model"]]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "model in" in lines[1] and "base in" in lines[1] and len([ln for ln in lines if "10GB" in ln]) == 4
-    row = lines[2].split("|")
+    row = lines[2].split("|")      # the campaign filter (models-validation) reaches the baseline's traces too
     assert [float(x) for x in row[1].split()] == pytest.approx([doc[0]["E_model_percent"][m] for m in MODES],
+                                                                abs=0.006)
+    assert [float(x) for x in row[2].split()] == pytest.approx([doc[0]["E_baseline_percent"][m] for m in MODES],
                                                                 abs=0.006)
     assert main(["model", "validate", "--db", stores["model"], "--eq8"]) == 2
 
@@ -145,3 +147,18 @@ def test_generic_transfer_throughput_is_section_3_1_with_T_O_solved_from_F():
         assert float(g.predict(t)) == pytest.approx(th, rel=1e-12)
     tiny = 0.5 * c["D_R"] / 8          # half the ramp's data
     np.testing.assert_allclose(transfer_throughput(g, tau, tiny), c["theta_R"], rtol=1e-12)
+
+
+def test_one_buffer_setting_cannot_be_held_out(tmp_path, capsys):
+    """A store with one buffer setting (and 3 RTTs): leave-one-buffer-out is not computable — '-' in the
+    table, null in the JSON — while in-sample and leave-one-RTT-out are."""
+    db = str(tmp_path / "one.duckdb")
+    with Store.open(db) as s:
+        sv.build(s, variants=("cubic",), streams=(1,), multiples=(0.3,), rtts=(45.6, 91.6, 183.0), noise=0.01)
+    assert main(["model", "validate", "--db", db, "--json"]) == 0
+    (cell,) = json.loads(capsys.readouterr().out)
+    assert cell["E_model_percent"]["buffer"] is None and cell["E_baseline_percent"]["buffer"] is None
+    assert cell["E_model_percent"]["rtt"] is not None and cell["configurations"] == 3
+    assert main(["model", "validate", "--db", db]) == 0
+    row = capsys.readouterr().out.splitlines()[2].split("|")
+    assert row[1].split()[-1] == "-" and row[2].split()[-1] == "-"

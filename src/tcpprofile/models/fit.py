@@ -422,10 +422,9 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
         whole = fit_rows(cols, kd, idx, lags=lags, lag_pool=lags, **model_params)
         P = predict_rows(whole, cols, kd, idx, own_sizes=True)
 
-        def fold(train, held, kd=kd, idx=idx):
+        def fold(train, held, kd=kd, idx=idx, relative=whole.multiple is not None):
             pool = None if lags is None else lags[~np.isin(rtt_all, rtt_all[idx[held]])]
-            part = fit_rows(cols, kd, idx[train], lags=lags, lag_pool=pool, relative=whole.multiple is not None,
-                            **model_params)
+            part = fit_rows(cols, kd, idx[train], lags=lags, lag_pool=pool, relative=relative, **model_params)
             return predict_rows(part, cols, kd, idx[held])
 
         H = leave_one_out(tau, fold) if heldout else np.full(M.shape, np.nan)

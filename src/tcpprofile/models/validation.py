@@ -55,9 +55,14 @@ class Cell:
     def as_dict(self) -> dict:
         key = {k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()}
         return {**key, "streams": self.streams, "configurations": self.configs, "runs": self.runs,
-                "buffers": self.buffers, "rtts_ms": self.rtts, "E_model_percent": self.model,
-                "E_baseline_percent": self.baseline, "parameters": self.params, "flags": self.flags,
+                "buffers": self.buffers, "rtts_ms": self.rtts, "E_model_percent": _finite(self.model),
+                "E_baseline_percent": _finite(self.baseline), "parameters": self.params, "flags": self.flags,
                 "flagged": bool(self.flags)}
+
+
+def _finite(errors: dict[str, float]) -> dict[str, float | None]:
+    """E per mode for JSON: None where it could not be computed (nan)."""
+    return {k: (v if v == v else None) for k, v in errors.items()}
 
 
 def _label(v) -> str:
