@@ -88,3 +88,13 @@ def test_parameter_at_its_bound_is_flagged():
     assert low.buffer_multiple == pytest.approx(1e-3, rel=0.05)
     assert [(x["parameter"], x["side"]) for x in low.flags if x["flag"] == "at_bound"] == [("β", "lower")]
     assert not any(x["flag"] == "at_bound" for x in fine.flags)
+
+
+def test_structure_of_many_rtts_is_sampled():
+    """A stratum of 12 RTTs (more than EXACT_MAX): 20,000 seeded permutations plus the observed order; a
+    perfectly monotone profile gets p = 1/20,001 (never 0), a shuffled one no verdict of structure."""
+    tau = np.arange(12.0)
+    s = residual_structure(tau, 0.01 * tau, np.ones(12))
+    assert s["trend"]["p"] == pytest.approx(1 / 20_001) and s["flag"]
+    shuffled = np.random.default_rng(1).permutation(12) * 0.01
+    assert not residual_structure(tau, shuffled, np.ones(12))["flag"]
