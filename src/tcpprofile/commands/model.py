@@ -258,13 +258,15 @@ def _validate(args) -> int:
         print(f"{c.key['variant']:>8} {c.streams:3d} {amount:>7} {','.join(c.buffers):>24} {len(c.rtts):4d} "
               f"{c.configs:4d} {c.runs:4d} | {_e(c.model['in']):>8} {_e(c.model['rtt'])} {_e(c.model['buffer'])} | "
               f"{_e(c.baseline['in']):>7} {_e(c.baseline['rtt'])} {_e(c.baseline['buffer'])} | {c.codes}")
-    print("fitted parameters (per buffer setting; shared: leave-one-buffer-out's fit over all settings):")
+    print("fitted parameters (per buffer setting, over its RTTs and n; shared: leave-one-buffer-out's fit of one n "
+          "over all settings):")
     seen = set()
     for c in cells:
-        key = (c.key["variant"], tuple(c.buffers), tuple(c.rtts))
-        if key not in seen:
-            seen.add(key)
-            print(f"  {c.key['variant']}: " + "; ".join(_params(p) for p in c.params))
+        per_setting = "; ".join(_params(p) for p in c.params[:-1])
+        if (c.key["variant"], per_setting) not in seen:
+            seen.add((c.key["variant"], per_setting))
+            print(f"  {c.key['variant']}: {per_setting}")
+        print(f"  {c.key['variant']} n={c.streams}: {_params(c.params[-1])}")
     for c in cells:
         for text in dict.fromkeys(c.flags):
             print(f"FLAGGED {c.key['variant']} n={c.streams}: {text}")

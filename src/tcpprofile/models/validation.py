@@ -4,9 +4,10 @@ ramp-up/sustainment model of HPDC'17 §3 (generic.py) fitted the same way, as th
 
 * First-principles: in-sample and leave-one-RTT-out are fit_profiles' (one fit per dataset: variant,
   link buffer setting, size or duration, …, over its RTTs and stream counts). Leave-one-buffer-out fits
-  β = m × the configured buffer, one m and W_max shared by the buffer settings of a group (the dataset
-  key without the buffer), on all runs but one buffer setting's, and predicts that setting's rows from
-  their configuration alone (fit.fit_rows / fit.predict_rows; the lag pooled without that setting).
+  β = m × the configured buffer, one m and W_max shared by the buffer settings of a (variant, n, …) cell
+  (the dataset key without the buffer, with n), on all its runs but one buffer setting's, and predicts
+  that setting's rows from their configuration alone (fit.fit_rows / fit.predict_rows; the lag pooled
+  without that setting).
 * Baseline: per stream count n (the generic model has no streams: its initial window is n·10 segments),
   GenericModel.fit on the runs' aggregate iperf3 intervals (§3: T_R, θ̄_R, θ̄_S per run), over a
   dataset's RTTs (in-sample), over the other RTTs (leave-one-RTT-out) or over the other buffer settings
@@ -30,6 +31,7 @@ from .fit import (_CAMPAIGN_WHERE, _TAU_MS_SQL, DATASET_KEYS, TCP_IP_HEADERS, _f
 from .generic import GenericModel, transfer_throughput
 
 GROUP_KEYS = tuple(k for k in DATASET_KEYS if k not in ("buffer", "buffer_bytes"))
+CELL_KEYS = GROUP_KEYS + ("streams",)   # a cell, and leave-one-buffer-out's shared fit: one (variant, n, …)
 ROW_KEYS = ("variant", "streams", "rtt_ms", "rate_bps", "buffer", "socket_buffer_bytes", "transfer_bytes",
             "duration_target_s", "loss_mode", "loss_rate", "mtu")   # PROFILE_SQL's configuration
 MODES = ("in", "rtt", "buffer")   # in-sample, leave-one-RTT-out, leave-one-buffer-out
@@ -182,7 +184,7 @@ def validate(table, traces: dict | None = None) -> Validation:
         B["in"][f.rows] = _per_n(None, f.rows, cols, lambda tr, he, kd=f.key: _baseline(cols, kd, tr, he, traces))
         B["rtt"][f.rows] = _per_n(r_rtt, f.rows, cols, lambda tr, he, kd=f.key: _baseline(cols, kd, tr, he, traces))
     cells = []
-    for kd, idx in datasets(cols, GROUP_KEYS):
+    for kd, idx in datasets(cols, CELL_KEYS):
         g = _row_key(kd.get(k) for k in GROUP_KEYS if k in cols)
 
         def fold(train, held, kd=kd, idx=idx):
@@ -218,4 +220,5 @@ def validate(table, traces: dict | None = None) -> Validation:
             cells.append(Cell(kd, int(s), int(sel.size), int(np.sum(runs.astype(float))), sorted(set(buf[sel])),
                               sorted(set(rtt[sel].tolist())), {m: E(P[m]) for m in MODES},
                               {m: E(B[m]) for m in MODES}, params.get(g, []) + [shared], words, codes))
+    cells.sort(key=lambda c: (tuple(str(c.key.get(k)) for k in GROUP_KEYS), c.streams))
     return Validation(cells, P, B)
