@@ -74,11 +74,13 @@ def test_model_fit_reads_store(tmp_path, capsys, eq8):
     assert fit["capacity_bps"] == 1e10 and fit["startup_rtts"] == 0.0  # a flat table: no calibration, no intervals
     assert fit["E_mean_percent"] < 0.5 and fit["wmax_bytes_fit"] == pytest.approx(5e7, rel=0.01)
     assert set(fit["E_heldout_percent"]) == {"1", "2"}  # leave-one-RTT-out, per n
-    assert main(["model", "fit", "--db", db]) == 0
+    assert main(["model", "fit", "--db", db] + (["--eq8"] if eq8 else [])) == 0
     table = capsys.readouterr().out.splitlines()
-    assert len(table) == 5 and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
-    assert table[4].startswith("fitted as measured")
-    assert math.isfinite(float(table[1].split()[-1])) and math.isfinite(float(table[1].split()[-2]))
+    flags = len(fit["flags"])       # one line each, after the notes
+    assert len(table) == 6 + flags and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
+    assert table[4].startswith("fitted as measured") and table[5 + flags].startswith("flags:")
+    assert math.isfinite(float(table[1].split()[-2])) and math.isfinite(float(table[1].split()[-3]))
+    assert table[1].split()[-1] == table[2].split()[-1] == "-" and flags == 0  # the model's own profile
 
 
 def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):

@@ -223,14 +223,20 @@ def _same(a, b) -> bool:
 
 
 # -- statistics ------------------------------------------------------------------------------
-def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float) -> tuple[float, float, float, str]:
-    """Model-backed profile value outside the measured RTT range: (value, CI low, CI high, model name).
+def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float
+                      ) -> tuple[float, float, float, str, list[dict], dict]:
+    """Model-backed profile value outside the measured RTT range: (value, CI low, CI high, model name,
+    flags, structure test).
 
     The variant's first-principles model (tcpprofile.models) is fitted to this configuration's profile
     means (β and W_max, n fixed) and predicts at `rtt_ms`; the interval is the models' residual
-    bootstrap. Transfer size per RTT: F, or mean throughput × duration for time-limited runs.
+    bootstrap. Transfer size per RTT: F, or mean throughput × duration for time-limited runs. flags: what
+    the fit cannot explain (models.diagnostics: β or W_max at the end of its range, residuals with
+    structure over τ); a flagged value is shown as such, never as a plain number.
     """
     from . import models     # scipy-heavy; only --extrapolate needs it
+    from .models import diagnostics
+    from .models.framework import BUFFER_BOUNDS, WMAX_BOUNDS
 
     cfg = profile.config
     if len(profile.rtts_ms) < 3:
@@ -251,7 +257,11 @@ def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float) -> tup
     model = models.make_model(cfg.variant, capacity_bps=float(profile.rate_bps))
     pred, lo, hi = models.bootstrap_predict(model, tau, means, rtt_ms / 1e3, n=cfg.streams, size=size,
                                             n_new=cfg.streams, size_new=size[edge], level=confidence)
-    return float(pred), float(lo), float(hi), f"{type(model).__name__} (tcpprofile.models, fitted β, W_max)"
+    bound = [diagnostics.at_bound("β", model.buffer_bytes_, BUFFER_BOUNDS),
+             diagnostics.at_bound("W_max", model.wmax_bytes_, WMAX_BOUNDS)]
+    structure = diagnostics.residual_structure(tau, model.residuals_, np.ones(len(tau)))
+    return (float(pred), float(lo), float(hi), f"{type(model).__name__} (tcpprofile.models, fitted β, W_max)",
+            diagnostics.flags_of(bound, structure), structure)
 
 
 # -- estimation at one RTT -------------------------------------------------------------------
@@ -271,13 +281,17 @@ class Estimate:
     kernel_name: str | None = None
     flagged: list[int] = field(default_factory=list)   # flagged runs among the repetitions at each RTT used
     runs_flagged: int = 0                              # flagged runs of the whole profile
+    model_flags: list[dict] = field(default_factory=list)   # extrapolated: what the model fit cannot explain
+    model_structure: dict | None = None                     # extrapolated: its residual-structure test
 
     def to_json(self) -> dict:
         return {**self.config.to_json(), "label": self.config.label(), "cc_kernel_name": self.kernel_name,
                 "throughput_bps": self.throughput_bps, "ci_low_bps": self.ci_low_bps,
                 "ci_high_bps": self.ci_high_bps, "method": self.method, "rtts_ms": self.rtts_ms,
                 "weights": self.weights, "repetitions": self.repetitions, "flagged": self.flagged,
-                "runs": self.runs, "runs_flagged": self.runs_flagged, "model": self.model}
+                "runs": self.runs, "runs_flagged": self.runs_flagged, "model": self.model,
+                "model_flagged": bool(self.model_flags), "model_flags": self.model_flags,
+                "model_structure": self.model_structure}
 
 
 def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int, confidence: float,
@@ -303,9 +317,10 @@ def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int,
     counts = [len(profile.samples[k]) for k in used]
     flagged = [profile.flagged_at(k) for k in used]
     if method == "extrapolated":
-        point, lo_ci, hi_ci, model = model_extrapolate(profile, rtt_ms, confidence)
+        point, lo_ci, hi_ci, model, model_flags, structure = model_extrapolate(profile, rtt_ms, confidence)
         return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used], [], counts,
-                        profile.runs, None, model, profile.kernel_name, flagged, profile.runs_flagged)
+                        profile.runs, None, model, profile.kernel_name, flagged, profile.runs_flagged,
+                        model_flags, structure)
     # Θ̂(τ) = Σ w_k·Θ̂(τ_k) (§5.1 step 2), variance Σ w_k²·s_k²/n_k, Satterthwaite df
     stat = decide.weighted([decide.mean_of(profile.samples[k]) for k in used], weights)
     ci = stat.interval(confidence)                # None with one repetition at an RTT used

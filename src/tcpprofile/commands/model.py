@@ -1,6 +1,8 @@
 """`tcpprofile model [predict]` — predicted throughput and the model's intermediate quantities;
 `tcpprofile model fit --db DB` — fit β and W_max per dataset of a store and print E per variant and n,
-in-sample and leave-one-RTT-out (duration-mode runs use the model's duration mode; lossy links its loss)."""
+in-sample and leave-one-RTT-out (duration-mode runs use the model's duration mode; lossy links its loss);
+`tcpprofile model validate --db DB` — the validation protocol's table: E in-sample, leave-one-RTT-out and
+leave-one-buffer-out per variant and n, beside the generic ramp-up/sustainment baseline (docs/models.md)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ COLUMNS = (  # component, header, scale (value / scale is printed)
 def register(subparsers) -> None:
     p = subparsers.add_parser("model", help="predict throughput from the TCP models, or fit them to a store",
                               description=__doc__)
-    p.add_argument("action", nargs="?", choices=("predict", "fit"), default="predict",
-                   help="predict (default) or fit")
+    p.add_argument("action", nargs="?", choices=("predict", "fit", "validate"), default="predict",
+                   help="predict (default), fit, or validate (the validation protocol's table)")
     p.add_argument("--variant", help="congestion control: stcp, scalable, cubic, htcp, reno")
     p.add_argument("--capacity", default="10Gbit", help="link capacity C (default 10Gbit)")
     p.add_argument("--rtt", nargs="+", help="minimum RTT τ; several values print a profile (e.g. 11.8ms 91.6ms)")
@@ -37,7 +39,7 @@ def register(subparsers) -> None:
     p.add_argument("--initial-window", type=int, default=10, help="initial window in segments (default 10)")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="a variant parameter, e.g. a=0.02 (STCP), c=0.4 (CUBIC), adaptive_backoff=false (H-TCP)")
-    p.add_argument("--db", help="store (DuckDB file) for `fit`")
+    p.add_argument("--db", help="store (DuckDB file) for `fit` and `validate`")
     p.add_argument("--campaign", action="append", default=[], metavar="NAME",
                    help="fit: only runs of this campaign (name or id; SQL LIKE, %% = any text; repeatable), "
                         "e.g. reproduce-quick-clean")
@@ -95,7 +97,7 @@ def _beta_fit(d: dict) -> str:
 
 
 def run(args) -> int:
-    return _fit(args) if args.action == "fit" else _predict(args)
+    return {"fit": _fit, "validate": _validate}.get(args.action, _predict)(args)
 
 
 def _predict(args) -> int:
@@ -148,21 +150,32 @@ def _predict(args) -> int:
     return 0
 
 
-def _fit(args) -> int:
+def _load(args, *, traces: bool = False):
+    """The store's profile table (and, with traces, its runs' interval traces) for fit and validate."""
     import duckdb
 
-    from ..models import fit_profiles, profiles_from_store
+    from ..models import profiles_from_store
+    from ..models.validation import load_traces
 
     if not args.db:
-        raise ValidationError("--db", "required for fit (a tcpprofile store)")
+        raise ValidationError("--db", f"required for {args.action} (a tcpprofile store)")
     try:
         con = duckdb.connect(args.db, read_only=True)
     except duckdb.Error as err:
         raise ValidationError("--db", f"cannot open {args.db!r} as a DuckDB store: {err}") from None
     try:
         profiles = profiles_from_store(con, campaigns=args.campaign or None, exclude_flagged=args.exclude_flagged)
+        return profiles, (load_traces(con, profiles, campaigns=args.campaign or None,
+                                      exclude_flagged=args.exclude_flagged) if traces else None)
     finally:
         con.close()
+
+
+def _fit(args) -> int:
+    from ..models import fit_profiles
+    from ..models.diagnostics import BOUND_REL, LEVEL, short
+
+    profiles, _ = _load(args)
     if args.queue_fill and args.eq8:
         raise ValidationError("--eq8", "not with --queue-fill: the buffer overflows one way or the other")
     fits = fit_profiles(profiles, **({"queue_fill": False} if args.eq8 else {}))
@@ -176,7 +189,7 @@ def _fit(args) -> int:
         return 0
     print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'sock buf':>8} {'size GB':>8} {'loss':>12}"
           f" {'β fit MB':>9}"
-          f" {'W_max fit MB':>12} {'d RTT':>5} {'n':>3} {'E %':>6} {'held-out E %':>12}")
+          f" {'W_max fit MB':>12} {'d RTT':>5} {'n':>3} {'E %':>6} {'held-out E %':>12}  flags")
     for f in fits:
         d = f.as_dict()
         for s, e in d["E_percent"].items():
@@ -191,14 +204,73 @@ def _fit(args) -> int:
             sock = "auto" if sb is None or sb != sb else _mb(sb) + "MB"      # None/NaN: autotuned
             print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {sock:>8} {amount:>8} {loss:>12} "
                   f"{_beta_fit(d):>9} "
-                  f"{_wmax(d):>12} {d['startup_rtts']:5.2f} {s:3d} {e:6.2f} {held:12.2f}")
+                  f"{_wmax(d):>12} {d['startup_rtts']:5.2f} {s:3d} {e:6.2f} {held:12.2f}  "
+                  f"{short(f.flags, f.structure)}")
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
     print("fitted as measured (docs/models.md, \"Fitting measured runs\"): C = the link's payload ceiling; loss at "
           "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8 else " (--eq8: the paper's Eq. (8))")
           + "; d RTT = slow start's start-up lag, measured from the runs' first intervals (0: none measured); "
           "-t runs over iperf3's receiver interval T + τ + queue")
+    for f in fits:
+        for flag in f.flags:   # a flagged fit is never a plain number: each flag in words
+            print(f"FLAGGED {f.key['variant']} β={f.key.get('buffer', f.key.get('buffer_bytes'))}: {flag['text']}")
+    print(f"flags: a fitted parameter within {BOUND_REL:.0%} of its range's end (β:lower …), τ-structure = residuals "
+          f"with a trend or curvature over τ ({LEVEL:g} level, stratified rank test), τ:n/t = too few RTTs to test "
+          "it (docs/models.md, \"When a fit cannot explain the data\")")
     if any(f.buffer_multiple is not None for f in fits):
         print("β fit m×: the configured buffer changes with τ (k×BDP), so β is fitted as m × the configured one")
     if any(f.wmax_known for f in fits):
         print("W_max known: autotuned socket buffers, W_max = half the kernel's limit (not fitted; docs/models.md)")
+    return 0
+
+
+def _e(v: float) -> str:
+    return f"{v:5.2f}" if v == v else "    -"
+
+
+def _params(p: dict) -> str:
+    beta = f"β={p['beta_multiple']:.3g}×" if p["beta_multiple"] is not None else f"β={_mb(p['beta_bytes'])}MB"
+    wmax = f"W_max={p['wmax_bytes'] / 1e6:.4g}MB" + (" known" if p["wmax_known"] else "")
+    return f"{p['buffer']}: {beta} {wmax} d={p['startup_rtts']:.2f}"
+
+
+def _validate(args) -> int:
+    from ..models.validation import validate
+
+    if args.eq8 or args.queue_fill:
+        raise ValidationError("--eq8", "validate fits as `model fit` does by default (the frozen models)")
+    profiles, traces = _load(args, traces=True)
+    cells = validate(profiles, traces).cells
+    if args.json:
+        json.dump([c.as_dict() for c in cells], sys.stdout, indent=1, default=_clean)
+        print()
+        return 0
+    if not cells:
+        print("no successful runs of a modelled variant in the store")
+        return 0
+    print("E % in-sample / leave-one-RTT-out / leave-one-buffer-out: the first-principles model (fitted as "
+          "`model fit` fits) and the generic ramp-up/sustainment model (HPDC'17 §3), the baseline to beat")
+    print(f"{'variant':>8} {'n':>3} {'size':>7} {'buffers':>24} {'RTTs':>4} {'cfgs':>4} {'runs':>4} | "
+          f"{'model in':>8} {'rtt':>5} {'buf':>5} | {'base in':>7} {'rtt':>5} {'buf':>5} | flags")
+    for c in cells:
+        d = c.key.get("duration_target_s")
+        amount = f"{d:g}s" if d is not None and d == d else _gb(c.key.get("transfer_bytes")) + "GB"
+        print(f"{c.key['variant']:>8} {c.streams:3d} {amount:>7} {','.join(c.buffers):>24} {len(c.rtts):4d} "
+              f"{c.configs:4d} {c.runs:4d} | {_e(c.model['in']):>8} {_e(c.model['rtt'])} {_e(c.model['buffer'])} | "
+              f"{_e(c.baseline['in']):>7} {_e(c.baseline['rtt'])} {_e(c.baseline['buffer'])} | {c.codes}")
+    print("fitted parameters (per buffer setting, over its RTTs and n; shared: leave-one-buffer-out's fit of one n "
+          "over all settings):")
+    seen = set()
+    for c in cells:
+        per_setting = "; ".join(_params(p) for p in c.params[:-1])
+        if (c.key["variant"], per_setting) not in seen:
+            seen.add((c.key["variant"], per_setting))
+            print(f"  {c.key['variant']}: {per_setting}")
+        print(f"  {c.key['variant']} n={c.streams}: {_params(c.params[-1])}")
+    for c in cells:
+        for text in dict.fromkeys(c.flags):
+            print(f"FLAGGED {c.key['variant']} n={c.streams}: {text}")
+    print("E = 100·mean|M − P|/M over the cell's (τ, buffer) configurations; '-': not computable (fewer than 3 "
+          "RTTs or 2 buffer settings, or no interval traces for the baseline). Protocol: docs/models.md, "
+          "\"Validation protocol\"")
     return 0

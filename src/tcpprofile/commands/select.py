@@ -141,6 +141,11 @@ def _gbps(x) -> str:
     return "–" if x is None else f"{x / 1e9:.3f}"
 
 
+def _value(e) -> str:
+    """An estimate in Gbit/s; '!' marks a model-backed one whose fit is flagged (explained below the ranking)."""
+    return _gbps(e.throughput_bps) + ("!" if e.model_flags else "")
+
+
 def print_text(choice, settings, applied, ping, top: int) -> None:
     from .. import select as sel
 
@@ -154,8 +159,11 @@ def print_text(choice, settings, applied, ping, top: int) -> None:
         ci = "–" if e.ci_low_bps is None else f"{_gbps(e.ci_low_bps)}–{_gbps(e.ci_high_bps)}"
         where = "model fit" if e.method == "extrapolated" else "at " + ",".join(f"{t:g}" for t in e.rtts_ms) + " ms"
         used, flagged = sum(e.repetitions), sum(e.flagged)
-        print(f"{i + 1:>4}  {e.config.label():<34} {_gbps(e.throughput_bps):>8}  {ci:>17}  "
+        print(f"{i + 1:>4}  {e.config.label():<34} {_value(e):>8}  {ci:>17}  "
               f"{e.method:<12} {f'{used - flagged}/{flagged}':>17}  {e.runs} ({where})")
+    for e in choice.ranking[:top]:
+        for f in e.model_flags:
+            print(f"  ! {e.config.label()}: model fit FLAGGED, the value is not a plain prediction: {f['text']}")
     for x in choice.excluded:
         print(f"  left out: {x['reason']}")
     c = choice.comparison
@@ -177,8 +185,10 @@ def print_text(choice, settings, applied, ping, top: int) -> None:
               f"({sel.TIE_BREAK})" + ("." if c.decision == "tie" else
                                       "; not shown within the margin, so more runs may change it."))
     r = choice.recommended
-    print(f"\nRecommended: {r.config.label()} — expected {_gbps(r.throughput_bps)} Gbit/s "
+    print(f"\nRecommended: {r.config.label()} — expected {_value(r)} Gbit/s "
           f"({r.method}{', ' + r.model if r.model else ''})")
+    if r.model_flags:
+        print("  ! its model fit is FLAGGED (above): the model does not explain this profile; measure at this RTT")
     print_settings(settings, applied)
 
 

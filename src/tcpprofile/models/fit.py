@@ -41,6 +41,7 @@ from ..dimensions import BUFFER_SQL, FLAGGED_SQL
 from ..errors import ValidationError
 from ..store.expressions import TAU_MS_SQL
 from .base import positive_array
+from .diagnostics import at_bound, flags_of, residual_structure
 from .framework import BUFFER_BOUNDS, WMAX_BOUNDS, FirstPrinciplesModel
 from .registry import MODELS, make_model
 
@@ -157,7 +158,10 @@ def as_columns(table) -> dict[str, np.ndarray]:
 class DatasetFit:
     """One dataset's fit: its key, the fitted model, E [%] per stream count in-sample and held out
     (leave-one-RTT-out; nan with fewer than 3 RTTs). buffer_multiple: the fitted β as a multiple of the
-    configured buffer when that changes with τ (β = k×BDP; the model then has no single β in bytes)."""
+    configured buffer when that changes with τ (β = k×BDP; the model then has no single β in bytes).
+    flags: what the fit cannot explain (diagnostics.py: parameters at a bound, structure over τ);
+    structure: the residual-structure test's result, also when it found nothing or could not be run;
+    rows, predicted_bps, heldout_bps: the dataset's rows of the table and the predictions at them."""
 
     key: dict
     model: FirstPrinciplesModel
@@ -166,6 +170,11 @@ class DatasetFit:
     heldout: dict[int, float] = field(default_factory=dict)
     buffer_multiple: float | None = None
     wmax_known: bool = False
+    flags: list[dict] = field(default_factory=list)
+    structure: dict | None = None
+    rows: np.ndarray | None = None          # the table's rows of this dataset
+    predicted_bps: np.ndarray | None = None  # in-sample predictions at those rows
+    heldout_bps: np.ndarray | None = None    # leave-one-RTT-out predictions at those rows
 
     def as_dict(self) -> dict:
         params = self.model.get_params()
@@ -176,21 +185,25 @@ class DatasetFit:
                 "wmax_known": self.wmax_known,
                 "points": self.points, "E_percent": {int(k): v for k, v in self.errors.items()},
                 "E_mean_percent": float(np.mean(list(self.errors.values()))),
-                "E_heldout_percent": {int(k): v for k, v in self.heldout.items()}}
+                "E_heldout_percent": {int(k): v for k, v in self.heldout.items()},
+                "flagged": bool(self.flags), "flags": self.flags, "residual_structure": self.structure}
 
 
 def _missing(v) -> bool:
     return v is None or (isinstance(v, float) and np.isnan(v))
 
 
-def _mode(cols, idx, kd) -> dict:
-    """Per-row model inputs of a dataset: size or duration, loss; model parameters from its key."""
+def _mode(cols, idx, kd, size=None) -> dict:
+    """Per-row model inputs of a dataset: size or duration, loss; model parameters from its key.
+    size: the rows' transfer sizes [bytes] (default: the size_bytes column, which holds throughput ×
+    duration where no size was configured)."""
     kw, params = {}, {}
     dur = kd.get("duration_target_s")
     if not _missing(dur):
         kw["duration"] = np.full(idx.size, float(dur))
     else:
-        kw["size"] = cols["size_bytes" if "size_bytes" in cols else "transfer_bytes"][idx].astype(float)
+        kw["size"] = (cols["size_bytes" if "size_bytes" in cols else "transfer_bytes"][idx].astype(float)
+                      if size is None else size)
     rate = kd.get("loss_rate")
     if not _missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none"):
         kw["loss"] = np.full(idx.size, float(rate))  # uniform p: by its mean, 1 in 1/p (framework.py)
@@ -213,30 +226,44 @@ def fit_relative(model: FirstPrinciplesModel, tau, M, n, scale, **kw) -> float:
     return m
 
 
+def leave_one_out(labels, fit_predict, *, minimum: int = 3) -> np.ndarray:
+    """Held-out predictions: for each distinct label (a τ, a buffer setting), fit_predict(train, held)
+    predicts the rows `held` (boolean mask) from a fit on the rows `train` (the other labels' rows) only.
+    nan everywhere with fewer than `minimum` distinct labels."""
+    labels = np.asarray(labels)
+    P = np.full(labels.shape, np.nan)
+    values = np.unique(labels)
+    if values.size < minimum:
+        return P
+    for v in values:
+        held = labels == v
+        P[held] = fit_predict(~held, held)
+    return P
+
+
 def leave_one_rtt_out(model: FirstPrinciplesModel, tau, M, n, *, buffer_scale=None, wmax_bounds=WMAX_BOUNDS,
                       startup=None, **kw) -> np.ndarray:
-    """Held-out predictions: for each distinct τ, the model refitted on the other τ predicts it
+    """Held-out predictions of arrays: for each distinct τ, the model refitted on the other τ predicts it
     (nan everywhere with fewer than 3 distinct τ). buffer_scale: fit β relative to it (fit_relative);
     wmax_bounds: W_max's range [bytes] (fixed_wmax_bounds for a known W_max); startup: the start-up lag
-    measured per row (nan: none), re-estimated from the other τ's rows in each fold (startup_rtts_of)."""
-    P = np.full(M.shape, np.nan)
-    taus = np.unique(tau)
-    if taus.size < 3:
-        return P
+    measured per row (nan: none), re-estimated from the other τ's rows in each fold (startup_rtts_of).
+    kw (size, duration, loss per row) are configuration: a size measured per row belongs in fit_profiles,
+    which predicts the held-out rows without it."""
     twin = type(model)(**model.get_params())
-    for t in taus:
-        out = tau == t
+
+    def fold(train, held):
         if startup is not None:
-            twin.set_params(startup_rtts=startup_rtts_of(startup[~out]))
-        sub = {k: v[~out] for k, v in kw.items()}
-        held = {k: v[out] for k, v in kw.items()}
+            twin.set_params(startup_rtts=startup_rtts_of(startup[train]))
+        sub = {k: v[train] for k, v in kw.items()}
+        new = {k: v[held] for k, v in kw.items()}
         if buffer_scale is None:
-            twin.fit(tau[~out], M[~out], n=n[~out], wmax_bounds=wmax_bounds, **sub)
+            twin.fit(tau[train], M[train], n=n[train], wmax_bounds=wmax_bounds, **sub)
         else:
-            m = fit_relative(twin, tau[~out], M[~out], n[~out], buffer_scale[~out], wmax_bounds=wmax_bounds, **sub)
-            held["buffer"] = m * buffer_scale[out]
-        P[out] = twin.predict(tau[out], n=n[out], **held)
-    return P
+            m = fit_relative(twin, tau[train], M[train], n[train], buffer_scale[train], wmax_bounds=wmax_bounds, **sub)
+            new["buffer"] = m * buffer_scale[held]
+        return twin.predict(tau[held], n=n[held], **new)
+
+    return leave_one_out(tau, fold)
 
 
 WMAX_KNOWN_REL = 1e-6   # width of the W_max "range" when it is known (the fit needs low < high)
@@ -276,22 +303,99 @@ def startup_rtts_of(per_row) -> float:
 
 
 def _relative_scale(cols, idx) -> np.ndarray | None:
-    """The configured buffer per row [bytes] when it changes across the dataset's τ (k×BDP), else None."""
+    """The configured buffer per row [bytes] when it changes across the rows (k×BDP), else None."""
     cfg = _positive_column(cols, "configured_buffer_bytes", idx)
     return None if cfg is None or np.ptp(cfg) <= 1e-9 * cfg.max() else cfg
 
 
-def datasets(table) -> list[tuple[dict, np.ndarray]]:
-    """The datasets fit_profiles fits, in its order: (key as a dict of DATASET_KEYS, row indices). Rows
-    with a variant that has no model are left out."""
+def datasets(table, keys=DATASET_KEYS) -> list[tuple[dict, np.ndarray]]:
+    """The datasets fit_profiles fits, in its order: (key as a dict of `keys`, row indices). Rows with a
+    variant that has no model are left out."""
     cols = as_columns(table)
-    keys = [k for k in DATASET_KEYS if k in cols]
+    keys = [k for k in keys if k in cols]
     groups: dict[tuple, list[int]] = {}
     for i in range(len(cols["variant"])):
         if str(cols["variant"][i]).lower() in MODELS:
             groups.setdefault(tuple(cols[k][i] for k in keys), []).append(i)
     return [(dict(zip(keys, key)), np.asarray(idx))
             for key, idx in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0])))]
+
+
+@dataclass
+class RowsFit:
+    """A model fitted on some rows of a table (fit_rows), with what predict_rows needs to predict other
+    rows from their configuration alone: β as a multiple of the configured buffer (or in bytes), the
+    median training size for rows without a configured size, the parameters' ranges (for flags)."""
+
+    model: FirstPrinciplesModel
+    multiple: float | None
+    wmax_known: bool
+    size_bytes: float | None
+    bounds: dict
+
+
+def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None = None,
+             **model_params) -> RowsFit:
+    """Fit the variant's model (β, W_max) on the rows `rows` of the table `cols` only (every value read
+    here is of those rows, or of lag_pool). kd: the dataset key (variant, rate, duration, loss, MTU).
+    lags: the start-up lag per row of the table (nan: not measured); a fit whose rows have none takes
+    the median of lag_pool (the lags of the table's rows the caller allows: never a held-out one).
+    relative: fit β = m × the configured buffer (None: when the configured buffer changes over the rows)."""
+    kw = _mode(cols, rows, kd)
+    startup = None
+    if lags is not None:
+        own = lags[rows]
+        startup = startup_rtts_of(own if np.isfinite(own).any() else lag_pool)
+    params = {**kw.pop("_params"), "queue_fill": True, "receiver_report": "duration" in kw,
+              **({} if startup is None else {"startup_rtts": startup}), **model_params}
+    cap = _positive_column(cols, "capacity_bps", rows)
+    capacity = float(np.mean(cap)) if cap is not None else float(kd["rate_bps"])
+    model = make_model(str(kd["variant"]), capacity_bps=capacity, **params)
+    tau = cols["rtt_ms"][rows].astype(float) / 1e3
+    n = cols["streams"][rows].astype(float)
+    M = cols["throughput_bps"][rows].astype(float)
+    scale = (_relative_scale(cols, rows) if relative is None
+             else _positive_column(cols, "configured_buffer_bytes", rows) if relative else None)
+    known = _known_wmax(cols, rows)
+    wb = WMAX_BOUNDS if known is None else fixed_wmax_bounds(known)
+    if scale is None:
+        model.fit(tau, M, n=n, wmax_bounds=wb, **kw)
+        multiple, bounds = None, {"β": BUFFER_BOUNDS}
+    else:
+        multiple, bounds = fit_relative(model, tau, M, n, scale, wmax_bounds=wb, **kw), {"β": RELATIVE_BOUNDS}
+    if known is None:
+        bounds["W_max"] = WMAX_BOUNDS
+    size = float(np.median(kw["size"])) if "size" in kw else None
+    return RowsFit(model, multiple, known is not None, size, bounds)
+
+
+def predict_rows(fit: RowsFit, cols, kd, rows, *, own_sizes: bool = False) -> np.ndarray:
+    """The fitted model's throughput [bit/s] at the rows `rows`, from their configuration only: τ, n, the
+    configured buffer, the configured size or duration, loss. A row without a configured size (size
+    measured as throughput × duration) takes the fit's median training size, unless own_sizes (in-sample)."""
+    size = None
+    if _missing(kd.get("duration_target_s")) and not own_sizes:
+        size = _float_column(cols, "transfer_bytes", rows)
+        size = np.where(np.isfinite(size), size, fit.size_bytes)
+    kw = _mode(cols, rows, kd, size=size)
+    kw.pop("_params")
+    if fit.multiple is not None:
+        kw["buffer"] = fit.multiple * cols["configured_buffer_bytes"][rows].astype(float)
+    tau = cols["rtt_ms"][rows].astype(float) / 1e3
+    return fit.model.predict(tau, n=cols["streams"][rows].astype(float), **kw)
+
+
+def fit_flags(fit: RowsFit, tau, residuals, strata) -> tuple[list[dict], dict]:
+    """(flags, structure test) of a fit: its parameters at a bound, residuals with structure over τ."""
+    values = {"β": fit.multiple if fit.multiple is not None else getattr(fit.model, "buffer_bytes_", None),
+              "W_max": fit.model.wmax_bytes_}
+    bound = [at_bound(name, values[name], lim) for name, lim in fit.bounds.items()]
+    structure = residual_structure(tau, residuals, strata)
+    return flags_of(bound, structure), structure
+
+
+def _per_stream(n, M, P) -> dict[int, float]:
+    return {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
 
 
 def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[DatasetFit]:
@@ -303,39 +407,33 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
     the link's payload ceiling (capacity_bps: rate × MSS/(MTU + 38) on the emulated link, else the rate);
     loss at W = Cτ + β (queue_fill=True); the slow start's start-up lag measured from the runs' first
     intervals (startup_rtts); duration-mode runs as iperf3's receiver reports them (receiver_report=True).
-    model_params override any of these (e.g. queue_fill=False: the paper's Eq. (8))."""
+    model_params override any of these (e.g. queue_fill=False: the paper's Eq. (8)).
+
+    Held out (leave-one-RTT-out): the fold's fit reads only rows at the other RTTs — the lag pooled over
+    the other datasets included — and predicts the held-out rows from their configuration alone."""
 
     cols = as_columns(table)
     lags = None if "startup_rtts" in model_params else _float_column(cols, "startup_rtts")
+    rtt_all = cols["rtt_ms"].astype(float)
     fits = []
     for kd, idx in datasets(cols):
-        kw = _mode(cols, idx, kd)
-        startup = None
-        if lags is not None:  # the dataset's own lags; a dataset without any (lossy links) takes the others'
-            startup = lags[idx] if np.isfinite(lags[idx]).any() else np.full(idx.size, startup_rtts_of(lags))
-        params = {**kw.pop("_params"), "queue_fill": True, "receiver_report": "duration" in kw,
-                  **({} if startup is None else {"startup_rtts": startup_rtts_of(startup)}), **model_params}
-        cap = _positive_column(cols, "capacity_bps", idx)
-        capacity = float(np.mean(cap)) if cap is not None else float(kd["rate_bps"])
-        model = make_model(str(kd["variant"]), capacity_bps=capacity, **params)
-        tau = cols["rtt_ms"][idx].astype(float) / 1e3
+        tau = rtt_all[idx] / 1e3
         n = cols["streams"][idx].astype(float)
         M = cols["throughput_bps"][idx].astype(float)
-        scale = _relative_scale(cols, idx)
-        known = _known_wmax(cols, idx)
-        wb = WMAX_BOUNDS if known is None else fixed_wmax_bounds(known)
-        if scale is None:
-            model.fit(tau, M, n=n, wmax_bounds=wb, **kw)
-            multiple, P = None, model.predict(tau, n=n, **kw)
-        else:
-            multiple = fit_relative(model, tau, M, n, scale, wmax_bounds=wb, **kw)
-            P = model.predict(tau, n=n, buffer=multiple * scale, **kw)
-        errors = {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
-        H = (leave_one_rtt_out(model, tau, M, n, buffer_scale=scale, wmax_bounds=wb, startup=startup, **kw)
-             if heldout else np.full(M.shape, np.nan))
-        held = {int(s): mean_relative_error(M[n == s], H[n == s]) for s in np.unique(n)}
-        fits.append(DatasetFit(key=kd, model=model, errors=errors, points=idx.size, heldout=held,
-                               buffer_multiple=multiple, wmax_known=known is not None))
+        whole = fit_rows(cols, kd, idx, lags=lags, lag_pool=lags, **model_params)
+        P = predict_rows(whole, cols, kd, idx, own_sizes=True)
+
+        def fold(train, held, kd=kd, idx=idx, relative=whole.multiple is not None):
+            pool = None if lags is None else lags[~np.isin(rtt_all, rtt_all[idx[held]])]
+            part = fit_rows(cols, kd, idx[train], lags=lags, lag_pool=pool, relative=relative, **model_params)
+            return predict_rows(part, cols, kd, idx[held])
+
+        H = leave_one_out(tau, fold) if heldout else np.full(M.shape, np.nan)
+        flags, structure = fit_flags(whole, tau, (M - P) / M, n)
+        fits.append(DatasetFit(key=kd, model=whole.model, errors=_per_stream(n, M, P), points=idx.size,
+                               heldout=_per_stream(n, M, H), buffer_multiple=whole.multiple,
+                               wmax_known=whole.wmax_known, flags=flags, structure=structure, rows=idx,
+                               predicted_bps=P, heldout_bps=H))
     return fits
 
 

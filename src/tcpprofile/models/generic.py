@@ -151,3 +151,14 @@ class GenericModel(Model):
         self.duration_s_ = float(np.mean(T_O)) if self.duration_s is None else float(self.duration_s)
         self.run_estimates_ = {"T_R": T_R, "theta_R": th_R, "theta_S": th_S, "T_O": T_O}
         return self
+
+
+def transfer_throughput(model: GenericModel, tau, size_bytes) -> np.ndarray:
+    """Θ [bit/s] of a transfer of F bytes (iperf3 -n) under a fitted generic model: a ramp-up carrying
+    D_R bits in T_R, then θ̄_S until F is sent, so T_O = T_R + (8F − D_R)/θ̄_S and Θ = 8F/T_O (§3.1's
+    Θ_O = θ̄_S − f_R(θ̄_S − θ̄_R) with T_O solved from F instead of given; a transfer that ends within the
+    ramp takes T_R·8F/D_R). The fitted duration_s_ is not used."""
+    c = model.components(tau)
+    bits = 8.0 * np.asarray(size_bytes, float)
+    T_O = np.where(bits > c["D_R"], c["T_R"] + (bits - c["D_R"]) / c["theta_S"], c["T_R"] * bits / c["D_R"])
+    return bits / T_O

@@ -62,6 +62,13 @@ def _beta(fit, key) -> str:
     return f"β={sel.fmt_bytes(fit.model.buffer_bytes_)}"
 
 
+def _verdict(fit) -> str:
+    """What the fit cannot explain (models.diagnostics), in words: every flag, or the structure test's verdict."""
+    if fit.flags:
+        return "FLAGGED: " + "; ".join(f["text"] for f in fit.flags)
+    return fit.structure["text"]
+
+
 def model_vs_measurement(data: ReportData, out: Path) -> Section:
     table = _loss_free(models.profiles_from_store(data.store.con, exclude_flagged=data.exclude_flagged))
     candidates = []   # (runs, key, row indices) of datasets with at least 3 RTTs
@@ -91,18 +98,20 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
         sock = sel.fmt_buffer(None if key.get("socket_buffer_bytes") is None
                               or key["socket_buffer_bytes"] != key["socket_buffer_bytes"]
                               else int(key["socket_buffer_bytes"]))
-        label(ax, f"{key['variant']}, B={sock}, link β={_link_buffer(key)}", "RTT (ms)", "throughput (Gbit/s)",
-              zero=True)
+        label(ax, f"{key['variant']}, B={sock}, link β={_link_buffer(key)}" + (" — FLAGGED" if fit.flags else ""),
+              "RTT (ms)", "throughput (Gbit/s)", zero=True)
         ax.legend(fontsize=6)
         d = fit.as_dict()
         errors.append(f"{key['variant']} B={sock}: E={d['E_mean_percent']:.1f} % (fitted {_beta(fit, key)}, "
-                      f"W_max={sel.fmt_bytes(d['wmax_bytes_fit'])})")
+                      f"W_max={sel.fmt_bytes(d['wmax_bytes_fit'])}; {_verdict(fit)})")
     name = "models"
     left = len(candidates) - len(chosen)
     caption = (f"Mean measured throughput (points) against the variant's first-principles model (lines, "
                f"tcpprofile.models) fitted as `tcpprofile model fit` fits it: β and W_max per dataset over all "
                f"its stream counts and RTTs (β as a multiple of the configured buffer where that changes with "
-               f"τ, k×BDP); E = 100/|RTTs|·Σ|M−P|/M per stream count, as `model fit` prints it. "
+               f"τ, k×BDP); E = 100/|RTTs|·Σ|M−P|/M per stream count, as `model fit` prints it. A fit is FLAGGED "
+               f"when a fitted parameter sits at the end of its range or its residuals have a trend or bend over τ "
+               f"(stratified rank test, level 5 %; docs/models.md): the model does not explain those runs. "
                f"{'; '.join(errors)}. {runs_phrase(runs)} (loss-free runs only).")
     if left:
         caption += f" {left} further dataset(s) with fewer runs not shown."

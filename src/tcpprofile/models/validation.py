@@ -1,0 +1,224 @@
+"""The validation protocol (docs/models.md, "Validation protocol"): E in-sample, leave-one-RTT-out and
+leave-one-buffer-out per (variant, n), for the first-principles models and, beside them, the generic
+ramp-up/sustainment model of HPDC'17 §3 (generic.py) fitted the same way, as the baseline to beat.
+
+* First-principles: in-sample and leave-one-RTT-out are fit_profiles' (one fit per dataset: variant,
+  link buffer setting, size or duration, …, over its RTTs and stream counts). Leave-one-buffer-out fits
+  β = m × the configured buffer, one m and W_max shared by the buffer settings of a (variant, n, …) cell
+  (the dataset key without the buffer, with n), on all its runs but one buffer setting's, and predicts
+  that setting's rows from their configuration alone (fit.fit_rows / fit.predict_rows; the lag pooled
+  without that setting).
+* Baseline: per stream count n (the generic model has no streams: its initial window is n·10 segments),
+  GenericModel.fit on the runs' aggregate iperf3 intervals (§3: T_R, θ̄_R, θ̄_S per run), over a
+  dataset's RTTs (in-sample), over the other RTTs (leave-one-RTT-out) or over the other buffer settings
+  (leave-one-buffer-out: it has no β, so this is its pooled fit), predicting the held-out rows from τ and
+  the configured size (generic.transfer_throughput) or duration. No intervals stored: no baseline (nan).
+* E = 100·mean |M − P|/M over the (τ, buffer) configurations of a (group, n) cell; nan when one of them
+  has no prediction (fewer than 3 RTTs, or 2 buffer settings, to hold one out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..dimensions import BUFFER_SQL, FLAGGED_SQL
+from .diagnostics import short
+from .fit import (_CAMPAIGN_WHERE, _TAU_MS_SQL, DATASET_KEYS, TCP_IP_HEADERS, _float_column, _missing,
+                  _positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
+                  predict_rows)
+from .generic import GenericModel, transfer_throughput
+
+GROUP_KEYS = tuple(k for k in DATASET_KEYS if k not in ("buffer", "buffer_bytes"))
+CELL_KEYS = GROUP_KEYS + ("streams",)   # a cell, and leave-one-buffer-out's shared fit: one (variant, n, …)
+ROW_KEYS = ("variant", "streams", "rtt_ms", "rate_bps", "buffer", "socket_buffer_bytes", "transfer_bytes",
+            "duration_target_s", "loss_mode", "loss_rate", "mtu")   # PROFILE_SQL's configuration
+MODES = ("in", "rtt", "buffer")   # in-sample, leave-one-RTT-out, leave-one-buffer-out
+
+
+@dataclass
+class Cell:
+    """One (group, n) line of the validation table: E [%] per mode for the first-principles model and
+    the generic baseline, what was fitted, and every flag of the fits behind it."""
+
+    key: dict
+    streams: int
+    configs: int
+    runs: int
+    buffers: list[str]
+    rtts: list[float]
+    model: dict[str, float]
+    baseline: dict[str, float]
+    params: list[dict] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    codes: str = "-"
+
+    def as_dict(self) -> dict:
+        key = {k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()}
+        return {**key, "streams": self.streams, "configurations": self.configs, "runs": self.runs,
+                "buffers": self.buffers, "rtts_ms": self.rtts, "E_model_percent": _finite(self.model),
+                "E_baseline_percent": _finite(self.baseline), "parameters": self.params, "flags": self.flags,
+                "flagged": bool(self.flags)}
+
+
+def _finite(errors: dict[str, float]) -> dict[str, float | None]:
+    """E per mode for JSON: None where it could not be computed (nan)."""
+    return {k: (v if v == v else None) for k, v in errors.items()}
+
+
+def _label(v) -> str:
+    return "none" if _missing(v) else str(v)
+
+
+def _row_key(values) -> tuple:
+    """Configuration values comparable between the profile table and SQL rows (numbers as rounded floats)."""
+    return tuple(None if _missing(v) else round(float(v), 9) if isinstance(v, (int, float, np.integer, np.floating))
+                 else str(v) for v in values)
+
+
+def load_traces(con, cols, *, campaigns=None, exclude_flagged: bool = False) -> dict[int, list]:
+    """Per row of the profile table: the aggregate (all streams) iperf3 interval rates [bit/s] of each of
+    its runs, with the interval length dt [s] — (rates, dt) pairs. The final interval is dropped when
+    shorter than half of dt (a partial one). Empty where the store keeps no intervals."""
+    tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+    if "intervals" not in tables or "links" not in tables:
+        return {}
+    where = " AND NOT " + FLAGGED_SQL if exclude_flagged else ""
+    campaign = _CAMPAIGN_WHERE.replace(" WHERE ", " AND ", 1) if campaigns else ""
+    sql = f"""SELECT r.variant, r.streams, {_TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
+        r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, coalesce(l.loss_mode, 'none'),
+        coalesce(l.loss_rate, 0.0)::DOUBLE, l.mtu,
+        list(i.end_s - i.start_s ORDER BY i.start_s), list(i.bytes ORDER BY i.start_s), r.run_id
+        FROM runs r JOIN links l ON r.link_id = l.link_id JOIN intervals i ON i.run_id = r.run_id AND i.stream IS NULL
+        WHERE r.status = 'ok' AND r.throughput_bps > 0{where}{campaign}
+        GROUP BY ALL"""
+    index = {_row_key(cols[k][i] for k in ROW_KEYS): i for i in range(len(cols["variant"]))}
+    out: dict[int, list] = {}
+    for row in con.execute(sql, [list(campaigns)] if campaigns else []).fetchall():
+        i = index.get(_row_key(row[:len(ROW_KEYS)]))
+        lens, data = np.asarray(row[-3], float), np.asarray(row[-2], float)
+        if i is None or lens.size < 2:
+            continue
+        dt = float(np.median(lens))
+        keep = lens > 0
+        if lens[-1] < 0.5 * dt:
+            keep[-1] = False
+        out.setdefault(i, []).append((8.0 * data[keep] / lens[keep], dt))
+    return out
+
+
+def _baseline(cols, kd, train, held, traces) -> np.ndarray:
+    """The generic model fitted on the runs of rows `train` (one stream count), predicting rows `held`
+    from τ and the configured size or duration; nan without traces at 2 RTTs."""
+    runs = [(cols["rtt_ms"][i] / 1e3, x, dt) for i in train for x, dt in traces.get(i, [])]
+    if len({r[0] for r in runs}) < 2:
+        return np.full(held.size, np.nan)
+    n = int(cols["streams"][train[0]])
+    mtu = kd.get("mtu")
+    cap = _positive_column(cols, "capacity_bps", train)
+    model = GenericModel(capacity_bps=float(np.mean(cap)) if cap is not None else float(kd["rate_bps"]),
+                         mss_bytes=1448 if _missing(mtu) else int(mtu) - TCP_IP_HEADERS, initial_window=10 * n)
+    model.fit(np.array([r[0] for r in runs]), [r[1] for r in runs], dt=float(np.median([r[2] for r in runs])))
+    tau = cols["rtt_ms"][held].astype(float) / 1e3
+    dur = kd.get("duration_target_s")
+    if not _missing(dur):
+        model.duration_s_ = float(dur)            # T_O is the configured duration
+        return model.predict(tau)
+    size = _float_column(cols, "transfer_bytes", held)
+    if not np.all(np.isfinite(size)):             # no configured size: the training runs' median
+        size = np.where(np.isfinite(size), size, np.median(cols["size_bytes"][train].astype(float)))
+    return transfer_throughput(model, tau, size)
+
+
+def _per_n(labels, idx, cols, fn, minimum: int = 3) -> np.ndarray:
+    """fn(train, held) applied per stream count of the rows idx, leaving out one label at a time (at
+    least `minimum` labels), or in-sample with labels None."""
+    out = np.full(idx.size, np.nan)
+    n = cols["streams"][idx]
+    for s in np.unique(n):
+        sub = idx[n == s]
+        if labels is None:
+            out[n == s] = fn(sub, sub)
+        else:
+            lab = labels[n == s]
+            out[n == s] = leave_one_out(lab, lambda tr, he: fn(sub[tr], sub[he]), minimum=minimum)
+    return out
+
+
+@dataclass
+class Validation:
+    """The validation table (cells) and the predictions behind it: per mode (MODES), one value per row of
+    the profile table [bit/s], for the first-principles model (model) and the generic baseline."""
+
+    cells: list[Cell]
+    model: dict[str, np.ndarray]
+    baseline: dict[str, np.ndarray]
+
+
+def validate(table, traces: dict | None = None) -> Validation:
+    """The validation table of a profile table (profiles_from_store) and its runs' traces (load_traces)."""
+    cols = as_columns(table)
+    traces = traces or {}
+    rows = len(cols["variant"])
+    P = {m: np.full(rows, np.nan) for m in MODES}
+    B = {m: np.full(rows, np.nan) for m in MODES}
+    lags = _float_column(cols, "startup_rtts")
+    buf = np.array([_label(b) for b in cols.get("buffer", cols.get("buffer_bytes", np.full(rows, None)))])
+    rtt = cols["rtt_ms"].astype(float)
+    params: dict[tuple, list] = {}
+    flags: dict[tuple, list] = {}
+    fits = fit_profiles(cols)
+    for f in fits:
+        P["in"][f.rows], P["rtt"][f.rows] = f.predicted_bps, f.heldout_bps
+        g = _row_key(f.key.get(k) for k in GROUP_KEYS if k in cols)
+        d = f.as_dict()
+        params.setdefault(g, []).append({"buffer": _label(f.key.get("buffer", f.key.get("buffer_bytes"))),
+                                         "beta_multiple": f.buffer_multiple, "beta_bytes": d["buffer_bytes_fit"],
+                                         "wmax_bytes": f.model.wmax_bytes_, "wmax_known": f.wmax_known,
+                                         "startup_rtts": float(f.model.startup_rtts)})
+        flags.setdefault(g, []).extend(f"β setting {params[g][-1]['buffer']}: {x['text']}" for x in f.flags)
+        for s in {int(v) for v in cols["streams"][f.rows]}:
+            flags.setdefault(g + (s,), []).append(short(f.flags, f.structure))
+        r_rtt = rtt[f.rows]
+        B["in"][f.rows] = _per_n(None, f.rows, cols, lambda tr, he, kd=f.key: _baseline(cols, kd, tr, he, traces))
+        B["rtt"][f.rows] = _per_n(r_rtt, f.rows, cols, lambda tr, he, kd=f.key: _baseline(cols, kd, tr, he, traces))
+    cells = []
+    for kd, idx in datasets(cols, CELL_KEYS):
+        g = _row_key(kd.get(k) for k in GROUP_KEYS if k in cols)
+
+        def fold(train, held, kd=kd, idx=idx):
+            pool = None if lags is None else lags[buf != buf[idx[held]][0]]
+            part = fit_rows(cols, kd, idx[train], lags=lags, lag_pool=pool, relative=True)
+            return predict_rows(part, cols, kd, idx[held])
+
+        P["buffer"][idx] = leave_one_out(buf[idx], fold, minimum=2)
+        B["buffer"][idx] = _per_n(buf[idx], idx, cols, lambda tr, he, kd=kd: _baseline(cols, kd, tr, he, traces),
+                                  minimum=2)
+        pooled = fit_rows(cols, kd, idx, lags=lags, lag_pool=lags, relative=True)
+        M = cols["throughput_bps"][idx].astype(float)
+        n = cols["streams"][idx].astype(float)
+        pooled_flags, structure = fit_flags(pooled, rtt[idx] / 1e3, (M - predict_rows(pooled, cols, kd, idx,
+                                                                                     own_sizes=True)) / M,
+                                            n * 1e6 + np.unique(buf[idx], return_inverse=True)[1])
+        shared = {"buffer": "shared", "beta_multiple": pooled.multiple,
+                  "beta_bytes": getattr(pooled.model, "buffer_bytes_", None), "wmax_bytes": pooled.model.wmax_bytes_,
+                  "wmax_known": pooled.wmax_known, "startup_rtts": float(pooled.model.startup_rtts)}
+        for s in np.unique(n):
+            sel = idx[n == s]
+            Ms = cols["throughput_bps"][sel].astype(float)
+
+            def E(pred, sel=sel, Ms=Ms):
+                p = pred[sel]
+                return float(100 * np.mean(np.abs(Ms - p) / Ms)) if np.all(np.isfinite(p)) else float("nan")
+
+            words = flags.get(g, []) + [f"shared β (leave-one-buffer-out's fit): {x['text']}" for x in pooled_flags]
+            shared_code = short(pooled_flags, structure)
+            codes = ",".join(dict.fromkeys(c for c in flags.get(g + (int(s),), []) + [f"shared:{shared_code}"]
+                                           if c not in ("-", "shared:-"))) or "-"
+            runs = cols["runs"][sel] if "runs" in cols else np.ones(sel.size)
+            cells.append(Cell(kd, int(s), int(sel.size), int(np.sum(runs.astype(float))), sorted(set(buf[sel])),
+                              sorted(set(rtt[sel].tolist())), {m: E(P[m]) for m in MODES},
+                              {m: E(B[m]) for m in MODES}, params.get(g, []) + [shared], words, codes))
+    cells.sort(key=lambda c: (tuple(str(c.key.get(k)) for k in GROUP_KEYS), c.streams))
+    return Validation(cells, P, B)
