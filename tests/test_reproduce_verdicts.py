@@ -8,7 +8,13 @@ import math
 import numpy as np
 import pytest
 
+from scipy import stats as sps
+
 from synthetic_store import add_link, add_profile, add_run, ensure_campaign, logistic_trace
+from tcpprofile.analysis.dynamics import ramp_up
+from tcpprofile.analysis.load import load_traces
+from tcpprofile.analysis.lyapunov import default_min_tsep
+from tcpprofile.analysis.poincare import neighbour_exponents
 from tcpprofile.reproduce import campaigns, findings, standard, stats
 from tcpprofile.store import Store
 
@@ -162,11 +168,9 @@ def test_iv_undetermined_when_the_ratio_straddles_far(store):
 R = (3.6, 3.65, 3.7, 3.72, 3.75, 3.78, 3.8, 3.88, 3.9, 3.93, 3.96, 4.0)   # exponent grows with r
 
 
-@pytest.mark.parametrize("sign, expected", [(-1, stats.REPRODUCED), (1, stats.NOT_REPRODUCED),
-                                            (0, stats.UNDETERMINED)])
-def test_v_on_the_local_exponent(store, sign, expected):
-    """12 traces of 100 s per configuration (10-stream CUBIC at 11.8 and 183 ms) from the logistic map:
-    exponents grow with r; throughput falls with r (sign −1), rises (+1) or is unrelated (0)."""
+def _logistic_store(store, sign: int, seconds: int = 100) -> None:
+    """12 traces per configuration (10-stream CUBIC at 11.8 and 183 ms) from the logistic map: exponents
+    grow with r; throughput falls with r (sign −1), rises (+1) or is unrelated (0)."""
     ensure_campaign(store)
     rng = np.random.default_rng(13)
     order = rng.permutation(len(R))
@@ -174,11 +178,34 @@ def test_v_on_the_local_exponent(store, sign, expected):
         add_link(store, f"L{rtt:g}", rtt)
         for k, r in enumerate(R):
             level = 9e9 * (1 + 0.02 * sign * k) if sign else 9e9 * (1 + 0.02 * order[k] * (1 if rtt < 100 else -1))
-            add_run(store, f"v-{rtt:g}-{k}", f"L{rtt:g}", "cubic", 10, 512 * 2**20, level, rep=k, duration_s=100.0,
-                    intervals=logistic_trace(rng, r, level))
+            add_run(store, f"v-{rtt:g}-{k}", f"L{rtt:g}", "cubic", 10, 512 * 2**20, level, rep=k,
+                    duration_s=float(seconds), intervals=logistic_trace(rng, r, level, seconds))
+
+
+def test_v_not_testable_on_traces_too_short_for_the_local_exponent(store):
+    _logistic_store(store, -1, seconds=40)     # the same dynamics, 40 s: < 50 s after the ramp-up
+    f = _by_id(store)["v"]
+    assert f.verdict == stats.NOT_TESTABLE and "0 with ≥ 50 s after the ramp-up" in f.measured, f.measured
+
+
+@pytest.mark.parametrize("sign, expected", [(-1, stats.REPRODUCED), (1, stats.NOT_REPRODUCED),
+                                            (0, stats.UNDETERMINED)])
+def test_v_on_the_local_exponent(store, sign, expected):
+    _logistic_store(store, sign)
     f = _by_id(store)["v"]
     assert f.verdict == expected, f.measured
     assert "sensitivity (Rosenstein)" in f.measured and "2 configurations" in f.measured
+    # the statistic is the paper's local exponent over ALL 24 traces (no surrogate filter): recompute it
+    assert "24 traces (100-100 s), 24 with ≥ 50 s after the ramp-up" in f.measured
+    traces = load_traces(store, None)
+    runs = findings.Data.load(store, ["c1"]).runs
+    rhos = []
+    for rtt in (11.8, 183.0):
+        ids = runs.run_id[np.isclose(runs.tau_ms, rtt)]
+        sus = [traces[(r, None)].bps[ramp_up(traces[(r, None)].bps).index:] for r in ids]
+        lam = neighbour_exponents(sus, [default_min_tsep(x) for x in sus])
+        rhos.append(sps.spearmanr(lam, runs.throughput_bps[np.isclose(runs.tau_ms, rtt)]).statistic)
+    assert f.interval.estimate == pytest.approx(stats.fisher_combined(rhos, [12, 12]).estimate)
 
 
 # -- the standard mode -----------------------------------------------------------------------------
@@ -231,3 +258,26 @@ def test_standard_mode_runs_looks_until_settled_and_rebuilds_the_same_specs(tmp_
     calls.clear()
     again = standard.run_standard(None, lambda s: None, check=check)
     assert [s.campaign_id for s in again] == [s.campaign_id for s in done]
+
+
+def test_plan_prints_the_standard_design_without_running(tmp_path, capsys):
+    from tcpprofile.cli import main
+    db = tmp_path / "never.duckdb"
+    assert main(["reproduce", "--standard", "--plan", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    p = standard.plan()
+    assert f"{p.total_first / 3600:.2f}h" in out and f"{p.total_max / 3600:.2f}h" in out
+    assert all(d.name in out for d in campaigns.DESIGNS) and "budget 6 h" in out
+    assert not db.exists()                       # nothing opened, nothing run
+
+
+def test_standard_spent_counts_measured_seconds_per_finding(store):
+    """Transfer seconds attributed to the findings a design feeds (profiles: (i) and (ii))."""
+    spec = campaigns.DESIGNS[0].spec(("cubic", 1), 0)
+    store.insert_campaign({"campaign_id": spec.campaign_id, "name": spec.name, "mode": "emulated"})
+    add_link(store, "L1", 11.8, campaign_id=spec.campaign_id)
+    for k, secs in enumerate((10.0, 20.0)):
+        add_run(store, f"r{k}", "L1", "cubic", 1, None, 9e9, rep=k, duration_s=secs)
+    store.con.execute("UPDATE runs SET campaign_id = ?", [spec.campaign_id])
+    went = standard.spent(store, [spec])
+    assert went == {"i": 30.0, "ii": 30.0, "iii": 0.0, "iv": 0.0, "v": 0.0, "all": 30.0}
