@@ -159,7 +159,7 @@ def test_short_traces_leave_the_exponent_finding_not_testable(store):
                 intervals=trace(rng, 9e9, 1, seconds=8))
     (v,) = [f for f in findings.check_findings(store, ["c1"]) if f.id == "v"]
     assert v.verdict == stats.NOT_TESTABLE
-    assert "12 traces" in v.measured and "0 with ≥ 50 s after the ramp-up" in v.measured, v.measured
+    assert "12 traces of 1 s intervals" in v.measured and "0 with ≥ 50 s after the ramp-up" in v.measured, v.measured
 
 
 def test_flagged_runs_are_counted_and_left_out_on_request(store):

@@ -196,7 +196,7 @@ def test_v_on_the_local_exponent(store, sign, expected):
     assert f.verdict == expected, f.measured
     assert "sensitivity (Rosenstein)" in f.measured and "2 configurations" in f.measured
     # the statistic is the paper's local exponent over ALL 24 traces (no surrogate filter): recompute it
-    assert "24 traces (100-100 s), 24 with ≥ 50 s after the ramp-up" in f.measured
+    assert "24 traces of 1 s intervals (100-100 s), 24 with ≥ 50 s after the ramp-up" in f.measured
     traces = load_traces(store, None)
     runs = findings.Data.load(store, ["c1"]).runs
     rhos = []
@@ -281,3 +281,11 @@ def test_standard_spent_counts_measured_seconds_per_finding(store):
     store.con.execute("UPDATE runs SET campaign_id = ?", [spec.campaign_id])
     went = standard.spent(store, [spec])
     assert went == {"i": 30.0, "ii": 30.0, "iii": 0.0, "iv": 0.0, "v": 0.0, "all": 30.0}
+
+
+def test_v_needs_the_papers_1_s_traces(store):
+    """The same traces with 0.1 s intervals (iperf3 -i 0.1) are not the paper's statistic: not testable."""
+    _logistic_store(store, -1)
+    store.con.execute("UPDATE intervals SET start_s = start_s / 10, end_s = end_s / 10")
+    f = _by_id(store)["v"]
+    assert f.verdict == stats.NOT_TESTABLE and "24 with other than 1 s intervals left out" in f.measured, f.measured

@@ -46,6 +46,7 @@ BBR, OTHERS_CLEAN = "bbr", ("cubic", "htcp", "scalable", "stcp")
 LONG_TRACE_S = 100.0   # (iii): BBR's ProbeRTT every 10 s, start-up a small part (slides: 100 s traces)
 MIN_LOCAL_POINTS = 50  # (v): 1 s points after the ramp-up a trace's mean local exponent needs
 MIN_CONFIG_TRACES = 4  # (v): traces per configuration for a rank correlation with an interval (n − 3 > 0)
+ONE_S_TOLERANCE = 0.1  # (v): the paper's 1 s traces: median interval within 1 ± 0.1 s
 
 
 @dataclass(frozen=True)
@@ -448,11 +449,15 @@ def lyapunov_throughput(data: Data, seed: int = 0, *, level: float = stats.LEVEL
     clean = data.mask(loss="none")
     dyn = dynamics_from_store(data.con, run_ids=list(data.runs.run_id[clean]), n_surrogates=SURROGATES, seed=seed)
     pos = {r: i for i, r in enumerate(data.runs.run_id)}
-    sus = [d for d in dyn if d.dynamics.n_points - d.dynamics.ramp.index >= MIN_LOCAL_POINTS
+    step = {rid: float(np.median(t.end_s - t.start_s))
+            for (rid, _), t in load_traces(data.con, [d.run_id for d in dyn]).items() if t.bps.size}
+    one_s = [d for d in dyn if abs(step.get(d.run_id, math.nan) - 1.0) <= ONE_S_TOLERANCE]
+    sus = [d for d in one_s if d.dynamics.n_points - d.dynamics.ramp.index >= MIN_LOCAL_POINTS
            and math.isfinite(d.dynamics.neighbour_mean)]
-    points = [d.dynamics.n_points for d in dyn]
-    head = (f"{len(dyn)} traces ({min(points) if points else 0}-{max(points) if points else 0} s), "
-            f"{len(sus)} with ≥ {MIN_LOCAL_POINTS} s after the ramp-up")
+    points = [d.dynamics.n_points for d in one_s]
+    other = f" ({len(dyn) - len(one_s)} with other than 1 s intervals left out)" if len(one_s) < len(dyn) else ""
+    head = (f"{len(one_s)} traces of 1 s intervals ({min(points) if points else 0}-{max(points) if points else 0} s)"
+            f"{other}, {len(sus)} with ≥ {MIN_LOCAL_POINTS} s after the ramp-up")
     by_cfg: dict[tuple, list] = {}
     for d in sus:
         i = pos[d.run_id]
