@@ -100,7 +100,8 @@ def main(args: argparse.Namespace) -> int:
             json.dump([{k: _clean(v) for k, v in f.row().items()} for f in result], sys.stdout, indent=1)
             print()
         else:
-            print(f"Findings of the papers on {args.db} ({args.mode} campaigns, {level:.4g} intervals):")
+            which = "every reproduce-* campaign" if ids is None else f"{args.mode} campaigns"
+            print(f"Findings of the papers on {args.db} ({which}, {level:.4g} intervals):")
             print(findings.format_table(result))
             counted = ids if ids is not None else [r[0] for r in store.con.execute(
                 "SELECT campaign_id FROM campaigns WHERE name LIKE ?", [campaigns.PREFIX + "%"]).fetchall()]
