@@ -98,9 +98,10 @@ def test_loglog_slope_interval_covers_at_the_nominal_rate():
     (5000, 8000, stats.NOT_TESTABLE),       # both beyond the grid's end: never a tie against the claim
     (0.01, 0.02, stats.NOT_TESTABLE),       # both before its start
     (42, 40, stats.UNDETERMINED),           # too close for 3 noisy runs
+    (40, 40, stats.UNDETERMINED),           # the same τ_T in every draw: one grid half-step, not a tie against
 ])
 def test_ii_with_measured_and_censored_tau_T(store, more, fewer, expected):
-    noise = 0.08 if expected == stats.UNDETERMINED else 0.01
+    noise = 0.001 if more == fewer else 0.08 if expected == stats.UNDETERMINED else 0.01
     add_profile(store, profile(more), streams=4, transfer_bytes=10**9, noise=noise, reps=3, seed=5)
     add_profile(store, profile(fewer), streams=1, transfer_bytes=10**9, noise=noise, reps=3, seed=6)
     f = _by_id(store)["ii"]

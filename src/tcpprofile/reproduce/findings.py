@@ -254,17 +254,17 @@ def _tau_T(data: Data, m, rng) -> TauT | None:
 def _shift(a: TauT, b: TauT, level: float) -> tuple[str, Interval]:
     """τ_T(more) − τ_T(fewer) with censoring: both beyond the same grid end → not testable (the design
     cannot order them; never a tie against the claim); otherwise the censored interval decides in the
-    direction the data allow (stats.censored_difference), and a τ_T(more) beyond the grid's end is
-    never read as lower."""
+    direction the data allow (stats.censored_difference): a τ_T(more) beyond the grid's end has an
+    infinite upper bound, so it is never read as lower. An interval touching 0 is undetermined."""
     if a.side == b.side != INSIDE:
         return stats.NOT_TESTABLE, Interval(math.nan, -math.inf, math.inf, a.lo.size, level)
     est = {(RIGHT, INSIDE): math.inf, (RIGHT, LEFT): math.inf, (INSIDE, RIGHT): -math.inf,
            (LEFT, RIGHT): -math.inf, (LEFT, INSIDE): -math.inf, (INSIDE, LEFT): math.inf}.get(
         (a.side, b.side), a.point - b.point)
     iv = stats.censored_difference(a.lo, a.hi, b.lo, b.hi, est, level=level)
-    v = verdict(iv, above=0.0)
-    if v == stats.NOT_REPRODUCED and a.side == RIGHT:   # cannot happen with the bounds; kept explicit
-        v = stats.UNDETERMINED
+    # strict on both sides: τ_T is resolved to the grid's half-steps (sigmoid.py's candidates), so equal
+    # values mean "within one half-step", not a measured tie against the claim
+    v = stats.REPRODUCED if iv.low > 0 else stats.NOT_REPRODUCED if iv.high < 0 else stats.UNDETERMINED
     return v, iv
 
 
