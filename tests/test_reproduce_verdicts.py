@@ -3,6 +3,7 @@ censored τ_T, 100 s traces, the paper's local exponent), and the standard mode'
 
 from __future__ import annotations
 
+import io
 import math
 
 import numpy as np
@@ -10,8 +11,10 @@ import pytest
 
 from scipy import stats as sps
 
+from fake_executor import FakeExecutor
 from synthetic_store import add_link, add_profile, add_run, ensure_campaign, logistic_trace
 from tcpprofile.analysis.dynamics import ramp_up
+from tcpprofile.campaign import LinkUp, run_campaign
 from tcpprofile.analysis.load import load_traces
 from tcpprofile.analysis.lyapunov import default_min_tsep
 from tcpprofile.analysis.poincare import neighbour_exponents
@@ -77,6 +80,16 @@ def test_i_not_testable_with_two_rtts(store):
     assert _by_id(store)["i"].verdict == stats.NOT_TESTABLE
 
 
+def test_i_leaves_out_profiles_it_cannot_test(store):
+    """One profile with 2 repetitions (no interval) beside one that decreases: the claim is judged on
+    the profile that can show it, the other is listed as not testable."""
+    add_profile(store, profile(40), streams=1, reps=4, seed=1)
+    add_profile(store, profile(120), streams=4, reps=2, seed=2)
+    f = _by_id(store)["i"]
+    assert [p.verdict for p in f.parts] == [stats.REPRODUCED, stats.NOT_TESTABLE]
+    assert f.verdict == stats.REPRODUCED, f.measured
+
+
 def test_loglog_slope_interval_covers_at_the_nominal_rate():
     rng = np.random.default_rng(7)
     x = np.log(np.array(GRID))
@@ -98,7 +111,7 @@ def test_loglog_slope_interval_covers_at_the_nominal_rate():
     (5000, 8000, stats.NOT_TESTABLE),       # both beyond the grid's end: never a tie against the claim
     (0.01, 0.02, stats.NOT_TESTABLE),       # both before its start
     (42, 40, stats.UNDETERMINED),           # too close for 3 noisy runs
-    (40, 40, stats.UNDETERMINED),           # the same τ_T in every draw: one grid half-step, not a tie against
+    (40, 40, stats.NOT_TESTABLE),           # the same half-step in every draw: the grid cannot order them
 ])
 def test_ii_with_measured_and_censored_tau_T(store, more, fewer, expected):
     noise = 0.001 if more == fewer else 0.08 if expected == stats.UNDETERMINED else 0.01
@@ -291,3 +304,57 @@ def test_v_needs_the_papers_1_s_traces(store):
     store.con.execute("UPDATE intervals SET start_s = start_s / 10, end_s = end_s / 10")
     f = _by_id(store)["v"]
     assert f.verdict == stats.NOT_TESTABLE and "24 with other than 1 s intervals left out" in f.measured, f.measured
+
+
+class _LinkedFake(FakeExecutor):
+    """FakeExecutor whose links carry the spec's rate, τ and loss (as the emulated environment records them)."""
+
+    def run(self, blocks):
+        for e in super().run(blocks):
+            if isinstance(e, LinkUp):
+                p = e.link
+                e = LinkUp(p, {**e.row, "kind": "emulated", "rate_bps": p.rate_bps, "rtt_ms": p.rtt_s * 1e3,
+                               "buffer_bytes": p.buffer_bytes, "buffer_spec": p.buffer_label,
+                               "loss_mode": p.loss.mode, "loss_rate": p.loss.rate})
+            yield e
+
+
+def _truth(p):
+    """Clean profiles reaching further with more streams and larger buffers (the 244 KB ones both inside
+    one half-step of their 3-RTT grid: not testable, not re-run); at 1-in-500 loss BBR about
+    2× CUBIC/H-TCP with wide run-to-run spread (so (iv)'s 'far above' straddles and asks for more runs)."""
+    tau = p.link.rtt_s * 1e3
+    if p.link.loss.mode != "none":
+        mean = (2.0e9 if p.variant == "bbr" else 1.0e9) * (1 - tau / 400)
+        return mean, 0.2 * mean
+    reach = 40.0 * (1 + 0.3 * (p.streams - 1)) * (1 if (p.socket_buffer_bytes or 0) > 2**20 else 0.02)
+    mean = profile(reach)(tau) * (0.5 if p.variant == "bbr" else 1.0)   # BBR below H-TCP/STCP: settled
+    return mean, 0.01 * mean
+
+
+def test_standard_mode_through_the_campaign_runner(store):
+    """Look 1 runs every cell; the settled ones stop there, only (iv)'s straddling loss cells go on to
+    looks 2 and 3; a rerun runs nothing more (resumed); the transfer time is counted per finding."""
+    executors = []
+
+    def run(spec):
+        ex = _LinkedFake(spec.campaign_id, _truth, duration_s=spec.sweep()[0].duration_s or 5.0)
+        executors.append((spec.name, ex))
+        run_campaign(spec, store, executor=ex, out=io.StringIO())
+
+    specs = standard.run_standard(store, run)
+    looks = {n: sum(len(ex.ran) for name, ex in executors if name.endswith(f"look{n}")) for n in (1, 2, 3)}
+    assert looks[1] == standard.plan().runs_first
+    later = {name.split("-look")[0] for name, ex in executors if not name.endswith("look1")}
+    assert later and all("loss-500" in n for n in later), later
+    by_id = {f.id: f for f in findings.check_findings(store, [s.campaign_id for s in specs], level=standard.LEVEL)}
+    assert by_id["i"].verdict == stats.REPRODUCED, by_id["i"].measured
+    assert by_id["ii"].verdict == stats.REPRODUCED, by_id["ii"].measured
+    assert by_id["iii"].verdict == stats.NOT_TESTABLE    # the fake writes no 1 s traces
+    executors.clear()
+    again = standard.run_standard(store, run)
+    assert [s.campaign_id for s in again] == [s.campaign_id for s in specs]
+    assert sum(len(ex.ran) for _, ex in executors) == 0
+    went = standard.spent(store, specs)
+    assert went["iv"] > 0 and went["all"] == pytest.approx(sum(
+        r[0] for r in store.con.execute("SELECT duration_s FROM runs WHERE status = 'ok'").fetchall()))

@@ -204,7 +204,7 @@ def decreasing(data: Data, *, level: float = stats.LEVEL) -> Finding:
     if not profiles:
         return Finding("i", claim, stat, stats.unknown(), stats.NOT_TESTABLE, "no clean profile with ≥ 3 RTTs")
     n_ok = sum(p.verdict == stats.REPRODUCED for p in parts)
-    return Finding("i", claim, stat, worst, combine(p.verdict for p in parts),
+    return Finding("i", claim, stat, worst, stats.combine_testable(p.verdict for p in parts),
                    f"{n_ok}/{len(parts)} profiles decrease significantly; " + "; ".join(lines), tuple(parts))
 
 
@@ -255,7 +255,8 @@ def _shift(a: TauT, b: TauT, level: float) -> tuple[str, Interval]:
     """τ_T(more) − τ_T(fewer) with censoring: both beyond the same grid end → not testable (the design
     cannot order them; never a tie against the claim); otherwise the censored interval decides in the
     direction the data allow (stats.censored_difference): a τ_T(more) beyond the grid's end has an
-    infinite upper bound, so it is never read as lower. An interval touching 0 is undetermined."""
+    infinite upper bound, so it is never read as lower. An interval touching 0 is undetermined; [0, 0]
+    (both in the same half-step of the grid in every draw) is not testable: more runs cannot order them."""
     if a.side == b.side != INSIDE:
         return stats.NOT_TESTABLE, Interval(math.nan, -math.inf, math.inf, a.lo.size, level)
     est = {(RIGHT, INSIDE): math.inf, (RIGHT, LEFT): math.inf, (INSIDE, RIGHT): -math.inf,
@@ -264,6 +265,8 @@ def _shift(a: TauT, b: TauT, level: float) -> tuple[str, Interval]:
     iv = stats.censored_difference(a.lo, a.hi, b.lo, b.hi, est, level=level)
     # strict on both sides: τ_T is resolved to the grid's half-steps (sigmoid.py's candidates), so equal
     # values mean "within one half-step", not a measured tie against the claim
+    if iv.low == iv.high == 0:   # the same half-step in every draw: this grid cannot order them
+        return stats.NOT_TESTABLE, iv
     v = stats.REPRODUCED if iv.low > 0 else stats.NOT_REPRODUCED if iv.high < 0 else stats.UNDETERMINED
     return v, iv
 
@@ -303,7 +306,9 @@ def transition_shift(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -
             continue
         v, iv = _shift(a, b, level)
         parts.append(Part(name, v, configs))
-        why = " (both censored at the same grid end: not testable)" if v == stats.NOT_TESTABLE else ""
+        why = "" if v != stats.NOT_TESTABLE else (" (both censored at the same grid end: not testable)"
+                                                  if a.side == b.side != INSIDE else
+                                                  " (the same half-step of the grid in every draw: not testable)")
         lines.append(f"{name}: τ_T {a.text()} vs {b.text()} ms, Δ [{iv.low:.3g}, {iv.high:.3g}]{why}")
         if v != stats.NOT_TESTABLE and (worst is None or iv.low < worst.low):
             worst = iv
@@ -312,7 +317,9 @@ def transition_shift(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -
                        "no clean profiles differing only in streams or socket buffer")
     axes = {c[0] for c in comparisons}
     missing = {"streams", "socket_buffer_bytes"} - axes
-    v = combine([p.verdict for p in parts] + [stats.NOT_TESTABLE] * bool(missing))
+    # per axis, the comparisons this design can show decide (stats.combine_testable); both axes needed
+    v = combine([stats.combine_testable(p.verdict for (ax, _, _), p in zip(comparisons, parts) if ax == axis)
+                 for axis in sorted(axes)] + [stats.NOT_TESTABLE] * bool(missing))
     note = f" (no comparison over {', '.join(missing)}: that half is not testable here)" if missing else ""
     return Finding("ii", claim, stat, worst or stats.unknown(), v, "; ".join(lines) + note, tuple(parts))
 

@@ -125,6 +125,13 @@ def combine(verdicts) -> str:
     return REPRODUCED if v else NOT_TESTABLE
 
 
+def combine_testable(verdicts) -> str:
+    """Instances of one claim (profiles of (i), comparisons along one axis of (ii)): those the design
+    cannot show are left out, the rest combined; not testable only when none can be shown."""
+    v = [x for x in verdicts if x != NOT_TESTABLE]
+    return combine(v) if v else NOT_TESTABLE
+
+
 def loglog_slope(x, samples, *, level: float = LEVEL) -> Interval:
     """Least-squares slope b = Σ w_k m_k of the per-point means m_k (samples[k], e.g. ln Θ at τ_k) over x_k
     (e.g. ln τ_k), w_k = (x_k − x̄)/Σ(x_j − x̄)², with the Welch interval b ± t·√(Σ w_k² s_k²/n_k),
