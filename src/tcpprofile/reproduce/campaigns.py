@@ -17,7 +17,7 @@ standard (≤ 6 h of transfer; reproduce/standard.py runs it sequentially): DESI
   papers' conditions and cited, run at planned looks that add repetitions only to the cells whose
   verdict still straddles.
 
-The papers' conditions (HPDC'17 §2, Table 1; the models paper §5):
+The papers' conditions (HPDC'17 §2, Table 1; the models paper §III):
   RTTs 0.4, 11.8, 22.6, 45.6, 91.6, 183, 366 ms (PAPER_RTTS); 1-10 parallel streams; transfer sizes
   "default (≈ 1 GB), 20 GB, 50 GB, 100 GB" (models paper: 10 GB); socket buffers "default (244 KB),
   normal (256 MB), large (1 GB)", which Table 1 gives as what was *allocated*. Linux grants twice the
@@ -164,7 +164,7 @@ DESIGNS: tuple[Design, ...] = (
     Design("small-buffer", ("ii",), "HPDC'17 Table 1: default buffer 244 KB at ≈ 1 GB (Fig. 10's buffer "
            "axis); τ ≤ 22.6 ms: beyond it one 244 KB stream moves 1 GB in minutes and Θ ≪ C/2 already",
            ("cubic",), (1, 10), PAPER_RTTS[:3], BUF_DEFAULT, 'size = "1GB"', LOOKS),
-    Design("models-10GB", ("i",), "models paper §5: 10 GB transfers; CUBIC, H-TCP, STCP, one stream, "
+    Design("models-10GB", ("i",), "models paper §III: 'active until it transferred 10 GB'; CUBIC, H-TCP, STCP, one stream, "
            "the seven RTTs (its Fig. 3)", ("cubic", "htcp", "scalable"), (1,), PAPER_RTTS, BUF_NORMAL,
            'size = "10GB"', LOOKS),
     Design("bbr-100s", ("iii",), "slides, Group 1 vs BBR: 100 s traces, clean links; low τ 11.8 ms, "
