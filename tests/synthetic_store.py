@@ -183,3 +183,49 @@ def build_papers(store: Store, seed: int = 4) -> None:
                 else:
                     mean = RATE * 0.94 / (1 + (rtt / (60 if rate < 1e-3 else 10)) ** 2)
                 _reps(store, f"{lid}-{v}", lid if mode != "none" else f"L{rtt:g}", v, 1, big, mean, reps=2)
+
+
+def ensure_campaign(store: Store, campaign_id: str = "c1", name: str = "synthetic") -> None:
+    if not store.con.execute("SELECT count(*) FROM campaigns WHERE campaign_id = ?", [campaign_id]).fetchall()[0][0]:
+        store.insert_campaign({"campaign_id": campaign_id, "name": name, "mode": "emulated"})
+
+
+def ensure_link(store: Store, rtt_ms: float, **kw) -> str:
+    """The link L<rtt> (created once)."""
+    link_id = f"L{rtt_ms:g}" + "".join(f"-{v}" for v in kw.values())
+    if not store.con.execute("SELECT count(*) FROM links WHERE link_id = ?", [link_id]).fetchall()[0][0]:
+        add_link(store, link_id, rtt_ms, **kw)
+    return link_id
+
+
+def add_profile(store: Store, value, *, variant: str = "cubic", streams: int = 1, buffer=None,
+                rtts=(0.4, 11.8, 22.6, 45.6, 91.6, 183.0, 366.0), reps: int = 4, noise: float = 0.02, seed: int = 0,
+                transfer_bytes: int | None = None, duration_s: float | None = 10.0, intervals=None) -> int:
+    """One clean profile of campaign c1: value(rtt_ms) bit/s × (1 + noise·N(0, 1)) per run; fixed-size
+    when transfer_bytes is given (the run's duration is then F·8/Θ); intervals(rng, thr, rtt, rep): its
+    1 s trace rows (optional). Returns the runs written."""
+    ensure_campaign(store)
+    rng = np.random.default_rng(seed)
+    count = 0
+    for rtt, rep in itertools.product(rtts, range(reps)):
+        thr = float(value(rtt) * (1 + noise * rng.standard_normal()))
+        run_id = f"{variant}-{streams}-{buffer}-{transfer_bytes}-{duration_s}-{rtt:g}-{rep}"
+        add_run(store, run_id, ensure_link(store, rtt), variant, streams, buffer, thr, rep=rep,
+                transfer_bytes=transfer_bytes, duration_s=transfer_bytes * 8 / thr if transfer_bytes else duration_s,
+                intervals=intervals(rng, thr, rtt, rep) if intervals else None)
+        if transfer_bytes:   # size mode (-n): no duration target, as the executor records it
+            store.con.execute("UPDATE runs SET duration_target_s = NULL WHERE run_id = ?", [run_id])
+        count += 1
+    return count
+
+
+def logistic_trace(rng: np.random.Generator, r: float, mean_bps: float, seconds: int = 100) -> list[dict]:
+    """Aggregate 1 s rows following the logistic map z ← r·z(1 − z) (Lyapunov exponent ln 2 at r = 4,
+    ≈ 0.36 at r = 3.7, negative in the periodic windows) around mean_bps, after a 3 s ramp."""
+    z, rows = rng.uniform(0.2, 0.8), []
+    for t in range(seconds):
+        z = r * z * (1 - z)
+        v = mean_bps * (0.8 + 0.4 * z) * min(1.0, 2.0 ** (t - 3))
+        rows.append({"stream": None, "start_s": float(t), "end_s": float(t + 1), "bytes": int(v / 8),
+                     "bits_per_second": float(v)})
+    return rows

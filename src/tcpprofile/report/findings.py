@@ -10,7 +10,8 @@ from .common import Note, Section, Table
 
 
 def _fmt(x: float) -> str:
-    return "–" if not math.isfinite(x) else f"{x:.3g}"
+    """A number; ±∞ for a bound left open by a censored τ_T; – when nothing was computed."""
+    return "–" if math.isnan(x) else ("∞" if x > 0 else "−∞") if math.isinf(x) else f"{x:.3g}"
 
 
 def verdicts(store: Store, *, exclude_flagged: bool = False) -> Section:
@@ -28,8 +29,10 @@ def verdicts(store: Store, *, exclude_flagged: bool = False) -> Section:
     classes = ["" if f.verdict == "reproduced" else "flagged" for f in result]
     return Section("findings", title, paper, [Table(
         "findings", "Verdicts",
-        "Each finding as a statistic with a 95 % interval from repeated runs (Student t with at least 3 "
-        "repetitions per group; fewer give no interval and an 'undetermined' verdict). Reproduced: the "
-        "interval lies on the claimed side; not reproduced: on the other side; undetermined: it straddles.",
+        "Each finding as a statistic with an interval from repeated runs (Student t with at least 3 "
+        "repetitions per group; 95 %, or 98.3 % in the standard mode's looks). Reproduced: the interval "
+        "lies on the claimed side; not reproduced: on the other side; undetermined: it straddles; not "
+        "testable: the design or the instrument cannot show it (τ_T beyond the same grid end on both "
+        "sides, traces too short, too few RTTs or repetitions). ±∞: a bound left open by a censored τ_T.",
         ["", "claim", "verdict", "statistic", "estimate", "95 % interval", "n", "measured"], rows,
         row_classes=classes)])

@@ -11,10 +11,25 @@ quick (about 35 min on 2 cores; 183 runs of 8 s, ~8.5 s each plus ~20 s per link
            finding (iv); `model fit` of the loss models.
   buffers  CUBIC × n = 1 × 5 τ × 3 with a 32 MiB socket buffer: with `clean`, the buffer half of (ii).
 full (about a day): the same axes with the papers' seven RTTs, more streams, buffers and loss
-  settings, 5 repetitions and 60 s runs (long enough for the Lyapunov exponents of finding (v)).
+  settings, 5 repetitions and 60 s runs. Duration mode, autotuned or MiB buffers: not the papers'
+  conditions (kept for comparison with earlier rounds; the standard mode follows the papers).
+standard (≤ 6 h of transfer; reproduce/standard.py runs it sequentially): DESIGNS below, each in the
+  papers' conditions and cited, run at planned looks that add repetitions only to the cells whose
+  verdict still straddles.
+
+The papers' conditions (HPDC'17 §2, Table 1; the models paper §III):
+  RTTs 0.4, 11.8, 22.6, 45.6, 91.6, 183, 366 ms (PAPER_RTTS); 1-10 parallel streams; transfer sizes
+  "default (≈ 1 GB), 20 GB, 50 GB, 100 GB" (models paper: 10 GB); socket buffers "default (244 KB),
+  normal (256 MB), large (1 GB)", which Table 1 gives as what was *allocated*. Linux grants twice the
+  setsockopt request (net/core/sock.c: sk_sndbuf = max(val * 2, SOCK_MIN_SNDBUF)), and iperf3 caps -w at
+  512 MiB, so the papers' allocations are reached with `-w 122KB` (244 KB), `-w 128MiB` (256 MiB) and
+  `-w 512MiB` (1 GiB; the largest -w iperf3 takes). Traces for (iii) and (v): 100 s (the slides'
+  traces; BBR's ProbeRTT every 10 s; HPDC'17 §4's 1 s traces).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ..errors import ValidationError
 from ..spec import CampaignSpec, parse
@@ -46,6 +61,9 @@ duration = "{duration}"
 """
 
 
+PAPER_RTTS = (0.4, 11.8, 22.6, 45.6, 91.6, 183.0, 366.0)           # HPDC'17 §2 (ANUE emulator settings)
+BUF_DEFAULT, BUF_NORMAL, BUF_LARGE = "122KB", "128MiB", "512MiB"   # granted 244 KB, 256 MiB, 1 GiB (Table 1)
+
 CLEAN = '{ mode = "none" }'
 LOSS_500 = '{ mode = "periodic", every = 500 }'
 MODES: dict[str, list[str]] = {
@@ -72,7 +90,90 @@ MODES: dict[str, list[str]] = {
 
 
 def specs(mode: str) -> list[CampaignSpec]:
-    """The validated campaign specs of a mode ('quick' or 'full')."""
+    """The validated campaign specs of a mode ('quick' or 'full'; the standard mode's specs depend on
+    the data of its earlier looks: reproduce.standard)."""
     if mode not in MODES:
         raise ValidationError("mode", f"one of {', '.join(MODES)}, got {mode!r}")
     return [parse(text) for text in MODES[mode]]
+
+
+# -- the standard mode's designs ------------------------------------------------------------------
+def _ms(taus) -> str:
+    return "[" + ", ".join(f'"{t:g}ms"' for t in taus) + "]"
+
+
+@dataclass(frozen=True)
+class Design:
+    """One part of the standard mode: the cells (variant, streams) it runs, each over `taus`, and the
+    cumulative repetitions per cell at each planned look. `transfer` is the spec's size or duration line."""
+    name: str
+    findings: tuple[str, ...]
+    cite: str
+    variants: tuple[str, ...]
+    streams: tuple[int, ...]
+    taus: tuple[float, ...]
+    socket_buffer: str
+    transfer: str                 # 'size = "1GB"' or 'duration = "100s"'
+    looks: tuple[int, ...]        # cumulative repetitions per cell at each look
+    loss: str = CLEAN
+
+    @property
+    def cells(self) -> list[tuple[str, int]]:
+        return [(v, n) for v in self.variants for n in self.streams]
+
+    def spec_text(self, cell: tuple[str, int], look: int) -> str:
+        """The campaign of one cell at one look: the repetitions this look adds (looks[k] − looks[k−1])."""
+        variant, n = cell
+        reps = self.looks[look] - (self.looks[look - 1] if look else 0)
+        seed = 300 + 17 * look + sum(map(ord, f"{self.name}{variant}{n}")) % 1000
+        return f"""[campaign]
+name = "{PREFIX}standard-{self.name}-{variant}-n{n}-look{look + 1}"
+seed = {seed}
+repetitions = {reps}
+
+[link]
+rate = "10Gbit"
+rtt = {_ms(self.taus)}
+buffer = "BDP"
+mtu = 9000
+loss = {self.loss}
+
+[transfer]
+variant = "{variant}"
+streams = {n}
+socket_buffer = "{self.socket_buffer}"
+{self.transfer}
+"""
+
+    def spec(self, cell: tuple[str, int], look: int) -> CampaignSpec:
+        return parse(self.spec_text(cell, look))
+
+    def key(self, cell: tuple[str, int]) -> tuple:
+        """The cell's configuration as the findings' parts name it (findings.Part.configs)."""
+        p = self.spec(cell, 0).sweep()[0]
+        return (cell[0], cell[1], p.socket_buffer_bytes, p.transfer_bytes,
+                None if p.duration_s is None else float(p.duration_s))
+
+
+LOOKS = (3, 5, 8)          # repetitions per cell at the three planned looks (fixed maximum 8)
+DYNAMICS_LOOKS = (10, 15, 20)
+DESIGNS: tuple[Design, ...] = (
+    Design("profiles", ("i", "ii"), "HPDC'17 Table 1: default size ≈ 1 GB, normal buffer 256 MB, 1 and 10 "
+           "streams, the seven RTTs (Figs. 3-5, 9-10)", ("cubic",), (1, 10), PAPER_RTTS, BUF_NORMAL,
+           'size = "1GB"', LOOKS),
+    Design("small-buffer", ("ii",), "HPDC'17 Table 1: default buffer 244 KB at ≈ 1 GB (Fig. 10's buffer "
+           "axis); τ ≤ 22.6 ms: beyond it one 244 KB stream moves 1 GB in minutes and Θ ≪ C/2 already",
+           ("cubic",), (1, 10), PAPER_RTTS[:3], BUF_DEFAULT, 'size = "1GB"', LOOKS),
+    Design("models-10GB", ("i",), "models paper §III: 'active until it transferred 10 GB'; CUBIC, H-TCP, STCP, one stream, "
+           "the seven RTTs (its Fig. 3)", ("cubic", "htcp", "scalable"), (1,), PAPER_RTTS, BUF_NORMAL,
+           'size = "10GB"', LOOKS),
+    Design("bbr-100s", ("iii",), "slides, Group 1 vs BBR: 100 s traces, clean links; low τ 11.8 ms, "
+           "large τ 183 ms", ("bbr", "htcp", "scalable"), (1,), (11.8, 183.0), BUF_LARGE,
+           'duration = "100s"', LOOKS),
+    Design("loss-500", ("iv",), "slides, losses: periodic 1-in-500, CUBIC, H-TCP, BBR, one stream",
+           ("cubic", "htcp", "bbr"), (1,), (11.8, 45.6, 91.6, 183.0), BUF_LARGE, 'duration = "10s"', LOOKS,
+           loss=LOSS_500),
+    Design("dynamics-100s", ("v",), "HPDC'17 §4, Figs. 12-14: 10-stream CUBIC, large buffers (1 GB), 1 s "
+           "traces of 100 s at 11.8 (the paper's 11.6) and 183 ms", ("cubic",), (10,), (11.8, 183.0),
+           BUF_LARGE, 'duration = "100s"', DYNAMICS_LOOKS),
+)

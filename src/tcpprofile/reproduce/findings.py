@@ -1,14 +1,21 @@
 """The papers' findings checked on a store's data, each as a statistic with an interval and a verdict.
 
-(i)   Θ(τ) decreases with τ                       HPDC'17 §2, Figs. 3-6
-(ii)  more streams and larger buffers push τ_T up  HPDC'17 §2.3, Figs. 9-10
+(i)   Θ(τ) generally decreases with τ              HPDC'17 §2, Figs. 3-6 (a trend over the whole grid)
+(ii)  more streams and larger buffers push τ_T up  HPDC'17 §2.3, Figs. 9-10 (τ_T censored at a grid end)
 (iii) BBR varies more at low RTT and falls below H-TCP/STCP on clean links at large τ   slides, Group 1
+      (100 s traces: BBR's ProbeRTT every 10 s, start-up a small part)
 (iv)  at 1-in-500 loss BBR stays concave and far above CUBIC and H-TCP                   slides, losses
-(v)   larger Lyapunov exponents go with lower throughput (exponents distinguishable from noise only)
+(v)   larger Lyapunov exponents go with lower throughput  HPDC'17 §4, Fig. 14: the local exponent
+      ln|dM/dX| of the Poincaré map of each 1 s trace, over all traces of a configuration
 
 Runs are the units: intervals come from the spread of repeated runs (stats.py: Student t, at least
 3 repetitions per group). Throughput comparisons are made on log throughput (ratios), cell by cell
 (same τ and n), and averaged over cells. Constants below define "low"/"large" τ and "far above".
+Verdicts have four outcomes (stats.VERDICTS): reproduced, not reproduced, undetermined (the interval
+straddles) and not testable (the design or the instrument cannot show it). Fixed-size (`-n`) and
+duration (`-t`) runs both make profiles: a profile is one (variant, streams, socket buffer, size or
+duration). Each Finding lists its parts (Part: the configurations behind it and their verdict), which
+the standard mode's sequential design reads to spend runs only where a part still straddles.
 """
 
 from __future__ import annotations
@@ -36,6 +43,20 @@ LOSS_500 = 1 / 500
 TAU_T_DRAWS = 60       # plausible profiles per τ_T interval (fit_dual_sigmoid each)
 SURROGATES = 19        # the smallest p a surrogate test can give is 1/20 = 0.05
 BBR, OTHERS_CLEAN = "bbr", ("cubic", "htcp", "scalable", "stcp")
+LONG_TRACE_S = 100.0   # (iii): BBR's ProbeRTT every 10 s, start-up a small part (slides: 100 s traces)
+MIN_LOCAL_POINTS = 50  # (v): 1 s points after the ramp-up a trace's mean local exponent needs
+MIN_CONFIG_TRACES = 4  # (v): traces per configuration for a rank correlation with an interval (n − 3 > 0)
+ONE_S_TOLERANCE = 0.1  # (v): the paper's 1 s traces: median interval within 1 ± 0.1 s
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a finding: what was compared, its verdict, and the configurations behind it
+    ((variant, streams) pairs, or (variant, streams, socket buffer, transfer bytes, duration) for a
+    profile; the standard mode adds runs to the cells they match while the part is undetermined)."""
+    name: str
+    verdict: str
+    configs: tuple[tuple, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,12 +67,14 @@ class Finding:
     interval: Interval
     verdict: str
     measured: str         # what was measured, in words (always filled, whatever the verdict)
+    parts: tuple[Part, ...] = ()
 
     def row(self) -> dict:
         iv = self.interval
         return {"id": self.id, "claim": self.claim, "statistic": self.statistic, "estimate": iv.estimate,
                 "low": iv.low, "high": iv.high, "level": iv.level, "n": iv.n, "verdict": self.verdict,
-                "measured": self.measured}
+                "measured": self.measured,
+                "parts": [{"name": p.name, "verdict": p.verdict} for p in self.parts]}
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -60,6 +83,7 @@ class Data:
     """The runs of the reproduce campaigns (or of the given campaign ids) and access to their traces."""
     con: object
     runs: Runs
+    duration_s: np.ndarray | None = None   # each run's measured transfer time (nan when unknown)
 
     @classmethod
     def load(cls, con, campaign_ids: Sequence[str] | None = None, *, exclude_flagged: bool = False) -> "Data":
@@ -74,7 +98,9 @@ class Data:
         keep = np.isin(runs.run_id, np.asarray([r[0] for r in rows], dtype=object))
         sub = Runs(runs.run_id[keep], runs.tau_ms[keep], runs.throughput_bps[keep], runs.capacity_bps[keep],
                    runs.flagged[keep], {k: v[keep] for k, v in runs.dims.items()})
-        return cls(con, sub)
+        took = dict(con.execute("SELECT run_id, duration_s FROM runs WHERE status = 'ok'").fetchall())
+        duration = np.array([math.nan if took.get(r) is None else float(took[r]) for r in sub.run_id], float)
+        return cls(con, sub, duration)
 
     def mask(self, *, variant=None, streams=None, loss=None, socket_buffer="any") -> np.ndarray:
         d = self.runs.dims
@@ -123,7 +149,7 @@ def _exp(iv: Interval) -> Interval:
 
 def _label(key: dict) -> str:
     buf = key.get("socket_buffer_bytes")
-    buf = "auto" if buf is None else f"{buf / 2**20:g}MiB"
+    buf = "auto" if buf is None else f"{buf / 2**20:g}MiB" if buf >= 2**20 else f"{buf / 1e3:g}KB"
     return f"{key['variant']} n={key['streams']} w={buf}"
 
 
@@ -135,34 +161,79 @@ def _ratio(iv: Interval) -> str:
     return f"{math.exp(iv.estimate):.3g} [{math.exp(iv.low):.3g}, {math.exp(iv.high):.3g}]"
 
 
+def _config(key: dict) -> tuple:
+    """A profile's configuration as Part.configs holds it: (variant, streams, socket buffer request,
+    transfer bytes, duration target), None where absent."""
+    return (str(key["variant"]), int(key["streams"]), key.get("socket_buffer_bytes"), key.get("transfer_bytes"),
+            key.get("duration_target_s"))
+
+
+def _size(key: dict) -> str:
+    if key.get("transfer_bytes") is not None:
+        return f" F={key['transfer_bytes'] / 1e9:g}GB"
+    return f" t={key['duration_target_s']:g}s" if key.get("duration_target_s") is not None else ""
+
+
 # -- (i) -------------------------------------------------------------------------------------------
-def decreasing(data: Data) -> Finding:
-    claim = "Θ(τ) decreases with τ"
-    stat = "Θ(τ_max)/Θ(τ_min) per clean profile (least decreasing shown)"
+def decreasing(data: Data, *, level: float = stats.LEVEL) -> Finding:
+    """HPDC'17 §2: "the mean throughput generally decreases with increasing RTTs" (Figs. 3-6, with local
+    rises as in Fig. 8b). Per clean profile (fixed-size or fixed-duration) with ≥ 3 RTTs: the slope of
+    ln Θ over ln τ through the per-τ means, Welch interval (stats.loglog_slope); reproduced when < 0.
+    Significant rises between neighbouring τ (Bonferroni over all steps) are listed, not judged."""
+    claim = "Θ(τ) generally decreases with τ"
+    stat = "slope of ln Θ over ln τ per clean profile, whole grid (least negative shown)"
     parts, worst, lines = [], None, []
     profiles = [(k, m) for k, m in data.profiles(data.mask(loss="none")) if data.taus(m).size >= 3]
     steps = sum(data.taus(m).size - 1 for _, m in profiles)
     for key, m in profiles:
         taus = data.taus(m)
-        iv = mean_difference([data.values(m, tau=taus[-1])], [data.values(m, tau=taus[0])])
+        iv = stats.loglog_slope(np.log(taus), [data.values(m, tau=t) for t in taus], level=level)
         v = verdict(iv, below=0.0)
-        # no step between neighbouring τ may increase significantly (Bonferroni over all steps)
-        rises = [float(t1) for t0, t1 in zip(taus[:-1], taus[1:])
+        rises = [f"{t0:g}→{t1:g}" for t0, t1 in zip(taus[:-1], taus[1:])
                  if verdict(mean_difference([data.values(m, tau=t1)], [data.values(m, tau=t0)],
-                                            level=1 - 0.05 / max(steps, 1)), above=0.0) == stats.REPRODUCED]
-        parts.append(stats.NOT_REPRODUCED if rises else v)
-        lines.append(f"{_label(key)}: {_ratio(iv)}" + (f", rises significantly to {', '.join(f'{t:g}' for t in rises)} ms" if rises else ""))
+                                            level=1 - (1 - level) / max(steps, 1)), above=0.0) == stats.REPRODUCED]
+        name = _label(key) + _size(key)
+        parts.append(Part(name, v, (_config(key),)))
+        est = "n/a" if not math.isfinite(iv.estimate) else (
+            f"{iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}]" if iv.known else
+            f"{iv.estimate:.3g} (no interval: < {stats.MIN_REPS} runs per τ)")
+        lines.append(f"{name} over {taus[0]:g}-{taus[-1]:g} ms: slope {est}"
+                     + (f"; local rises {', '.join(rises)} ms" if rises else ""))
         if worst is None or iv.estimate > worst.estimate:
             worst = iv
     if not profiles:
-        return Finding("i", claim, stat, stats.unknown(), stats.UNDETERMINED, "no clean profile with ≥ 3 RTTs")
-    n_ok = sum(p == stats.REPRODUCED for p in parts)
-    return Finding("i", claim, stat, _exp(worst), combine(parts),
-                   f"{n_ok}/{len(parts)} profiles decrease significantly; " + "; ".join(lines))
+        return Finding("i", claim, stat, stats.unknown(), stats.NOT_TESTABLE, "no clean profile with ≥ 3 RTTs")
+    n_ok = sum(p.verdict == stats.REPRODUCED for p in parts)
+    return Finding("i", claim, stat, worst, stats.combine_testable(p.verdict for p in parts),
+                   f"{n_ok}/{len(parts)} profiles decrease significantly; " + "; ".join(lines), tuple(parts))
 
 
 # -- (ii) ------------------------------------------------------------------------------------------
-def _tau_T(data: Data, m, rng) -> tuple[float, np.ndarray] | None:
+RIGHT, LEFT, INSIDE = "τ_T > τ_max", "τ_T < τ_min", "measured"
+
+
+@dataclass(frozen=True)
+class TauT:
+    """τ_T of a profile: the point fit, where it lies (censored at a grid end or measured), and
+    TAU_T_DRAWS plausible values as bounds (lo = hi when measured; a censored draw is open on one side)."""
+    point: float
+    side: str
+    lo: np.ndarray
+    hi: np.ndarray
+    tau_min: float
+    tau_max: float
+
+    def text(self) -> str:
+        return {RIGHT: f"> {self.tau_max:g}", LEFT: f"< {self.tau_min:g}"}.get(self.side, f"{self.point:.3g}")
+
+
+def _side(fit) -> str:
+    """A one-piece fit puts τ_T at a grid end: all concave (Θ > C/2 everywhere) means τ_T lies beyond the
+    largest τ, all convex before the smallest; only a dual fit measures τ_T (sigmoid.py)."""
+    return RIGHT if fit.kind == "concave" else LEFT if fit.kind == "convex" else INSIDE
+
+
+def _tau_T(data: Data, m, rng) -> TauT | None:
     """τ_T of a profile and TAU_T_DRAWS plausible values (per-τ means drawn from their t posterior)."""
     taus = data.taus(m)
     samples = [data.values(m, tau=t, log=False) for t in taus]
@@ -170,21 +241,39 @@ def _tau_T(data: Data, m, rng) -> tuple[float, np.ndarray] | None:
         return None
     cap = data.runs.capacity_bps[m]
     cap = float(np.median(cap[np.isfinite(cap)])) if np.isfinite(cap).any() else None
-    point = fit_dual_sigmoid(taus, [s.mean() for s in samples], capacity=cap).tau_T
+    point = fit_dual_sigmoid(taus, [s.mean() for s in samples], capacity=cap)
     Y = np.clip(stats.mean_draws(samples, TAU_T_DRAWS, rng), 1.0, None)
-    return point, np.array([fit_dual_sigmoid(taus, y, capacity=cap).tau_T for y in Y])
+    fits = [fit_dual_sigmoid(taus, y, capacity=cap) for y in Y]
+    sides = np.array([_side(f) for f in fits])
+    v = np.array([f.tau_T for f in fits])
+    lo = np.where(sides == RIGHT, taus[-1], np.where(sides == LEFT, -np.inf, v))
+    hi = np.where(sides == RIGHT, np.inf, np.where(sides == LEFT, taus[0], v))
+    return TauT(point.tau_T, _side(point), lo, hi, float(taus[0]), float(taus[-1]))
 
 
-def _diff(a, b, level=stats.LEVEL) -> Interval:
-    (pa, da), (pb, db) = a, b
-    d = da - db
-    q = np.quantile(d, [(1 - level) / 2, (1 + level) / 2])
-    return Interval(pa - pb, float(q[0]), float(q[1]), d.size, level)
+def _shift(a: TauT, b: TauT, level: float) -> tuple[str, Interval]:
+    """τ_T(more) − τ_T(fewer) with censoring: both beyond the same grid end → not testable (the design
+    cannot order them; never a tie against the claim); otherwise the censored interval decides in the
+    direction the data allow (stats.censored_difference): a τ_T(more) beyond the grid's end has an
+    infinite upper bound, so it is never read as lower. An interval touching 0 is undetermined; [0, 0]
+    (both in the same half-step of the grid in every draw) is not testable: more runs cannot order them."""
+    if a.side == b.side != INSIDE:
+        return stats.NOT_TESTABLE, Interval(math.nan, -math.inf, math.inf, a.lo.size, level)
+    est = {(RIGHT, INSIDE): math.inf, (RIGHT, LEFT): math.inf, (INSIDE, RIGHT): -math.inf,
+           (LEFT, RIGHT): -math.inf, (LEFT, INSIDE): -math.inf, (INSIDE, LEFT): math.inf}.get(
+        (a.side, b.side), a.point - b.point)
+    iv = stats.censored_difference(a.lo, a.hi, b.lo, b.hi, est, level=level)
+    # strict on both sides: τ_T is resolved to the grid's half-steps (sigmoid.py's candidates), so equal
+    # values mean "within one half-step", not a measured tie against the claim
+    if iv.low == iv.high == 0:   # the same half-step in every draw: this grid cannot order them
+        return stats.NOT_TESTABLE, iv
+    v = stats.REPRODUCED if iv.low > 0 else stats.NOT_REPRODUCED if iv.high < 0 else stats.UNDETERMINED
+    return v, iv
 
 
-def transition_shift(data: Data, seed: int = 0) -> Finding:
+def transition_shift(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -> Finding:
     claim = "more streams and larger buffers push τ_T up"
-    stat = "τ_T(more) − τ_T(fewer) in ms (streams and socket buffers; smallest shift shown)"
+    stat = "τ_T(more) − τ_T(fewer) in ms (streams and socket buffers; smallest shift shown; ±inf: censored)"
     rng = np.random.default_rng(seed)
     clean = data.profiles(data.mask(loss="none"))
     cache: dict[int, object] = {}
@@ -209,26 +298,30 @@ def transition_shift(data: Data, seed: int = 0) -> Finding:
     parts, lines, worst = [], [], None
     for axis, hi, lo in comparisons:
         a, b = tt(hi), tt(lo)
-        name = f"{_label(clean[hi][0])} vs {_label(clean[lo][0])}"
+        name = f"{_label(clean[hi][0])} vs {_label(clean[lo][0])}{_size(clean[hi][0])}"
+        configs = (_config(clean[hi][0]), _config(clean[lo][0]))
         if a is None or b is None:
-            parts.append(stats.UNDETERMINED)
-            lines.append(f"{name}: too few RTTs or repetitions")
+            parts.append(Part(name, stats.NOT_TESTABLE, configs))
+            lines.append(f"{name}: not testable (< 3 RTTs or < {stats.MIN_REPS} runs per τ)")
             continue
-        iv = _diff(a, b)
-        parts.append(verdict(iv, above=0.0))
-        lines.append(f"{name}: τ_T {a[0]:.3g} vs {b[0]:.3g} ms, Δ [{iv.low:.3g}, {iv.high:.3g}]")
-        if worst is None or iv.estimate < worst.estimate:
+        v, iv = _shift(a, b, level)
+        parts.append(Part(name, v, configs))
+        why = "" if v != stats.NOT_TESTABLE else (" (both censored at the same grid end: not testable)"
+                                                  if a.side == b.side != INSIDE else
+                                                  " (the same half-step of the grid in every draw: not testable)")
+        lines.append(f"{name}: τ_T {a.text()} vs {b.text()} ms, Δ [{iv.low:.3g}, {iv.high:.3g}]{why}")
+        if v != stats.NOT_TESTABLE and (worst is None or iv.low < worst.low):
             worst = iv
     if not comparisons:
-        return Finding("ii", claim, stat, stats.unknown(), stats.UNDETERMINED,
+        return Finding("ii", claim, stat, stats.unknown(), stats.NOT_TESTABLE,
                        "no clean profiles differing only in streams or socket buffer")
     axes = {c[0] for c in comparisons}
     missing = {"streams", "socket_buffer_bytes"} - axes
-    v = combine(parts)
-    if missing and v == stats.REPRODUCED:
-        v = stats.UNDETERMINED
-    note = f" (no comparison over {', '.join(missing)})" if missing else ""
-    return Finding("ii", claim, stat, worst or stats.unknown(), v, "; ".join(lines) + note)
+    # per axis, the comparisons this design can show decide (stats.combine_testable); both axes needed
+    v = combine([stats.combine_testable(p.verdict for (ax, _, _), p in zip(comparisons, parts) if ax == axis)
+                 for axis in sorted(axes)] + [stats.NOT_TESTABLE] * bool(missing))
+    note = f" (no comparison over {', '.join(missing)}: that half is not testable here)" if missing else ""
+    return Finding("ii", claim, stat, worst or stats.unknown(), v, "; ".join(lines) + note, tuple(parts))
 
 
 # -- (iii) -----------------------------------------------------------------------------------------
@@ -256,112 +349,163 @@ def _cells(data: Data, mask_a, mask_b, taus, streams, value) -> tuple[list, list
     return A, B
 
 
-def bbr_clean(data: Data) -> Finding:
+def _long(data: Data) -> np.ndarray:
+    """Runs whose transfer lasted at least LONG_TRACE_S (1 s short of it allowed: iperf3's last interval)."""
+    d = data.duration_s if data.duration_s is not None else np.full(len(data.runs), math.nan)
+    return np.nan_to_num(d, nan=0.0) >= LONG_TRACE_S - 1
+
+
+def bbr_clean(data: Data, *, level: float = stats.LEVEL) -> Finding:
     claim = "BBR varies more at low RTT and falls below H-TCP/STCP on clean links at large τ"
-    stat = "CoV(BBR)/CoV(others) at τ ≤ 12 ms (1 s traces after ramp-up)"
+    stat = f"CoV(BBR)/CoV(others) at τ ≤ 12 ms (1 s traces of ≥ {LONG_TRACE_S:g} s after ramp-up)"
     clean = data.mask(loss="none")
+    short = int((clean & data.mask(variant=(BBR,) + OTHERS_CLEAN) & ~_long(data)).sum())
+    clean &= _long(data)
     bbr, others = clean & data.mask(variant=BBR), clean & data.mask(variant=OTHERS_CLEAN)
     streams = np.unique(data.runs.dims["streams"][clean].astype(int)) if clean.any() else []
     low = [t for t in data.taus(bbr) if t <= LOW_TAU_MS]
     large = [t for t in data.taus(bbr) if t >= LARGE_TAU_MS]
     cov = variability(data, data.runs.run_id[(bbr | others) & (data.runs.tau_ms <= LOW_TAU_MS)])
     covs = lambda m: np.array([cov[r] for r in data.runs.run_id[m] if r in cov])  # noqa: E731
-    iv_var = mean_difference(*_cells(data, bbr, others, low, streams, covs))
-    parts = [verdict(iv_var, above=0.0)]
+    iv_var = mean_difference(*_cells(data, bbr, others, low, streams, covs), level=level)
+    bbr_cfg = tuple((BBR, int(n)) for n in streams)
+    parts = [Part("variability at low τ", verdict(iv_var, above=0.0),
+                  bbr_cfg + tuple((v, int(n)) for v in ("cubic", "htcp", "scalable") for n in streams))]
     lines = [f"variability ratio {_ratio(iv_var)} ({len(cov)} traces)"]
     for name, variants in (("H-TCP", ("htcp",)), ("STCP", ("scalable", "stcp"))):
         other = clean & data.mask(variant=variants)
-        iv = mean_difference(*_cells(data, bbr, other, large, streams, data.values))
-        parts.append(verdict(iv, below=0.0))
+        iv = mean_difference(*_cells(data, bbr, other, large, streams, data.values), level=level)
+        parts.append(Part(f"Θ_BBR/Θ_{name} at large τ", verdict(iv, below=0.0),
+                          bbr_cfg + tuple((variants[0], int(n)) for n in streams)))
         lines.append(f"Θ_BBR/Θ_{name} at τ ≥ {LARGE_TAU_MS:g} ms: {_ratio(iv)}")
-    return Finding("iii", claim, stat, _exp(iv_var), combine(parts), "; ".join(lines))
+    if short:
+        lines.append(f"{short} clean runs shorter than {LONG_TRACE_S:g} s left out (start-up, no ProbeRTT)")
+    if not clean.any():
+        lines = [f"no clean BBR/CUBIC/H-TCP/STCP traces of ≥ {LONG_TRACE_S:g} s ({short} runs shorter than "
+                 f"{LONG_TRACE_S:g} s: start-up, no ProbeRTT): not testable with this design"]
+    return Finding("iii", claim, stat, _exp(iv_var), combine(p.verdict for p in parts), "; ".join(lines),
+                   tuple(parts))
 
 
 # -- (iv) ------------------------------------------------------------------------------------------
-def bbr_loss(data: Data) -> Finding:
+def bbr_loss(data: Data, *, level: float = stats.LEVEL) -> Finding:
     claim = "at 1-in-500 loss BBR stays concave and far above CUBIC and H-TCP"
     stat = f"Θ_BBR/Θ_other at periodic 1/500 loss (smallest shown; 'far' = ≥ {FAR_ABOVE:g}×)"
     lossy = data.mask(loss=("periodic", LOSS_500))
     bbr = lossy & data.mask(variant=BBR)
     if not bbr.any():
-        return Finding("iv", claim, stat, stats.unknown(), stats.UNDETERMINED, "no BBR runs at 1-in-500 loss")
+        return Finding("iv", claim, stat, stats.unknown(), stats.NOT_TESTABLE, "no BBR runs at 1-in-500 loss")
     taus = data.taus(bbr)
     streams = np.unique(data.runs.dims["streams"][bbr].astype(int))
     parts, lines, worst = [], [], None
     for name in ("cubic", "htcp"):
-        iv = mean_difference(*_cells(data, bbr, lossy & data.mask(variant=name), taus, streams, data.values))
-        parts.append(verdict(iv, above=math.log(FAR_ABOVE)))
+        iv = mean_difference(*_cells(data, bbr, lossy & data.mask(variant=name), taus, streams, data.values),
+                             level=level)
+        parts.append(Part(f"Θ_BBR/Θ_{name}", verdict(iv, above=math.log(FAR_ABOVE)),
+                          tuple((v, int(n)) for v in (BBR, name) for n in streams)))
         lines.append(f"Θ_BBR/Θ_{name} {_ratio(iv)}")
         if worst is None or iv.estimate < worst.estimate:
             worst = iv
     for n in streams:
         m = bbr & (data.runs.dims["streams"] == n)
         samples = [data.values(m, tau=t, log=False) for t in data.taus(m)]
+        name = f"BBR n={n} shape"
         if len(samples) < 3 or min(s.size for s in samples) < stats.MIN_REPS:
-            parts.append(stats.UNDETERMINED)
-            lines.append(f"BBR n={n} shape: too few RTTs or repetitions")
+            parts.append(Part(name, stats.NOT_TESTABLE, ((BBR, int(n)),)))
+            lines.append(f"{name}: not testable (< 3 RTTs or < {stats.MIN_REPS} runs per τ)")
             continue
         mean = np.array([s.mean() for s in samples])
         se = np.array([s.std(ddof=1) / math.sqrt(s.size) for s in samples])
-        z = stats.t_quantile(min(s.size for s in samples))
+        z = stats.t_quantile(min(s.size for s in samples), level)
         reg = classify_regions(data.taus(m), mean, se, z=z)
         labels = list(reg.label[1:-1])
         shape = (stats.NOT_REPRODUCED if "convex" in labels else
                  stats.REPRODUCED if "concave" in labels else stats.UNDETERMINED)
-        parts.append(shape)
+        parts.append(Part(name, shape, ((BBR, int(n)),)))
         lines.append(f"BBR n={n} second differences at {[float(t) for t in data.taus(m)[1:-1]]} ms: {labels} "
                      f"(t-quantile {z:.2f})")
-    return Finding("iv", claim, stat, _exp(worst), combine(parts), "; ".join(lines))
+    return Finding("iv", claim, stat, _exp(worst), combine(p.verdict for p in parts), "; ".join(lines),
+                   tuple(parts))
 
 
 # -- (v) -------------------------------------------------------------------------------------------
-def _distinguishable(dyn) -> bool:
-    """The exponent beat its IAAFT surrogates (TraceDynamics.distinguishable; untested counts as not)."""
-    return bool(dyn.distinguishable)
+def _rho(pairs: dict[tuple, list[tuple[float, float]]], level: float) -> tuple[Interval, int]:
+    """Spearman ρ within each configuration (all its traces), Fisher-combined; strata with fewer than
+    MIN_CONFIG_TRACES traces or no spread left out."""
+    rhos, sizes = [], []
+    for xy in pairs.values():
+        lam, thr = np.array(xy).T if xy else (np.empty(0), np.empty(0))
+        if len(xy) >= MIN_CONFIG_TRACES and np.ptp(lam) > 0 and np.ptp(thr) > 0:
+            rhos.append(float(sps.spearmanr(lam, thr).statistic))
+            sizes.append(len(xy))
+    return stats.fisher_combined(rhos, sizes, level=level), len(rhos)
 
 
-def lyapunov_throughput(data: Data, seed: int = 0, min_runs: int = 10) -> Finding:
+def lyapunov_throughput(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -> Finding:
+    """HPDC'17 §4, Fig. 14 (10-stream CUBIC at 183 ms): larger exponents, lower average throughput. The
+    exponent is the paper's local exponent ln|dM/dX| of the Poincaré map of each 1 s trace, estimated
+    by nearest-neighbour secants (poincare.neighbour_exponents, the mean of which estimates E ln|M'|)
+    over the sustainment phase; ρ over ALL traces of each configuration (variant, n, buffer, size or
+    duration, τ), Fisher-combined. Traces with fewer than MIN_LOCAL_POINTS points after the ramp-up
+    are too short (not testable). Rosenstein's exponent with IAAFT surrogates is a sensitivity check
+    reported beside it (all traces, and those distinguishable from their surrogates), never a filter."""
     from ..analysis.fromstore import dynamics_from_store
 
     claim = "larger Lyapunov exponents go with lower throughput"
-    stat = "Spearman ρ(exponent, throughput) within (τ, n), Fisher-combined; distinguishable traces only"
+    stat = "Spearman ρ(local exponent ln|dM/dX|, Θ) over all traces of each configuration, Fisher-combined"
     clean = data.mask(loss="none")
     dyn = dynamics_from_store(data.con, run_ids=list(data.runs.run_id[clean]), n_surrogates=SURROGATES, seed=seed)
     pos = {r: i for i, r in enumerate(data.runs.run_id)}
-    # an exponent only where one was estimated (None: undetermined, e.g. an 8 s trace is too short)
-    finite = [d for d in dyn if d.dynamics.lyapunov is not None and math.isfinite(d.dynamics.lyapunov)]
-    kept = [d for d in finite if _distinguishable(d.dynamics)]
-    points = [d.dynamics.n_points for d in dyn]
-    head = (f"{len(dyn)} traces ({min(points) if points else 0}-{max(points) if points else 0} s), "
-            f"{len(finite)} with an exponent, {len(kept)} distinguishable from surrogates")
-    if len(kept) < min_runs:
-        return Finding("v", claim, stat, stats.unknown(n=len(kept)), stats.UNDETERMINED,
-                       head + f" (need ≥ {min_runs})")
-    strata: dict[tuple, list] = {}
-    for d in kept:
+    step = {rid: float(np.median(t.end_s - t.start_s))
+            for (rid, _), t in load_traces(data.con, [d.run_id for d in dyn]).items() if t.bps.size}
+    one_s = [d for d in dyn if abs(step.get(d.run_id, math.nan) - 1.0) <= ONE_S_TOLERANCE]
+    sus = [d for d in one_s if d.dynamics.n_points - d.dynamics.ramp.index >= MIN_LOCAL_POINTS
+           and math.isfinite(d.dynamics.neighbour_mean)]
+    points = [d.dynamics.n_points for d in one_s]
+    other = f" ({len(dyn) - len(one_s)} with other than 1 s intervals left out)" if len(one_s) < len(dyn) else ""
+    head = (f"{len(one_s)} traces of 1 s intervals ({min(points) if points else 0}-{max(points) if points else 0} s)"
+            f"{other}, {len(sus)} with ≥ {MIN_LOCAL_POINTS} s after the ramp-up")
+    by_cfg: dict[tuple, list] = {}
+    for d in sus:
         i = pos[d.run_id]
-        strata.setdefault((data.runs.tau_ms[i], data.runs.dims["streams"][i]), []).append(d.dynamics)
-    rhos, sizes = [], []
-    for ds in strata.values():
-        lam = [x.lyapunov for x in ds]
-        thr = [x.mean_bps for x in ds]
-        if len(ds) >= 4 and np.ptp(lam) > 0 and np.ptp(thr) > 0:
-            rhos.append(float(sps.spearmanr(lam, thr).statistic))
-            sizes.append(len(ds))
-    iv = stats.fisher_combined(rhos, sizes)
-    return Finding("v", claim, stat, iv, verdict(iv, below=0.0),
-                   head + f"; ρ {iv.estimate:.2f} [{iv.low:.2f}, {iv.high:.2f}] over {len(rhos)} strata")
+        k = tuple(data.runs.dims[b][i] for b in ("variant", "streams", "socket_buffer_bytes", "transfer_bytes",
+                                                  "duration_target_s")) + (float(data.runs.tau_ms[i]),)
+        by_cfg.setdefault(k, []).append((d, float(data.runs.throughput_bps[i])))
+    pick = lambda f: {k: [(f(d.dynamics), t) for d, t in v if f(d.dynamics) is not None]  # noqa: E731
+                      for k, v in by_cfg.items()}
+    iv, strata = _rho(pick(lambda x: x.neighbour_mean), level)
+    configs = tuple({(str(k[0]), int(k[1])) for k, v in by_cfg.items() if len(v) >= MIN_CONFIG_TRACES})
+    if strata == 0:
+        return Finding("v", claim, stat, stats.unknown(n=len(sus)), stats.NOT_TESTABLE,
+                       head + f": no configuration with ≥ {MIN_CONFIG_TRACES} such traces (traces too short "
+                       "or too few repetitions for this statistic)",
+                       (Part("ρ(local exponent, Θ)", stats.NOT_TESTABLE, configs),))
+    v = verdict(iv, below=0.0)
+    ros, _ = _rho(pick(lambda x: x.lyapunov), level)
+    dis, n_dis = _rho(pick(lambda x: x.lyapunov if x.distinguishable else None), level)
+    per_tau = {}
+    for k, xs in by_cfg.items():
+        per_tau.setdefault((k[0], k[1], k[-1]), []).extend(d.dynamics.neighbour_mean for d, _ in xs)
+    means = "; ".join(f"{c} n={n} τ={t:g} ms: mean local exponent {np.mean(x):.3g}"
+                      for (c, n, t), x in sorted(per_tau.items(), key=lambda kv: (str(kv[0][0]), kv[0][1], kv[0][2])))
+    return Finding("v", claim, stat, iv, v,
+                   head + f"; ρ {iv.estimate:.2f} [{iv.low:.2f}, {iv.high:.2f}] over {strata} configurations; "
+                   f"sensitivity (Rosenstein): ρ {ros.estimate:.2f} [{ros.low:.2f}, {ros.high:.2f}] all traces, "
+                   f"{dis.estimate:.2f} over the traces distinguishable from {SURROGATES} IAAFT surrogates "
+                   f"({n_dis} configurations); {means}",
+                   (Part("ρ(local exponent, Θ)", v, configs),))
 
 
 FINDINGS = (decreasing, transition_shift, bbr_clean, bbr_loss, lyapunov_throughput)
 
 
-def check_findings(con, campaign_ids: Sequence[str] | None = None, *, exclude_flagged: bool = False
-                   ) -> list[Finding]:
+def check_findings(con, campaign_ids: Sequence[str] | None = None, *, exclude_flagged: bool = False,
+                   level: float = stats.LEVEL) -> list[Finding]:
     """All five findings on the runs of the reproduce campaigns (or of `campaign_ids`); exclude_flagged:
-    without flagged runs (analysis.load_runs)."""
+    without flagged runs (analysis.load_runs); level: of every interval (the standard mode's looks use
+    a Bonferroni share of 0.05)."""
     data = Data.load(con, campaign_ids, exclude_flagged=exclude_flagged)
-    return [f(data) for f in FINDINGS]
+    return [f(data, level=level) for f in FINDINGS]
 
 
 def flagged_runs(con, campaign_ids: Sequence[str]) -> int:
@@ -376,7 +520,7 @@ def format_table(findings: Sequence[Finding]) -> str:
     lines = [f"{'':4} {'verdict':<15} {'estimate [interval]':<28} claim"]
     for f in findings:
         iv = f.interval
-        est = "n/a" if not math.isfinite(iv.estimate) else (
+        est = "n/a" if math.isnan(iv.estimate) else (
             f"{iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}]" if iv.known else f"{iv.estimate:.3g} [none]")
         lines.append(f"({f.id}){'':{3 - len(f.id)}} {f.verdict:<15} {est:<28} {f.claim}")
         lines.append(f"{'':21}statistic: {f.statistic}")

@@ -1,7 +1,9 @@
 """Small-sample statistics for the findings: Student-t intervals (valid for any n ≥ 2 under normal
-errors, honest about width at n = 3), the three-way verdict, and Fisher-z intervals for rank
-correlations. No interval is computed from fewer than MIN_REPS observations per group: with 2
-repetitions nothing is declared significant.
+errors, honest about width at n = 3), the four-way verdict, the slope of a profile's log throughput
+over log τ with a Welch interval (finding (i)'s trend test), intervals on τ_T differences with
+censored τ_T (finding (ii)), and Fisher-z intervals for rank correlations. No interval is computed from
+fewer than MIN_REPS observations per group: with 2 repetitions nothing is declared significant, and a
+statistic without an interval is "not testable here" (the design gives it too few repetitions).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from scipy import stats
 MIN_REPS = 3
 LEVEL = 0.95
 REPRODUCED, NOT_REPRODUCED, UNDETERMINED = "reproduced", "not reproduced", "undetermined"
+NOT_TESTABLE = "not testable"   # the design or the instrument cannot show it (censored τ_T, short traces, …)
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, UNDETERMINED, NOT_TESTABLE)
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,8 @@ class Interval:
 
     @property
     def known(self) -> bool:
-        return math.isfinite(self.low) and math.isfinite(self.high)
+        """An interval was computed (its bounds may be infinite: a censored τ_T leaves one side open)."""
+        return not (math.isnan(self.low) or math.isnan(self.high))
 
 
 def unknown(estimate: float = math.nan, n: int = 0) -> Interval:
@@ -98,21 +103,68 @@ def fisher_combined(rhos, sizes, *, level: float = LEVEL) -> Interval:
 
 
 def verdict(iv: Interval, *, above: float | None = None, below: float | None = None) -> str:
-    """Three-way verdict for a claim 'statistic > above' (or '< below'): reproduced when the whole
-    interval is on the claimed side, not reproduced when the whole interval is on the other side
-    (ties count against the claim), undetermined otherwise or without an interval."""
+    """Verdict for a claim 'statistic > above' (or '< below'): reproduced when the whole interval is on
+    the claimed side, not reproduced when the whole interval is on the other side (a tie, the bound
+    itself, counts against the claim), undetermined when it straddles; not testable without an
+    interval (fewer than MIN_REPS runs per group, or nothing to compare)."""
     if not iv.known:
-        return UNDETERMINED
+        return NOT_TESTABLE
     if above is not None:
         return REPRODUCED if iv.low > above else NOT_REPRODUCED if iv.high <= above else UNDETERMINED
     return REPRODUCED if iv.high < below else NOT_REPRODUCED if iv.low >= below else UNDETERMINED
 
 
 def combine(verdicts) -> str:
-    """A claim made of parts: reproduced when every part is, not reproduced when any part is not."""
+    """A claim made of parts: not reproduced when any part is not; else undetermined when any part
+    straddles (more runs could settle it); else not testable when any part cannot be shown by this
+    design; reproduced only when every part is. No part at all: not testable."""
     v = list(verdicts)
-    if not v:
-        return UNDETERMINED
-    if NOT_REPRODUCED in v:
-        return NOT_REPRODUCED
-    return REPRODUCED if all(x == REPRODUCED for x in v) else UNDETERMINED
+    for outcome in (NOT_REPRODUCED, UNDETERMINED, NOT_TESTABLE):
+        if outcome in v:
+            return outcome
+    return REPRODUCED if v else NOT_TESTABLE
+
+
+def combine_testable(verdicts) -> str:
+    """Instances of one claim (profiles of (i), comparisons along one axis of (ii)): those the design
+    cannot show are left out, the rest combined; not testable only when none can be shown."""
+    v = [x for x in verdicts if x != NOT_TESTABLE]
+    return combine(v) if v else NOT_TESTABLE
+
+
+def loglog_slope(x, samples, *, level: float = LEVEL) -> Interval:
+    """Least-squares slope b = Σ w_k m_k of the per-point means m_k (samples[k], e.g. ln Θ at τ_k) over x_k
+    (e.g. ln τ_k), w_k = (x_k − x̄)/Σ(x_j − x̄)², with the Welch interval b ± t·√(Σ w_k² s_k²/n_k),
+    Welch–Satterthwaite df Σ(w_k² s_k²/n_k)² / ... (the interval of a linear combination of independent
+    means). It estimates the slope of the line through the true means (the trend over the whole grid);
+    no interval when a point has fewer than MIN_REPS samples."""
+    x = np.asarray(x, float)
+    s = [np.asarray(v, float) for v in samples]
+    n_all = int(sum(v.size for v in s))
+    if x.size < 3 or any(v.size == 0 for v in s):
+        return unknown(n=n_all)
+    w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
+    est = float(np.sum(w * [v.mean() for v in s]))
+    if min(v.size for v in s) < MIN_REPS:
+        return unknown(est, n_all)
+    parts = np.array([wk ** 2 * v.var(ddof=1) / v.size for wk, v in zip(w, s)])
+    var = float(parts.sum())
+    if var == 0:
+        return Interval(est, est, est, n_all, level)
+    df = var ** 2 / float(np.sum(parts ** 2 / np.array([v.size - 1 for v in s])))
+    q = stats.t.ppf((1 + level) / 2, df)
+    return Interval(est, est - q * math.sqrt(var), est + q * math.sqrt(var), n_all, level)
+
+
+def censored_difference(a_lo, a_hi, b_lo, b_hi, estimate: float, *, level: float = LEVEL) -> Interval:
+    """Interval on a − b from paired plausible draws given as bounds: a draw measured inside the grid has
+    lo = hi; one censored at the grid's end (τ_T > τ_max) has lo = τ_max, hi = +inf (τ_T < τ_min: lo = −inf,
+    hi = τ_min). Low = the (1 − level)/2 quantile of a_lo − b_hi, high = the (1 + level)/2 quantile of
+    a_hi − b_lo: bounds that stay valid whatever the censored values are. Both censored on the same side
+    in a draw give (−inf, +inf) for it, so such a comparison never decides."""
+    with np.errstate(invalid="ignore"):
+        lo = np.asarray(a_lo, float) - np.asarray(b_hi, float)
+        hi = np.asarray(a_hi, float) - np.asarray(b_lo, float)
+    lo, hi = np.where(np.isnan(lo), -np.inf, lo), np.where(np.isnan(hi), np.inf, hi)
+    return Interval(float(estimate), float(np.quantile(lo, (1 - level) / 2, method="lower")),
+                    float(np.quantile(hi, (1 + level) / 2, method="higher")), int(lo.size), level)
