@@ -135,7 +135,7 @@ def condition_groups(store: Store, *, exclude_flagged: bool = False) -> dict[tup
     return dict(counts)
 
 
-def flagged_runs(store: Store) -> tuple[int, int]:
+def flagged_candidates(store: Store) -> tuple[int, int]:
     """(flagged, all) ok runs with a throughput and an RTT: what select and the report can draw on."""
     rows = store.query(_RUNS_SQL)
     return sum(1 for r in rows if r["flagged"]), len(rows)

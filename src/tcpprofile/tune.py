@@ -17,9 +17,9 @@ from .campaign import run_campaign
 from .campaign.policies.racing import Racing
 from .campaign.rules import DEFAULT_RULE, RULES
 from .campaign.recorder import Recorder
-from .dimensions import FLAGGED_SQL, NOTE_FLAGS
 from .errors import ValidationError
 from .store import Store
+from .store.reads import flagged_ok_runs
 
 FLAGS = {"link.rtt": "--rtt", "link.rate": "--rate", "link.buffer": "--link-buffer", "link.mtu": "--mtu",
          "remote.host": "--host", "remote.port": "--port", "transfer.variant": "--variants",
@@ -95,18 +95,15 @@ def tune(spec: specs.CampaignSpec, store: Store, *, margin: float = decide.DEFAU
 
 
 def flagged_runs(store: Store, campaign_id: str, chosen: dict | None) -> dict:
-    """The race's ok runs the instrument flagged (dimensions.FLAGGED_SQL): how many, how many of them are
-    the decision's, and each flag's count (notes left out)."""
-    rows = store.con.execute(
-        f"SELECT r.variant, r.streams, r.socket_buffer_bytes, coalesce(r.flags, '') || ',' || coalesce(l.flags, '') "
-        f"FROM runs r LEFT JOIN links l ON r.link_id = l.link_id "
-        f"WHERE r.campaign_id = ? AND r.status = 'ok' AND {FLAGGED_SQL}", [campaign_id]).fetchall()
+    """The race's ok runs the instrument flagged (store.reads.flagged_ok_runs): how many, how many of them
+    are the decision's, and each flag's count (notes left out)."""
+    rows = flagged_ok_runs(store, [campaign_id])
     kinds: dict[str, int] = {}
-    for *_, flags in rows:
-        for f in {f for f in flags.split(",") if f and f not in NOTE_FLAGS}:
+    for r in rows:
+        for f in r["flags"]:
             kinds[f] = kinds.get(f, 0) + 1
-    mine = (sum(1 for v, n, b, _ in rows if chosen and (v, n, b) == (chosen["variant"], chosen["streams"],
-                                                                     chosen["socket_buffer_bytes"])))
+    key = lambda r: (r["variant"], r["streams"], r["socket_buffer_bytes"])   # noqa: E731
+    mine = sum(1 for r in rows if chosen and key(r) == key(chosen))
     return {"runs": len(rows), "chosen": mine, "kinds": dict(sorted(kinds.items()))}
 
 

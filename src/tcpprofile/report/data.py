@@ -46,7 +46,7 @@ class ReportData:
             cond = dict(zip(sel.CONDITION_FIELDS, key))
             groups.append(Group(cond, sel.load_profiles(store, conditions=cond,
                                                         exclude_flagged=exclude_flagged).profiles))
-        flagged, candidates = sel.flagged_runs(store)
+        flagged, candidates = sel.flagged_candidates(store)
         return cls(store, groups, exclude_flagged, flagged, candidates)
 
     def flag_note(self) -> str:

@@ -31,7 +31,7 @@ from ..analysis.dynamics import ramp_up
 from ..analysis.load import Runs, load_runs, load_traces
 from ..analysis.regions import classify_regions
 from ..analysis.sigmoid import fit_dual_sigmoid
-from ..dimensions import FLAGGED_SQL
+from ..store.reads import flagged_ok_runs
 from . import stats
 from .campaigns import PREFIX
 from .stats import Interval, combine, mean_difference, verdict
@@ -509,11 +509,8 @@ def check_findings(con, campaign_ids: Sequence[str] | None = None, *, exclude_fl
 
 
 def flagged_runs(con, campaign_ids: Sequence[str]) -> int:
-    """Ok runs of these campaigns that carry a fidelity flag (dimensions.FLAGGED_SQL)."""
-    con = getattr(con, "con", con)
-    return con.execute(f"SELECT count(*) FROM runs r LEFT JOIN links l ON r.link_id = l.link_id "
-                       f"WHERE r.status = 'ok' AND r.campaign_id IN (SELECT unnest(?)) AND {FLAGGED_SQL}",
-                       [list(campaign_ids)]).fetchone()[0]
+    """How many ok runs of these campaigns carry a fidelity flag (store.reads.flagged_ok_runs)."""
+    return len(flagged_ok_runs(con, campaign_ids))
 
 
 def format_table(findings: Sequence[Finding]) -> str:
