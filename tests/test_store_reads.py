@@ -39,3 +39,11 @@ def test_tune_counts_flags_and_the_decisions_share(store):
     chosen = {"variant": "cubic", "streams": 4, "socket_buffer_bytes": None}
     assert flagged_runs(store, "c1", chosen) == {"runs": 3, "chosen": 2,
                                                  "kinds": {"engine_late": 1, "host_contended": 1, "rtt_off": 1}}
+
+
+def test_opening_for_reading_creates_nothing(tmp_path):
+    from tcpprofile.errors import TcpProfileError
+    missing = tmp_path / "typo" / "runs.duckdb"
+    with pytest.raises(TcpProfileError, match="cannot open store"):
+        Store.open(str(missing), read_only=True)
+    assert not missing.parent.exists()

@@ -104,7 +104,7 @@ class Store:
     @classmethod
     def open(cls, path: str | Path, *, read_only: bool = False) -> "Store":
         path = str(path)
-        if path != ":memory:":
+        if path != ":memory:" and not read_only:       # a reader creates nothing
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         try:
             con = duckdb.connect(path, read_only=read_only)
