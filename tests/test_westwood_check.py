@@ -1,0 +1,151 @@
+"""The user-space replay of net/ipv4/tcp_westwood.c (tcpprofile.cc.westwood_check) on known sequences.
+
+Every expected value is worked out by hand from the kernel file's arithmetic (u32, jiffies at HZ=250).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tcpprofile.cc.westwood_check import (
+    INFINITE_SSTHRESH,
+    Trace,
+    WestwoodFilter,
+    recovery_exits,
+    replay,
+    usecs_to_jiffies,
+)
+
+HZ = 250            # 4 ms per jiffy
+MSS = 1000
+
+
+def test_usecs_to_jiffies_rounds_up():
+    assert usecs_to_jiffies(4000, HZ) == 1
+    assert usecs_to_jiffies(4001, HZ) == 2
+    assert usecs_to_jiffies(45_600, HZ) == 12      # 45.6 ms -> 11.4 jiffies -> 12 (48 ms)
+    assert usecs_to_jiffies(45_600, 1000) == 46
+    with pytest.raises(ValueError, match="hz"):
+        WestwoodFilter(hz=300)
+
+
+def _steady(w: WestwoodFilter, first: int, last: int, per_jiffy: int) -> None:
+    """One ACK per jiffy k = first..last, each advancing snd_una to k × per_jiffy (fast path)."""
+    for k in range(first, last + 1):
+        w.in_ack_event(k, k * per_jiffy, MSS, slowpath=False)
+
+
+def test_filter_on_a_constant_ack_stream():
+    # rtt 40 ms = 10 jiffies < HZ/20 = 12: a window closes when delta > 12, i.e. at 13 jiffies.
+    w = WestwoodFilter(hz=HZ, now=0, snd_una=0)
+    w.pkts_acked(40_000)
+    assert w.rtt == 10
+    _steady(w, 1, 13, 13_000)
+    # ACK 1 only records snd_una (first_ack); ACKs 2..12 add 11 × 13000 bytes; ACK 13 closes the
+    # window before adding its own: sample = 143000 // 13 = 11000 fills both estimates
+    assert w.windows[-1] == (13, 13, 11_000, 11_000, 11_000)
+    _steady(w, 14, 26, 13_000)
+    # ACKs 13..25 = 13 × 13000 in 13 jiffies: sample 13000; (7·11000 + 13000) >> 3 = 11250,
+    # (7·11000 + 11250) >> 3 = 88250 >> 3 = 11031
+    assert w.windows[-1] == (26, 13, 13_000, 11_250, 11_031)
+    _steady(w, 27, 39, 13_000)
+    # (7·11250 + 13000) >> 3 = 91750 >> 3 = 11468; (7·11031 + 11468) >> 3 = 88685 >> 3 = 11085
+    assert w.windows[-1] == (39, 13, 13_000, 11_468, 11_085)
+    assert w.rtt_min == 10
+    assert w.bw_rttmin(MSS) == 11_085 * 10 // MSS == 110
+
+
+def test_window_is_one_rtt_when_the_rtt_exceeds_50ms():
+    w = WestwoodFilter(hz=HZ, now=0, snd_una=0)
+    w.pkts_acked(100_000)                     # 25 jiffies > HZ/20
+    _steady(w, 1, 25, 1000)
+    assert w.windows == []                    # delta 25 is not > 25
+    _steady(w, 26, 26, 1000)
+    assert [x[:2] for x in w.windows] == [(26, 26)]
+
+
+def test_dupacks_count_one_mss_and_the_cumulative_ack_pays_them_back():
+    w = WestwoodFilter(hz=HZ, now=0, snd_una=0)
+    w.pkts_acked(40_000)
+    w.in_ack_event(1, 10_000, MSS, slowpath=False)       # first ACK: snd_una recorded, bk 0
+    for k in (2, 3, 4):
+        w.in_ack_event(k, 10_000, MSS, slowpath=True)    # dupacks: one mss each
+    assert (w.bk, w.accounted) == (3 * MSS, 3 * MSS)
+    w.in_ack_event(5, 15_000, MSS, slowpath=True)        # 5 mss acked, 3 already counted: adds 2
+    assert (w.bk, w.accounted) == (5 * MSS, 0)
+    for k in (6, 7, 8):
+        w.in_ack_event(k, 15_000, MSS, slowpath=True)
+    w.in_ack_event(9, 17_000, MSS, slowpath=True)        # 2 mss acked, 3 counted: adds one mss, owes 1
+    assert (w.bk, w.accounted) == (9 * MSS, MSS)
+
+
+def test_rtt_min_is_reset_by_the_first_ack_after_a_loss():
+    w = WestwoodFilter(hz=HZ, now=0, snd_una=0)
+    w.pkts_acked(40_000)
+    w.in_ack_event(1, 1000, MSS, slowpath=False)
+    w.pkts_acked(80_000)
+    w.in_ack_event(2, 2000, MSS, slowpath=False)
+    assert w.rtt_min == 10                                 # min(20, 10)
+    w.loss()
+    w.in_ack_event(3, 3000, MSS, slowpath=False)
+    assert w.rtt_min == 20                                 # restarted at the last sample
+
+
+def test_bandwidth_times_rttmin_wraps_like_u32():
+    # 10 Gbit/s at HZ=250 is 5e6 bytes per jiffy; the u32 product wraps once rtt_min > 858 jiffies
+    w = WestwoodFilter(hz=HZ)
+    w.bw_est, w.rtt_min = 5_000_000, 858
+    assert w.bw_rttmin(8948) == 5_000_000 * 858 // 8948
+    w.rtt_min = 1000
+    assert w.bw_rttmin(8948) == (5_000_000_000 - 2**32) // 8948
+    w.bw_est = 0
+    assert w.bw_rttmin(8948) == 2                          # never below 2 packets
+
+
+def _trace(rows):
+    """rows: (t, snd_una, snd_nxt, cwnd, field, srtt_us) per probe event."""
+    cols = list(zip(*rows))
+    return Trace(t=cols[0], snd_una=cols[1], snd_nxt=cols[2], snd_cwnd=cols[3], ssthresh=cols[4],
+                 srtt_us=cols[5])
+
+
+INF = INFINITE_SSTHRESH
+
+
+def test_recovery_exits_direct_and_reentered():
+    tr = _trace([
+        (0.00, 0, 100, 100, INF, 40_000),
+        (0.01, 0, 100, 98, 50, 40_000),        # ACK 0 entered recovery: Reno's 100/2, high_seq 100
+        (0.02, 60, 140, 80, 50, 40_000),       # PRR, snd_una 60 < high_seq
+        (0.03, 120, 160, 70, 21, 40_000),      # ACK 2 passed high_seq; field 21 < cwnd: re-entered
+        (0.04, 150, 170, 60, 21, 40_000),      # high_seq now 140 (snd_nxt before ACK 2)
+        (0.05, 150, 170, 60, 21, 40_000),
+        (0.06, 165, 190, 33, 33, 40_000),      # ACK 5 passed 140: cwnd = field = 33 (direct exit)
+        (0.07, 180, 200, 33, 33, 40_000),
+        (0.08, 190, 210, 34, 33, 40_000),      # congestion avoidance: no change of the field
+    ])
+    exits = recovery_exits(tr)
+    assert [(e.entry, e.ack, e.set_low, e.set_high, e.reentered) for e in exits] == [
+        (0, 2, 42, 43, True), (2, 5, 33, 33, False)]
+
+
+def test_recovery_exits_ignore_three_quarter_cwnd_changes_in_open_state():
+    tr = _trace([(0.01 * k, 10 * k, 10 * k + 100, 100 + 4 * k, (100 + 4 * k >> 1) + (100 + 4 * k >> 2), 40_000)
+                 for k in range(30)])
+    assert recovery_exits(tr) == []
+
+
+def test_replay_is_the_filter_run_on_the_next_events_snd_una():
+    # probe events show the state before each ACK: ACK j's snd_una is event j+1's
+    def una(k):
+        return 100 * k * k                   # a growing rate: each window sees a different sample
+    rows = [((k + 0.5) / HZ, una(k), una(k) + 50_000, 50, INF, 40_000) for k in range(1, 42)]
+    got = replay(_trace(rows), hz=HZ, mss=MSS)
+    w = WestwoodFilter(hz=HZ, now=1, snd_una=una(1))
+    w.pkts_acked(40_000)
+    for k in range(1, 41):
+        w.in_ack_event(k, una(k + 1), MSS, slowpath=False)
+    assert got.filter == w.windows and len(got.filter) == 3
+    assert got.ssthresh[-1] == w.bw_rttmin(MSS)
+    with pytest.raises(ValueError, match="phase"):
+        replay(_trace(rows), hz=HZ, mss=MSS, phase=1.0)
