@@ -20,7 +20,7 @@ import sys
 import time
 
 from tcpprofile import cc, units
-from tcpprofile.cc.westwood_check import Trace, recovery_exits, replay
+from tcpprofile.cc.westwood_check import Trace, exit_brackets, recovery_exits, replay
 from tcpprofile.testbed import EmulatedLink, LinkConfig
 from tcpprofile.trace import CwndTracer, sender_streams, stream_series
 
@@ -77,7 +77,7 @@ def load(path: str) -> tuple[dict, Trace]:
                       ssthresh=tr["ssthresh"], srtt_us=tr["srtt_us"])
 
 
-def report(path: str, phases=(0.0, 0.25, 0.5, 0.75)) -> int:
+def report(path: str) -> int:
     doc, trace = load(path)
     bdp_pkts = doc["buffer_bytes"] / doc["mss"]
     print(f"{doc['variant']} τ {doc['rtt_s'] * 1e3:g} ms: {doc['gbps']:.2f} Gbit/s, mss {doc['mss']}, "
@@ -86,24 +86,20 @@ def report(path: str, phases=(0.0, 0.25, 0.5, 0.75)) -> int:
     peak = max(trace.snd_cwnd)
     print(f"largest cwnd {peak:,}; recoveries ended by COMPLETE_CWR: {len(exits)}")
     t0 = trace.t[0]
-    runs = {(ph, sl): replay(trace, hz=doc["hz"], mss=doc["mss"], phase=ph, slowpath_in_recovery=sl)
-            for ph in phases for sl in (False, True)}
-    for ex in exits[:6]:
+    base = replay(trace, hz=doc["hz"], mss=doc["mss"], slowpath_in_recovery=True)
+    for ex, (low, high) in zip(exits[:6], exit_brackets(trace, exits[:6], hz=doc["hz"], mss=doc["mss"])):
         e = ex.ack
-        preds = [r.ssthresh[e] for r in runs.values()]
-        base = runs[(0.0, True)]
         bw_gbps = base.bw_est[e] * doc["hz"] * 8 / 1e9
         port = f"{ex.set_low:,}" + (f"-{ex.set_high:,} (re-entered)" if ex.reentered else "")
+        inside = "inside" if low <= ex.set_high and ex.set_low <= high else "OUTSIDE"
         print(f"recovery {trace.t[ex.entry] - t0:6.3f}-{trace.t[e] - t0:6.3f} s: cwnd at entry "
-              f"{trace.snd_cwnd[ex.entry]:,}; port set {port}; kernel arithmetic {min(preds):,}-{max(preds):,} "
-              f"(bw_est {bw_gbps:.2f} Gbit/s, rtt_min {base.rtt_min[e]} jiffies, {base.windows[e]} windows)")
-    base = runs[(0.0, True)]
-    jt0 = base.filter[0][0] - base.filter[0][1] if base.filter else 0
+              f"{trace.snd_cwnd[ex.entry]:,}; port set {port}; kernel arithmetic {low:,}-{high:,} ({inside}; "
+              f"phase 0: bw_est {bw_gbps:.2f} Gbit/s, rtt_min {base.rtt_min[e]} jiffies, {base.windows[e]} windows)")
     gbps = 8 * doc["hz"] / 1e9           # bytes per jiffy -> Gbit/s
-    print("filter windows (phase 0, slow path in recovery): end [ms], length [jiffies], "
+    print("filter windows (phase 0, slow path in recovery): end [ms after the first event], length [jiffies], "
           "sample bk/delta, bw_ns_est, bw_est [Gbit/s]")
     for now, delta, sample, ns, est in base.filter[:24]:
-        print(f"  {(now - jt0) * 1000 / doc['hz']:7.0f} {delta:4d} {sample * gbps:7.2f} {ns * gbps:7.2f} {est * gbps:7.2f}")
+        print(f"  {(now / doc['hz'] - t0) * 1000:7.0f} {delta:4d} {sample * gbps:7.2f} {ns * gbps:7.2f} {est * gbps:7.2f}")
     return 0
 
 

@@ -19,6 +19,16 @@
  *     calling the tcp_reno_ssthresh/tcp_reno_cong_avoid/tcp_reno_undo_cwnd kfuncs (the
  *     original points the ops at those functions).
  *  5. Private state struct named tp_westwood.
+ * Not differences: the u32 arithmetic (bk / delta, the s32 delta compared unsigned with
+ * max(rtt, HZ/20), bw_est × rtt_min wrapping above 2^32: 10 Gbit/s is 5e6 bytes/jiffy, so only an
+ * rtt_min above 858 jiffies = 3.4 s could wrap), the `accounted` bookkeeping, and the hooks: the
+ * kernel calls a struct_ops algorithm's pkts_acked, in_ack_event (after tcp_clean_rtx_queue in 6.18)
+ * and cwnd_event (CA_EVENT_COMPLETE_CWR, CA_EVENT_LOSS) from the same sites as a built-in one.
+ *
+ * Checked against the kernel file's arithmetic replayed over this port's own ACKs
+ * (src/tcpprofile/cc/westwood_check.py, benchmarks/westwood_trace.py, tests/test_westwood_*.py):
+ * it sets what tcp_westwood.c computes.  Its low cwnd after slow start at 10 Gbit/s is Westwood+'s
+ * filter lagging slow start, not the port: docs/cc.md.
  */
 #include "tp_common.h"
 

@@ -11,6 +11,7 @@ from tcpprofile.cc.westwood_check import (
     INFINITE_SSTHRESH,
     Trace,
     WestwoodFilter,
+    exit_brackets,
     recovery_exits,
     replay,
     usecs_to_jiffies,
@@ -136,16 +137,39 @@ def test_recovery_exits_ignore_three_quarter_cwnd_changes_in_open_state():
 
 
 def test_replay_is_the_filter_run_on_the_next_events_snd_una():
-    # probe events show the state before each ACK: ACK j's snd_una is event j+1's
+    # probe events show the state before each ACK: ACK j's snd_una is event j+1's.  init ran one
+    # srtt (40 ms = 10 jiffies) before the first event, at jiffy 1 - 10 = -9
     def una(k):
         return 100 * k * k                   # a growing rate: each window sees a different sample
     rows = [((k + 0.5) / HZ, una(k), una(k) + 50_000, 50, INF, 40_000) for k in range(1, 42)]
     got = replay(_trace(rows), hz=HZ, mss=MSS)
-    w = WestwoodFilter(hz=HZ, now=1, snd_una=una(1))
+    w = WestwoodFilter(hz=HZ, now=-9, snd_una=una(1))
     w.pkts_acked(40_000)
     for k in range(1, 41):
         w.in_ack_event(k, una(k + 1), MSS, slowpath=False)
     assert got.filter == w.windows and len(got.filter) == 3
     assert got.ssthresh[-1] == w.bw_rttmin(MSS)
+    later = replay(_trace(rows), hz=HZ, mss=MSS, init_s=rows[0][0])   # init at the first event instead
+    assert later.filter[0][:2] == (14, 13) != got.filter[0][:2]
     with pytest.raises(ValueError, match="phase"):
         replay(_trace(rows), hz=HZ, mss=MSS, phase=1.0)
+
+
+def test_exit_brackets_span_the_replays_the_trace_leaves_open():
+    mss = 100
+    # init one srtt (1 ms) before the first event, at jiffy 0.  ACK 0 advances (first_ack), ACK 1 enters
+    # a recovery (high_seq 50000), ACKs 1..9 are dupacks (one mss each: 900), ACK 10 acks 20000 bytes
+    # (slow path: 20000 - 900 more, fast path: 20000), ACKs 11..12 dupacks (200); the first window closes
+    # at ACK 13 (delta 13 > 12); ACK 14 passes high_seq: cwnd = ssthresh = 30.
+    # Slow path: 20200 // 13 = 1553, ssthresh 1553 × 10 // 100 = 155; fast: 21100 // 13 = 1623, 162.
+    rows = [(0.5 / HZ, 0, 50_000, 50, INF, 1000), (1.5 / HZ, 1000, 50_000, 50, INF, 40_000)]
+    rows += [((k + 0.5) / HZ, 1000, 50_000, 48, 25, 40_000) for k in range(2, 11)]
+    rows += [((k + 0.5) / HZ, 21_000, 50_000, 45, 25, 40_000) for k in (11, 12, 13, 14)]
+    rows += [(15.5 / HZ, 50_000, 60_000, 30, 30, 40_000)]
+    tr = _trace(rows)
+    (ex,) = recovery_exits(tr)
+    assert (ex.entry, ex.ack, ex.set_low) == (1, 14, 30)
+    assert [replay(tr, hz=HZ, mss=mss, slowpath_in_recovery=sl).ssthresh[ex.ack] for sl in (True, False)] == [155, 162]
+    # over phases 0 and ½ and an init one jiffy earlier, the slow path's least (1538 → 153) and the fast
+    # path's greatest (162) bound the bracket
+    assert exit_brackets(tr, [ex], hz=HZ, mss=mss, phases=(0.0, 0.5)) == [(153, 162)]

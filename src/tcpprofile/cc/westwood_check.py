@@ -218,12 +218,17 @@ def recovery_exits(trace: Trace) -> list[Exit]:
     return exits
 
 
-def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0,
-           slowpath_in_recovery: bool = False) -> Replay:
+def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0, slowpath_in_recovery: bool = False,
+           init_s: float | None = None) -> Replay:
     """Run the kernel's arithmetic over the trace's ACKs (ACK j: time t[j], snd_una after it = snd_una[j+1],
     RTT sample ≈ srtt[j+1]).  jiffies = floor(t × hz + phase).  Dupacks take the slow path; with
     slowpath_in_recovery, so does every ACK of a recovery (recovery_exits(); SACK-bearing ACKs take the
-    slow path in tcp_rcv_established).  The two settings bracket the kernel's accounting."""
+    slow path in tcp_rcv_established).  The two settings bracket the kernel's accounting.
+
+    init_s: when tcp_westwood_init ran (its rtt_win_sx starts the first window).  By default one srtt
+    before the first event: the probe's first event is the ACK of the first bytes sent after the
+    handshake (iperf3's cookie), whose srtt is the handshake's RTT, and init runs when the SYN-ACK arrives.
+    """
     if not 0.0 <= phase < 1.0:
         raise ValueError(f"phase: in [0, 1), got {phase!r}")
     if mss <= 0:
@@ -234,7 +239,9 @@ def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0,
     def jiffies(t: float) -> int:
         return math.floor(t * hz + phase)
 
-    w = WestwoodFilter(hz=hz, now=jiffies(trace.t[0]), snd_una=trace.snd_una[0])
+    if init_s is None:
+        init_s = trace.t[0] - trace.srtt_us[0] / USEC_PER_SEC
+    w = WestwoodFilter(hz=hz, now=jiffies(init_s), snd_una=trace.snd_una[0])
     recovering = [False] * len(trace.t)
     if slowpath_in_recovery:
         for ex in recovery_exits(trace):
@@ -250,3 +257,22 @@ def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0,
         out.ssthresh.append(w.bw_rttmin(mss))
         out.windows.append(len(w.windows))
     return out
+
+
+PHASES = (0.0, 0.25, 0.5, 0.75)
+
+
+def exit_brackets(trace: Trace, exits: Sequence[Exit], *, hz: int, mss: int,
+                  phases: Sequence[float] = PHASES) -> list[tuple[int, int]]:
+    """(least, greatest) ssthresh the kernel's arithmetic gives at each exit over what the trace leaves
+    open: the jiffies phase, fast or slow path for a recovery's advancing ACKs, and when init ran
+    (one srtt before the first event, or up to a jiffy earlier if the first bytes left late)."""
+    default_init = trace.t[0] - trace.srtt_us[0] / USEC_PER_SEC
+    values: list[list[int]] = [[] for _ in exits]
+    for phase in phases:
+        for slow in (False, True):
+            for init_s in (default_init, default_init - 1 / hz):
+                r = replay(trace, hz=hz, mss=mss, phase=phase, slowpath_in_recovery=slow, init_s=init_s)
+                for k, ex in enumerate(exits):
+                    values[k].append(r.ssthresh[ex.ack])
+    return [(min(v), max(v)) for v in values]
