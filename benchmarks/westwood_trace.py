@@ -7,8 +7,8 @@ recovery exit with the cwnd the BPF port set.
     replay (no privileges):
         westwood_trace.py replay wt-45.6.json
 
-Link: 10 Gbit/s, drop-tail buffer β = BDP, MTU 9000, one stream, iperf3 -w 512MiB (the issue-19
-conditions).  The port is registered through tcpprofile.cc (held by this process, released on exit).
+Link by default: 10 Gbit/s, drop-tail buffer β = BDP, MTU 9000, one stream, iperf3 -w 512MiB (the
+issue-19 conditions; --rate, --buffer, --mtu, --offloads, --no-window change them).  The port is registered through tcpprofile.cc (held by this process, released on exit).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from tcpprofile.testbed import EmulatedLink, LinkConfig
 from tcpprofile.trace import CwndTracer, sender_streams, stream_series
 
 PORT = 5297
-RATE_BPS = 10_000_000_000
 HZ = 250          # CONFIG_HZ of the project's kernel (bpf/tp_common.h reads it at load time)
 
 
@@ -34,8 +33,10 @@ def record(args) -> int:
         print("westwood_trace: needs root (namespaces, tracefs, BPF)", file=sys.stderr)
         return 2
     rtt_s = units.seconds("rtt", args.rtt)
-    bdp = int(RATE_BPS * rtt_s / 8)
-    cfg = LinkConfig.checked(rate_bps=RATE_BPS, rtt_s=rtt_s, buffer_bytes=bdp, mtu=9000)
+    rate = units.rate_bps("rate", args.rate)
+    bdp = int(rate * rtt_s / 8)
+    buffer = bdp if args.buffer == "BDP" else units.size_bytes("buffer", args.buffer)
+    cfg = LinkConfig.checked(rate_bps=rate, rtt_s=rtt_s, buffer_bytes=buffer, mtu=args.mtu, offloads=args.offloads)
     cc.ensure_loaded([args.variant], hold=True)
     try:
         kname = cc.kernel_name(args.variant)
@@ -45,7 +46,7 @@ def record(args) -> int:
             try:
                 link.wait_listening("receiver", PORT)
                 argv = ["iperf3", "-c", link.receiver_addr, "-p", str(PORT), "-J", "-C", kname,
-                        "-w", str(512 * 1024 * 1024), "-t", str(args.seconds)]
+                        "-t", str(args.seconds)] + (["-w", str(512 * 1024 * 1024)] if args.window else [])
                 with CwndTracer(ports=[PORT]) as tracer:
                     t0 = time.monotonic()
                     proc = link.run("sender", argv, timeout=args.seconds + 60)
@@ -56,8 +57,8 @@ def record(args) -> int:
     result = json.loads(proc.stdout)
     key = sender_streams(result)[0]
     series = stream_series(tracer.events, key)
-    doc = {"variant": args.variant, "kernel_name": kname, "rtt_s": rtt_s, "rate_bps": RATE_BPS,
-           "buffer_bytes": bdp, "hz": HZ, "mss": int(result["start"]["tcp_mss_default"]),
+    doc = {"variant": args.variant, "kernel_name": kname, "rtt_s": rtt_s, "rate_bps": rate,
+           "bdp_bytes": bdp, "buffer_bytes": buffer, "hz": HZ, "mss": int(result["start"]["tcp_mss_default"]),
            "gbps": result["end"]["sum_received"]["bits_per_second"] / 1e9,
            "retransmits": result["end"]["sum_sent"].get("retransmits"),
            "lost_events": tracer.stats.lost_events + tracer.stats.overruns, "t0": t0,
@@ -79,7 +80,7 @@ def load(path: str) -> tuple[dict, Trace]:
 
 def report(path: str) -> int:
     doc, trace = load(path)
-    bdp_pkts = doc["buffer_bytes"] / doc["mss"]
+    bdp_pkts = doc["bdp_bytes"] / doc["mss"]
     print(f"{doc['variant']} τ {doc['rtt_s'] * 1e3:g} ms: {doc['gbps']:.2f} Gbit/s, mss {doc['mss']}, "
           f"BDP {bdp_pkts:,.0f} packets, {len(trace.t)} events, lost {doc['lost_events']}")
     exits = recovery_exits(trace)
@@ -110,6 +111,11 @@ def main() -> int:
     r.add_argument("--rtt", required=True)
     r.add_argument("--seconds", type=int, default=20)
     r.add_argument("--variant", default="westwood")
+    r.add_argument("--rate", default="10Gbit")
+    r.add_argument("--buffer", default="BDP", help="drop-tail buffer: BDP or a size")
+    r.add_argument("--mtu", type=int, default=9000)
+    r.add_argument("--offloads", default="auto")
+    r.add_argument("--no-window", dest="window", action="store_false", help="no -w 512MiB (autotuning)")
     r.add_argument("--out", required=True)
     p = sub.add_parser("replay")
     p.add_argument("path")

@@ -14,6 +14,7 @@ from tcpprofile.cc.westwood_check import (
     exit_brackets,
     recovery_exits,
     replay,
+    srtt_sample,
     usecs_to_jiffies,
 )
 
@@ -157,19 +158,32 @@ def test_replay_is_the_filter_run_on_the_next_events_snd_una():
 
 def test_exit_brackets_span_the_replays_the_trace_leaves_open():
     mss = 100
-    # init one srtt (1 ms) before the first event, at jiffy 0.  ACK 0 advances (first_ack), ACK 1 enters
+    # init 1 ms before the first event, at jiffy 0.  ACK 0 advances (first_ack), ACK 1 enters
     # a recovery (high_seq 50000), ACKs 1..9 are dupacks (one mss each: 900), ACK 10 acks 20000 bytes
     # (slow path: 20000 - 900 more, fast path: 20000), ACKs 11..12 dupacks (200); the first window closes
     # at ACK 13 (delta 13 > 12); ACK 14 passes high_seq: cwnd = ssthresh = 30.
     # Slow path: 20200 // 13 = 1553, ssthresh 1553 × 10 // 100 = 155; fast: 21100 // 13 = 1623, 162.
-    rows = [(0.5 / HZ, 0, 50_000, 50, INF, 1000), (1.5 / HZ, 1000, 50_000, 50, INF, 40_000)]
+    rows = [(0.5 / HZ, 0, 50_000, 50, INF, 40_000), (1.5 / HZ, 1000, 50_000, 50, INF, 40_000)]
     rows += [((k + 0.5) / HZ, 1000, 50_000, 48, 25, 40_000) for k in range(2, 11)]
     rows += [((k + 0.5) / HZ, 21_000, 50_000, 45, 25, 40_000) for k in (11, 12, 13, 14)]
     rows += [(15.5 / HZ, 50_000, 60_000, 30, 30, 40_000)]
     tr = _trace(rows)
     (ex,) = recovery_exits(tr)
     assert (ex.entry, ex.ack, ex.set_low) == (1, 14, 30)
-    assert [replay(tr, hz=HZ, mss=mss, slowpath_in_recovery=sl).ssthresh[ex.ack] for sl in (True, False)] == [155, 162]
+    init = rows[0][0] - 0.001
+    assert [replay(tr, hz=HZ, mss=mss, slowpath_in_recovery=sl, init_s=init).ssthresh[ex.ack]
+            for sl in (True, False)] == [155, 162]
     # over phases 0 and ½ and an init one jiffy earlier, the slow path's least (1538 → 153) and the fast
     # path's greatest (162) bound the bracket
-    assert exit_brackets(tr, [ex], hz=HZ, mss=mss, phases=(0.0, 0.5)) == [(153, 162)]
+    assert exit_brackets(tr, [ex], hz=HZ, mss=mss, phases=(0.0, 0.5), init_s=init) == [(153, 162)]
+
+
+def test_the_rtt_sample_is_recovered_from_srtts_ewma():
+    # srtt 40 ms, then a 48 ms sample: srtt8 = 320000 + 48000 - 40000 = 328000, printed 41000 µs
+    assert srtt_sample(40_000, 41_000) == 48_000
+    rows = [(0.5 / HZ, 0, 50_000, 10, INF, 40_000), (1.5 / HZ, 1000, 50_000, 10, INF, 40_000),
+            (2.5 / HZ, 2000, 50_000, 10, INF, 41_000)]
+    assert replay(_trace(rows), hz=HZ, mss=MSS).rtt == [10, 12]                  # 48 ms: 12 jiffies
+    assert replay(_trace(rows), hz=HZ, mss=MSS, rtt_from="srtt").rtt == [10, 11]  # 41 ms: 11 jiffies
+    with pytest.raises(ValueError, match="rtt_from"):
+        replay(_trace(rows), hz=HZ, mss=MSS, rtt_from="ewma")

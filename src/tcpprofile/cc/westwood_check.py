@@ -11,7 +11,9 @@ ssthresh = cwnd = bw_est × rtt_min / mss), to compare with the cwnd the port ac
     recovery_exits(trace)            -> [Exit]: the ACKs that ended a recovery, what the port set there
 
 What a tcp_probe trace cannot give exactly (so the harness brackets it, see replay()):
-- the per-ACK RTT sample (ack_sample.rtt_us): the trace has the smoothed srtt (µs) instead;
+- the per-ACK RTT sample (ack_sample.rtt_us): the trace has the smoothed srtt (µs); the sample that
+  moved it is recovered from tcp_rtt_estimator's EWMA (srtt_sample(); the estimator's sample is the
+  oldest segment's RTT, Westwood's the newest's: they differ by the ACK's span, ~0.2 ms here);
 - the jiffies counter: jiffies = floor(t × HZ + phase) with an unknown phase in [0, 1);
 - whether an ACK took the slow path (CA_ACK_SLOWPATH: SACK blocks, window updates): dupacks
   (snd_una unchanged) surely did; an advancing ACK inside a recovery may have.
@@ -161,6 +163,7 @@ class Trace:
 class Replay:
     """After each ACK j (0 .. len-2): the filter's state and the ssthresh a COMPLETE_CWR would set."""
     bw_est: list[int]           # bytes per jiffy
+    rtt: list[int]              # the last RTT sample, jiffies
     rtt_min: list[int]          # jiffies
     ssthresh: list[int]         # packets: bw_est × rtt_min / mss
     windows: list[int]          # filter updates so far
@@ -218,10 +221,20 @@ def recovery_exits(trace: Trace) -> list[Exit]:
     return exits
 
 
+def srtt_sample(before_us: int, after_us: int) -> int:
+    """The RTT sample m that moved srtt from `before` to `after` (µs, as tcp_probe prints srtt_us >> 3):
+    tcp_rtt_estimator does srtt8 += m - srtt8 / 8, so m = 8·after - 7·before (± 7 µs from the truncation).
+    Unchanged srtt gives m = srtt (a sample equal to it, or none: Westwood+ then keeps the last one)."""
+    return 8 * after_us - 7 * before_us
+
+
+RTT_SOURCES = ("srtt_sample", "srtt")
+
+
 def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0, slowpath_in_recovery: bool = False,
-           init_s: float | None = None) -> Replay:
+           init_s: float | None = None, rtt_from: str = "srtt_sample") -> Replay:
     """Run the kernel's arithmetic over the trace's ACKs (ACK j: time t[j], snd_una after it = snd_una[j+1],
-    RTT sample ≈ srtt[j+1]).  jiffies = floor(t × hz + phase).  Dupacks take the slow path; with
+    RTT sample srtt_sample(srtt[j], srtt[j+1]), or srtt[j+1] itself with rtt_from="srtt").  jiffies = floor(t × hz + phase).  Dupacks take the slow path; with
     slowpath_in_recovery, so does every ACK of a recovery (recovery_exits(); SACK-bearing ACKs take the
     slow path in tcp_rcv_established).  The two settings bracket the kernel's accounting.
 
@@ -233,6 +246,8 @@ def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0, slowpath_in_r
         raise ValueError(f"phase: in [0, 1), got {phase!r}")
     if mss <= 0:
         raise ValueError(f"mss: a positive byte count, got {mss!r}")
+    if rtt_from not in RTT_SOURCES:
+        raise ValueError(f"rtt_from: one of {RTT_SOURCES}, got {rtt_from!r}")
     if len(trace.t) < 2:
         raise ValueError("trace: at least two events")
 
@@ -246,13 +261,15 @@ def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0, slowpath_in_r
     if slowpath_in_recovery:
         for ex in recovery_exits(trace):
             recovering[ex.entry:ex.ack + 1] = [True] * (ex.ack + 1 - ex.entry)
-    out = Replay([], [], [], [], w.windows)
+    out = Replay([], [], [], [], [], w.windows)
     for j in range(len(trace.t) - 1):
         una = trace.snd_una[j + 1]
-        w.pkts_acked(trace.srtt_us[j + 1])
+        srtt = trace.srtt_us
+        w.pkts_acked(srtt_sample(srtt[j], srtt[j + 1]) if rtt_from == "srtt_sample" else srtt[j + 1])
         dup = una == w.snd_una and not w.first_ack
         w.in_ack_event(jiffies(trace.t[j]), una, mss, slowpath=dup or recovering[j])
         out.bw_est.append(w.bw_est)
+        out.rtt.append(w.rtt)
         out.rtt_min.append(w.rtt_min)
         out.ssthresh.append(w.bw_rttmin(mss))
         out.windows.append(len(w.windows))
@@ -263,11 +280,12 @@ PHASES = (0.0, 0.25, 0.5, 0.75)
 
 
 def exit_brackets(trace: Trace, exits: Sequence[Exit], *, hz: int, mss: int,
-                  phases: Sequence[float] = PHASES) -> list[tuple[int, int]]:
+                  phases: Sequence[float] = PHASES, init_s: float | None = None) -> list[tuple[int, int]]:
     """(least, greatest) ssthresh the kernel's arithmetic gives at each exit over what the trace leaves
     open: the jiffies phase, fast or slow path for a recovery's advancing ACKs, and when init ran
-    (one srtt before the first event, or up to a jiffy earlier if the first bytes left late)."""
-    default_init = trace.t[0] - trace.srtt_us[0] / USEC_PER_SEC
+    (init_s, by default one srtt before the first event, or up to a jiffy earlier if the first bytes
+    left late)."""
+    default_init = trace.t[0] - trace.srtt_us[0] / USEC_PER_SEC if init_s is None else init_s
     values: list[list[int]] = [[] for _ in exits]
     for phase in phases:
         for slow in (False, True):
