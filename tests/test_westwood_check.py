@@ -5,6 +5,10 @@ Every expected value is worked out by hand from the kernel file's arithmetic (u3
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
+
 import pytest
 
 from tcpprofile.cc.westwood_check import (
@@ -187,3 +191,34 @@ def test_the_rtt_sample_is_recovered_from_srtts_ewma():
     assert replay(_trace(rows), hz=HZ, mss=MSS, rtt_from="srtt").rtt == [10, 11]  # 41 ms: 11 jiffies
     with pytest.raises(ValueError, match="rtt_from"):
         replay(_trace(rows), hz=HZ, mss=MSS, rtt_from="ewma")
+
+
+DATA = Path(__file__).parent / "data" / "westwood"
+
+
+def _recorded(name: str) -> tuple[dict, Trace]:
+    doc = json.loads(gzip.decompress((DATA / name).read_bytes()))
+    tr = doc["trace"]
+    return doc, Trace(t=tr["t"], snd_una=tr["snd_una"], snd_nxt=tr["snd_nxt"], snd_cwnd=tr["snd_cwnd"],
+                      ssthresh=tr["ssthresh"], srtt_us=tr["srtt_us"])
+
+
+@pytest.mark.parametrize("name, exits", [
+    ("tp_westwood-10g-11.8ms.json.gz", [(70, 70)]),
+    ("tp_westwood-10g-45.6ms.json.gz", [(934, 935), (1259, 1259)]),
+    ("tp_westwood-10g-91.6ms.json.gz", [(1842, 1843), (2322, 2322)]),
+])
+def test_recorded_10g_runs_the_port_set_what_the_kernel_computes(name, exits):
+    """tp_westwood at 10 Gbit/s, β = BDP, MTU 9000, -w 512MiB (benchmarks/westwood_trace.py, docs/cc.md):
+    at every recovery exit the port's cwnd = ssthresh lies in the kernel arithmetic's bracket, and it is
+    below a fifth of the BDP: the bandwidth filter had not caught up with slow start."""
+    doc, trace = _recorded(name)
+    found = recovery_exits(trace)
+    assert [(e.set_low, e.set_high) for e in found] == exits
+    brackets = exit_brackets(trace, found, hz=doc["hz"], mss=doc["mss"])
+    assert all(lo <= e.set_high and e.set_low <= hi for e, (lo, hi) in zip(found, brackets)), brackets
+    bdp_packets = doc["bdp_bytes"] / doc["mss"]
+    assert found[0].set_high < 0.2 * bdp_packets
+    link_per_jiffy = doc["rate_bps"] / 8 / doc["hz"]
+    bw = replay(trace, hz=doc["hz"], mss=doc["mss"], slowpath_in_recovery=True).bw_est[found[0].ack]
+    assert bw < 0.2 * link_per_jiffy

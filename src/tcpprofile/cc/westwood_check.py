@@ -231,6 +231,12 @@ def srtt_sample(before_us: int, after_us: int) -> int:
 RTT_SOURCES = ("srtt_sample", "srtt")
 
 
+def init_time(trace: Trace) -> float:
+    """When tcp_westwood_init ran: the SYN-ACK's arrival, one srtt before the probe's first event (the ACK
+    of the first bytes sent after the handshake, iperf3's cookie; its srtt is the handshake's RTT)."""
+    return trace.t[0] - trace.srtt_us[0] / USEC_PER_SEC
+
+
 def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0, slowpath_in_recovery: bool = False,
            init_s: float | None = None, rtt_from: str = "srtt_sample") -> Replay:
     """Run the kernel's arithmetic over the trace's ACKs (ACK j: time t[j], snd_una after it = snd_una[j+1],
@@ -238,9 +244,7 @@ def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0, slowpath_in_r
     slowpath_in_recovery, so does every ACK of a recovery (recovery_exits(); SACK-bearing ACKs take the
     slow path in tcp_rcv_established).  The two settings bracket the kernel's accounting.
 
-    init_s: when tcp_westwood_init ran (its rtt_win_sx starts the first window).  By default one srtt
-    before the first event: the probe's first event is the ACK of the first bytes sent after the
-    handshake (iperf3's cookie), whose srtt is the handshake's RTT, and init runs when the SYN-ACK arrives.
+    init_s: when tcp_westwood_init ran (its rtt_win_sx starts the first window); init_time() by default.
     """
     if not 0.0 <= phase < 1.0:
         raise ValueError(f"phase: in [0, 1), got {phase!r}")
@@ -255,7 +259,7 @@ def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0, slowpath_in_r
         return math.floor(t * hz + phase)
 
     if init_s is None:
-        init_s = trace.t[0] - trace.srtt_us[0] / USEC_PER_SEC
+        init_s = init_time(trace)
     w = WestwoodFilter(hz=hz, now=jiffies(init_s), snd_una=trace.snd_una[0])
     recovering = [False] * len(trace.t)
     if slowpath_in_recovery:
@@ -283,9 +287,8 @@ def exit_brackets(trace: Trace, exits: Sequence[Exit], *, hz: int, mss: int,
                   phases: Sequence[float] = PHASES, init_s: float | None = None) -> list[tuple[int, int]]:
     """(least, greatest) ssthresh the kernel's arithmetic gives at each exit over what the trace leaves
     open: the jiffies phase, fast or slow path for a recovery's advancing ACKs, and when init ran
-    (init_s, by default one srtt before the first event, or up to a jiffy earlier if the first bytes
-    left late)."""
-    default_init = trace.t[0] - trace.srtt_us[0] / USEC_PER_SEC if init_s is None else init_s
+    (init_s, init_time() by default, or up to a jiffy earlier if the first bytes left late)."""
+    default_init = init_time(trace) if init_s is None else init_s
     values: list[list[int]] = [[] for _ in exits]
     for phase in phases:
         for slow in (False, True):
