@@ -9,11 +9,14 @@ ssthresh = cwnd = bw_est × rtt_min / mss), to compare with the cwnd the port ac
     WestwoodFilter(hz=250)           the kernel's struct westwood and its functions, one ACK at a time
     replay(trace, hz=..., mss=...)   -> Replay: bw_est, rtt_min, the would-be ssthresh after every ACK
     recovery_exits(trace)            -> [Exit]: the ACKs that ended a recovery, what the port set there
+    exit_brackets(trace, exits, ...) -> [(least, greatest)]: the kernel's value at each exit over what
+                                        the trace leaves open
 
-What a tcp_probe trace cannot give exactly (so the harness brackets it, see replay()):
+What a tcp_probe trace cannot give exactly (exit_brackets() spans the last three):
 - the per-ACK RTT sample (ack_sample.rtt_us): the trace has the smoothed srtt (µs); the sample that
   moved it is recovered from tcp_rtt_estimator's EWMA (srtt_sample(); the estimator's sample is the
   oldest segment's RTT, Westwood's the newest's: they differ by the ACK's span, ~0.2 ms here);
+- when tcp_westwood_init ran (init_time(), within a jiffy);
 - the jiffies counter: jiffies = floor(t × HZ + phase) with an unknown phase in [0, 1);
 - whether an ACK took the slow path (CA_ACK_SLOWPATH: SACK blocks, window updates): dupacks
   (snd_una unchanged) surely did; an advancing ACK inside a recovery may have.
@@ -55,7 +58,7 @@ class WestwoodFilter:
 
     def __init__(self, *, hz: int = 250, now: int = 0, snd_una: int = 0):
         if hz <= 0 or USEC_PER_SEC % hz:
-            raise ValueError(f"hz: must divide 1000000 (100, 250, 300 is not, 1000), got {hz!r}")
+            raise ValueError(f"hz: must divide 1000000 (100, 250, 1000; not 300), got {hz!r}")
         self.hz = hz
         self.rtt_min_window = hz // 20        # TCP_WESTWOOD_RTT_MIN (HZ/20): 50 ms [jiffies]
         # tcp_westwood_init()
