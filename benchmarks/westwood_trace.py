@@ -8,7 +8,8 @@ recovery exit with the cwnd the BPF port set.
         westwood_trace.py replay wt-45.6.json
 
 Link by default: 10 Gbit/s, drop-tail buffer β = BDP, MTU 9000, one stream, iperf3 -w 512MiB (the
-issue-19 conditions; --rate, --buffer, --mtu, --offloads, --no-window change them).  The port is registered through tcpprofile.cc (held by this process, released on exit).
+issue-19 conditions; --rate, --buffer, --mtu, --offloads, --no-window change them).  The port is
+registered through tcpprofile.cc (held by this process, released on exit).
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ def report(path: str) -> int:
     print("filter windows (phase 0, slow path in recovery): end [ms after the first event], length [jiffies], "
           "sample bk/delta, bw_ns_est, bw_est [Gbit/s]")
     for now, delta, sample, ns, est in base.filter[:24]:
-        print(f"  {(now / doc['hz'] - t0) * 1000:7.0f} {delta:4d} {sample * gbps:7.2f} {ns * gbps:7.2f} {est * gbps:7.2f}")
+        print(f"  {(now / doc['hz'] - t0) * 1000:7.0f} {delta:4d} "
+              f"{sample * gbps:7.2f} {ns * gbps:7.2f} {est * gbps:7.2f}")
     return 0
 
 

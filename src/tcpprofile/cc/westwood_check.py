@@ -243,9 +243,10 @@ def init_time(trace: Trace) -> float:
 def replay(trace: Trace, *, hz: int, mss: int, phase: float = 0.0, slowpath_in_recovery: bool = False,
            init_s: float | None = None, rtt_from: str = "srtt_sample") -> Replay:
     """Run the kernel's arithmetic over the trace's ACKs (ACK j: time t[j], snd_una after it = snd_una[j+1],
-    RTT sample srtt_sample(srtt[j], srtt[j+1]), or srtt[j+1] itself with rtt_from="srtt").  jiffies = floor(t × hz + phase).  Dupacks take the slow path; with
-    slowpath_in_recovery, so does every ACK of a recovery (recovery_exits(); SACK-bearing ACKs take the
-    slow path in tcp_rcv_established).  The two settings bracket the kernel's accounting.
+    RTT sample srtt_sample(srtt[j], srtt[j+1]), or srtt[j+1] itself with rtt_from="srtt").
+    jiffies = floor(t × hz + phase).  Dupacks take the slow path; with slowpath_in_recovery, so does
+    every ACK of a recovery (recovery_exits(); SACK-bearing ACKs take the slow path in
+    tcp_rcv_established).  The two settings bracket the kernel's accounting.
 
     init_s: when tcp_westwood_init ran (its rtt_win_sx starts the first window); init_time() by default.
     """
