@@ -40,7 +40,9 @@ FULL_RTTS = '["0.4ms", "11.8ms", "22.6ms", "45.6ms", "91.6ms", "183ms", "366ms"]
 
 
 def _spec(name: str, *, seed: int, reps: int, rtt: str, loss: str, variants: str, streams: str,
-          socket_buffer: str, duration: str) -> str:
+          socket_buffer: str, duration: str | None = None, transfer: str | None = None) -> str:
+    """A reproduce- campaign on the 10 Gbit/s, β = BDP, MTU 9000 link; `transfer` is the spec's size or
+    duration line (or give `duration`)."""
     return f"""[campaign]
 name = "{PREFIX}{name}"
 seed = {seed}
@@ -57,7 +59,7 @@ loss = {loss}
 variant = {variants}
 streams = {streams}
 socket_buffer = {socket_buffer}
-duration = "{duration}"
+{transfer or f'duration = "{duration}"'}
 """
 
 
@@ -126,24 +128,9 @@ class Design:
         variant, n = cell
         reps = self.looks[look] - (self.looks[look - 1] if look else 0)
         seed = 300 + 17 * look + sum(map(ord, f"{self.name}{variant}{n}")) % 1000
-        return f"""[campaign]
-name = "{PREFIX}standard-{self.name}-{variant}-n{n}-look{look + 1}"
-seed = {seed}
-repetitions = {reps}
-
-[link]
-rate = "10Gbit"
-rtt = {_ms(self.taus)}
-buffer = "BDP"
-mtu = 9000
-loss = {self.loss}
-
-[transfer]
-variant = "{variant}"
-streams = {n}
-socket_buffer = "{self.socket_buffer}"
-{self.transfer}
-"""
+        return _spec(f"standard-{self.name}-{variant}-n{n}-look{look + 1}", seed=seed, reps=reps, rtt=_ms(self.taus),
+                     loss=self.loss, variants=f'"{variant}"', streams=str(n), socket_buffer=f'"{self.socket_buffer}"',
+                     transfer=self.transfer)
 
     def spec(self, cell: tuple[str, int], look: int) -> CampaignSpec:
         return parse(self.spec_text(cell, look))
