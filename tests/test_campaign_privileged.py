@@ -2,7 +2,8 @@
 
 Remote mode runs against an iperf3 server in a namespace standing in for a remote host, with the whole
 `tcpprofile run` inside a second throwaway namespace (`ip netns exec`), so nothing touches the host
-network. Emulated mode needs the testbed (tcpprofile.testbed); its tests skip until it is installed.
+network. Emulated mode needs the testbed (tcpprofile.testbed); without it its tests skip, or fail under
+TCPPROFILE_REQUIRE_PRIVILEGED=1 (conftest.import_or_require).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import import_or_require
 
 from tcpprofile.store.db import Store
 
@@ -177,7 +179,7 @@ def test_sigint_remote_exits_nonzero_and_leaves_nothing(remote_pair, tmp_path):
 
 # -- emulated mode (needs the testbed) --------------------------------------------------------------
 def _testbed():
-    return pytest.importorskip("tcpprofile.testbed", reason="the testbed (tcpprofile.testbed) is not installed")
+    return import_or_require("tcpprofile.testbed", "the testbed (tcpprofile.testbed) is not installed")
 
 
 def link_namespaces() -> set[str]:
