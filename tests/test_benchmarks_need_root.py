@@ -28,7 +28,7 @@ def test_a_benchmark_that_needs_root_exits_2_without_it(name, monkeypatch, capsy
     monkeypatch.setattr(sys, "argv", [f"{name}.py"])
     assert module.main() == 2
     out, err = capsys.readouterr()
-    assert f"{name}: FAILED" in err and "without root" in err or "needs root" in err, err
+    assert f"{name}: FAILED" in err and ("without root" in err or "needs root" in err), err
     assert out == ""                                    # no table, no "skipped", no figures
 
 

@@ -66,7 +66,8 @@ def test_cluster_start_line_offers_the_resource_the_executor_asks_for():
 @pytest.fixture(scope="module")
 def cluster():
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"   # every Ray process on 127.0.0.1 (before import)
-    ray_mod = pytest.importorskip("ray")
+    from conftest import import_or_require
+    ray_mod = import_or_require("ray", "Ray is not installed")
     from ray.cluster_utils import Cluster
 
     from tcpprofile.campaign import cluster as executor_module
@@ -189,7 +190,8 @@ duration = "2s"
 
 
 def _testbed():
-    return pytest.importorskip("tcpprofile.testbed", reason="the testbed (tcpprofile.testbed) is not installed")
+    from conftest import import_or_require
+    return import_or_require("tcpprofile.testbed", "the testbed (tcpprofile.testbed) is not installed")
 
 
 def driver(cluster, spec_path: Path, db: Path) -> subprocess.Popen:

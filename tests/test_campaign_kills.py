@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import require_or_skip
 
 from tcpprofile import paths
 from tcpprofile.cc import bpf, registry
@@ -160,7 +161,7 @@ def leftovers_removed():
 
 def test_twenty_kills_then_resume(tmp_path, leftovers_removed):
     if "tp_htcp" in offered():
-        pytest.skip("tp_htcp is registered by another process (registrations are global)")
+        require_or_skip("tp_htcp is registered by another process (registrations are global)")
     spec_path = tmp_path / "kills.toml"
     spec_path.write_text(SPEC)
     db = tmp_path / "k.duckdb"

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import require_or_skip
 
 from tcpprofile import cc, paths
 from tcpprofile.cc import bpf
@@ -38,7 +39,7 @@ def state_file() -> dict:
 @pytest.fixture
 def lp_free():
     if KNAME in offered():
-        pytest.skip(f"{KNAME} is registered by another process")
+        require_or_skip(f"{KNAME} is registered by another process")
     yield
     cc.cleanup_orphans()
     if KNAME in {r.name for r in bpf.registrations().values()}:
@@ -134,7 +135,7 @@ def test_one_variant_that_cannot_be_unloaded_does_not_stop_the_rest(lp_free, cap
     """lp held by a running campaign comes first: `cc unload lp scalable` reports it, still unregisters
     scalable, and exits 1."""
     if "tp_scalable" in offered():
-        pytest.skip("tp_scalable is registered by another process")
+        require_or_skip("tp_scalable is registered by another process")
     proc = subprocess.Popen([sys.executable, "-c", f"from tcpprofile import cc\ncc.ensure_loaded([{NAME!r}], "
                              "hold=True)\nprint('held', flush=True)\ninput()\ncc.release([" + repr(NAME) + "])"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": SRC})

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import import_or_require
 
 from tcpprofile import fidelity
 from tcpprofile.store.db import Store
@@ -51,7 +52,7 @@ duration = "3s"
 
 
 def run_campaign(spec_path: Path, db: Path) -> tuple[dict, list[dict]]:
-    pytest.importorskip("tcpprofile.testbed", reason="the testbed (tcpprofile.testbed) is not installed")
+    import_or_require("tcpprofile.testbed", "the testbed (tcpprofile.testbed) is not installed")
     r = subprocess.run(TCPPROFILE + ["run", str(spec_path), "--db", str(db)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr

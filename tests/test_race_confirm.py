@@ -59,15 +59,32 @@ def test_a_tie_goes_to_the_simplest_after_all_its_runs_and_the_others_rest():
     assert len(values["n4"]) < 10 and len(values["n8"]) < 10   # the others rested once settled
 
 
+def welch_upper(x, y, confidence=0.95) -> float:
+    """The one-sided Welch t upper bound of μ_x − μ_y (scipy's t quantile, the exact Satterthwaite df):
+    an independent computation of the bound the rule claims, where no run is 3 % below the other's mean
+    (the rule's censoring does not act; its df rounded down only widens its bound)."""
+    from scipy import stats
+    x, y = np.asarray(x), np.asarray(y)
+    vx, vy = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    df = (vx + vy) ** 2 / (vx**2 / (x.size - 1) + vy**2 / (y.size - 1))
+    return float(x.mean() - y.mean() + stats.t.ppf(confidence, df) * np.sqrt(vx + vy))
+
+
 def test_a_near_tie_goes_to_a_candidate_shown_within_the_margin_of_the_others():
-    """9.40 / 9.41 / 9.42: whichever is decided, every other survivor is shown not better than it by
-    more than the margin (the decision is the simplest *shown*, not necessarily the simplest)."""
+    """9.40 / 9.41 / 9.42 with 0.5 % noise: all three are truly within the 1 % margin of each other, so
+    none may be dropped and the decision is shown against both others (its ties); each of them, on the
+    runs the rule used, is not better than the decision by more than the margin (the decision is the
+    simplest *shown*, not necessarily the simplest)."""
     rng = np.random.default_rng(3)
-    truth = {"n1": noisy(rng, 9.40), "n4": noisy(rng, 9.41), "n8": noisy(rng, 9.42)}
+    levels = {"n1": 9.40, "n4": 9.41, "n8": 9.42}
+    truth = {c: noisy(rng, lv) for c, lv in levels.items()}
     st, values = drive(truth)
-    assert st.stop == "shown" and len(values[st.chosen]) == 10
+    assert st.stop == "shown" and len(values[st.chosen]) == 10 and st.dropped == {}
+    assert sorted(st.ties) == sorted(c for c in truth if c != st.chosen)        # both others, shown
+    assert levels[st.chosen] >= max(levels.values()) * (1 - 0.01)                # true level within the margin
+    m = 0.01 * np.mean(values[st.leader])
     for x in st.ties:
-        assert confirm.upper(values[x], values[st.chosen], w=0.03, confidence=0.95) <= 0.01 * 9.42 * G
+        assert welch_upper(values[x], values[st.chosen]) <= m
 
 
 def test_the_simplest_is_not_chosen_when_it_is_worse_than_the_best_by_more_than_the_margin():
@@ -111,7 +128,14 @@ def test_a_slow_run_of_the_other_is_censored_but_a_slow_run_of_the_decision_coun
     assert confirm.upper(steady, slow, **up) > 3 * m
 
 
-def coverage(n: int, slow_side: str | None, trials: int = 4000) -> float:
+TRIALS = 4000    # standard error of a coverage near 0.7–0.95: ≤ 0.73 points, so 3 points ≥ 4 standard errors
+
+
+def standard_error(p: float, trials: int = TRIALS) -> float:
+    return float(np.sqrt(p * (1 - p) / trials))
+
+
+def coverage(n: int, slow_side: str | None, trials: int = TRIALS) -> float:
     """Share of simulated pairs with U(X, Y) ≥ μ_X − μ_Y (one-sided, nominal 95 %): runs with a 1 %
     coefficient of variation, and 5 % slow runs (× 0.75–0.95) on one side; true means include them."""
     rng = np.random.default_rng(n)
@@ -131,26 +155,39 @@ def coverage(n: int, slow_side: str | None, trials: int = 4000) -> float:
 @pytest.mark.parametrize("n", [2, 3, 5, 10])
 @pytest.mark.parametrize("slow_side", [None, "x"])
 def test_the_upper_bound_covers_the_true_difference(n, slow_side):
-    """≥ 93 % at 2, 3, 5 and 10 runs, normal runs or slow runs of X (censored: conservative)."""
-    assert coverage(n, slow_side) >= 0.93
+    """At least the nominal 95 % (within 3 standard errors: ≥ 94.0 %) at 2, 3, 5 and 10 runs, normal runs or
+    slow runs of X (censored: conservative). docs/tune.md says ≥ 93 %; measured 95.5–97.2 % (normal)
+    and 98.9–100 % (slow X)."""
+    assert coverage(n, slow_side) >= 0.95 - 3 * standard_error(0.95)
 
 
-@pytest.mark.parametrize("n", [2, 3, 5, 10])
-def test_rare_slow_runs_of_the_reference_make_the_bound_optimistic_as_documented(n):
+@pytest.mark.parametrize("n, documented", [(2, 0.93), (3, 0.87), (5, 0.79), (10, 0.71)])
+def test_rare_slow_runs_of_the_reference_make_the_bound_optimistic_as_documented(n, documented):
     """The stated limit (docs/tune.md): a 5 % slow run of Y is often absent from a few runs, so the
     mean of Y is over-estimated and U(X, Y) covers less than nominal: 93, 87, 79, 71 % at 2, 3, 5, 10
-    runs (the larger t quantile hides it at 2 runs)."""
+    runs (the larger t quantile hides it at 2 runs). Each within 3 points of the documented value,
+    and from 3 runs on below the nominal 95 % by more than 3 standard errors."""
     c = coverage(n, "y")
-    assert c >= 0.65 and (n < 5 or c < 0.93)
+    assert abs(c - documented) <= 0.03 and 0.03 >= 3 * standard_error(documented)
+    assert n < 3 or c < 0.95 - 3 * standard_error(0.95)
 
 
-def test_runs_are_never_asked_beyond_the_most_rounds_and_failed_runs_are_skipped():
-    rng = np.random.default_rng(6)
-    truth = {c: noisy(rng, 9.4, cv=0.03) for c in ("n1", "n4", "n8")}      # noisy: hard to separate
+@pytest.mark.parametrize("seed", range(20))
+def test_runs_are_never_asked_beyond_the_most_rounds_and_failed_runs_are_skipped(seed):
+    """Noisy runs (3 %): n4 and n8 are the true best (equal), the simplest, n1, is 5.3 % below them. The
+    race never asks an eleventh run nor a failed one again (drive checks every request is the next
+    run), and its decision is one of the true best, never n1, whichever way the noise made it stop."""
+    rng = np.random.default_rng(6 + seed)
+    levels = {"n1": 8.9, "n4": 9.4, "n8": 9.4}
+    truth = {c: noisy(rng, lv, cv=0.03) for c, lv in levels.items()}
     truth["n4"][0] = None                                                   # a failed run
     st, values = drive(truth)
-    assert st.stop in ("rounds", "shown") and all(len(v) <= 10 for v in values.values())
-    assert choose(st, values, 0.01, simple) in truth
+    assert all(len(v) <= 10 for v in values.values()) and values["n4"][0] is None
+    assert choose(st, values, 0.01, simple) in ("n4", "n8")
+    if st.stop == "shown":
+        assert len(values[st.chosen]) == 10 and sorted(st.ties) == sorted(set(st.alive) - {st.chosen})
+    else:
+        assert (st.stop, len(st.alive)) in (("rounds", 2), ("rounds", 3), ("one left", 1)), st
 
 
 def test_the_budget_stops_the_race_before_a_round_it_cannot_afford():

@@ -12,6 +12,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import require_or_skip
 
 from tcpprofile.testbed import EmulatedLink, LinkConfig, cleanup_leftovers
 from tcpprofile.testbed import netns, state
@@ -174,6 +175,6 @@ def test_host_sysctls_raised_then_restored():
         restored = state.release_host_sysctls(t)
     after = state.host_sysctl_state()
     if after["holders"] or held_before:   # another link held them (a parallel run): said, not passed
-        pytest.skip(f"host sysctls held by other links ({sorted(after['holders'])}): the restore is theirs")
+        require_or_skip(f"host sysctls held by other links ({sorted(after['holders'])}): the restore is theirs")
     assert restored
     assert {key: state._read(key) for key in before} == before   # as read before the link came up

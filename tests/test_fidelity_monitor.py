@@ -1,0 +1,177 @@
+"""The emulated run monitor (fidelity.emulated_monitor) end to end on a fake link: engine snapshots and
+loss counters that stay just inside every threshold raise no flag, and each one pushed just past its
+threshold raises exactly its flag; the per-direction columns are the deltas of the two snapshots, not
+the engines' counters since they started (which the snapshots before the run make large on purpose)."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import threading
+
+import pytest
+
+from tcpprofile import fidelity as F
+from tcpprofile.testbed import LinkConfig
+from tcpprofile.testbed.engine import EngineStats
+
+TAU_MS = 10.0
+LINK = LinkConfig.checked(rate_bps="1Gbit", rtt_s="10ms", buffer_bytes="1250kB", mtu=9000)
+FRAME_MS = (9000 + 38) * 8 / 1e9 * 1e3            # 72.3 µs: one MTU 9000 frame at 1 Gbit/s
+RELEASED = 100_000                                 # packets each engine released during the run
+
+
+def snapshot(**kw) -> EngineStats:
+    return EngineStats(**{**{f.name: 0 for f in dataclasses.fields(EngineStats)}, **kw})
+
+
+# Before the run: an engine that has run for a while, with a bad past (1 ms mean lateness, a 50 ms
+# release, losses): none of it is the run's. Its period counters were just reset by period=True.
+BEFORE = {"forward": snapshot(released=10**6, late_sum_ns=10**6 * 10**6, late_max_ns=50 * 10**6, queue_dropped=7,
+                              user_dropped=3, enobufs=2, cpu_user_s=100.0, cpu_sys_s=50.0, bottleneck_drops=900,
+                              bottleneck_overlimits=5000),
+          "reverse": snapshot(released=10**6, late_sum_ns=10**6 * 10**6, late_max_ns=50 * 10**6, queue_dropped=4,
+                              enobufs=1, cpu_user_s=20.0, cpu_sys_s=10.0)}
+LOSS_BEFORE = (500_000, 4_990)                     # the loss rule's counters run on across runs
+
+
+def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=19.9, rev_max_ms=1.0, fwd_drops=(0, 0, 0),
+          rev_drops=(0, 0, 0)) -> dict:
+    """The closing snapshots: RELEASED more packets each, with the given mean and largest lateness of
+    the run and (queue, user, ENOBUFS) drops added during it."""
+    def one(b: EngineStats, late_us, max_ms, drops, cpu_s, **kw):
+        return dataclasses.replace(
+            b, released=b.released + RELEASED, late_sum_ns=b.late_sum_ns + round(late_us * 1e3 * RELEASED),
+            period_late_max_ns=round(max_ms * 1e6), queue_dropped=b.queue_dropped + drops[0],
+            user_dropped=b.user_dropped + drops[1], enobufs=b.enobufs + drops[2], cpu_user_s=b.cpu_user_s + cpu_s,
+            **kw)
+    f, r = BEFORE["forward"], BEFORE["reverse"]
+    return {"forward": one(f, fwd_late_us, fwd_max_ms, fwd_drops, 2.0, held=3, bottleneck_drops=f.bottleneck_drops + 12,
+                           bottleneck_overlimits=f.bottleneck_overlimits + 340),
+            "reverse": one(r, rev_late_us, rev_max_ms, rev_drops, 0.5, held=1)}
+
+
+class FakeLink:
+    """What emulated_monitor reads of an EmulatedLink: its config, two engine snapshots (before and after
+    the run), two loss counter readings, and `ss` in the sender namespace (the base RTT)."""
+
+    def __init__(self, config: LinkConfig, closing: dict, loss_after: tuple[int, int], base_rtt_ms: float):
+        self.config = config
+        self._stats = [BEFORE, closing]
+        self._loss = [LOSS_BEFORE, loss_after]
+        self.base_rtt_ms = base_rtt_ms
+        self.sampled_twice = threading.Event()      # the watcher has stored its first sample
+        self.samples = 0
+
+    def engine_stats(self, *, period=False, answering=False):
+        assert period and answering                  # a new lateness period per run; a dead engine is not raised
+        return self._stats.pop(0)
+
+    def loss_counters(self):
+        return self._loss.pop(0)
+
+    def run(self, role, argv, check=True, timeout=None):
+        assert role == "sender" and argv[0] == "ss"
+        self.samples += 1
+        if self.samples >= 2:
+            self.sampled_twice.set()
+        out = (f"0 0 10.77.1.1:40002 10.77.1.2:{argv[-1].split(':')[-1]}\n"
+               f"\t cubic mss:8948 bytes_acked:11215085470 minrtt:{self.base_rtt_ms:.3f}\n")
+        return subprocess.CompletedProcess(argv, 0, out, "")
+
+
+class QuietHost:
+    """HostSampler on a host where nothing else runs (the shared test machine may not be quiet)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def result(self):
+        return F.HostLoad(busy_share=0.5, pressure_share=0.2, runqueue_max=2, foreign_cores=0.01, wall_s=4.0)
+
+
+@pytest.fixture(autouse=True)
+def quick_quiet(monkeypatch):
+    monkeypatch.setattr(F, "HostSampler", QuietHost)
+    monkeypatch.setattr(F, "RTT_SAMPLE_S", 0.01)
+
+
+def monitored(link: FakeLink) -> F.RunFidelity:
+    with F.emulated_monitor(link)(5301) as fid:
+        assert link.sampled_twice.wait(10), "the RTT watcher never sampled"
+    return fid
+
+
+PERIODIC = LinkConfig.checked(rate_bps="1Gbit", rtt_s="10ms", buffer_bytes="1250kB", mtu=9000, loss_mode="periodic",
+                              loss_rate=0.01)
+UNIFORM = LinkConfig.checked(rate_bps="1Gbit", rtt_s="10ms", buffer_bytes="1250kB", mtu=9000, loss_mode="uniform",
+                             loss_rate=0.01)
+SEEN = 100_000                          # packets the loss stage saw during the run
+# uniform 1 %: mean 1000, σ = √(10⁵·0.01·0.99) = 31.46, band ±(3.29σ + ½) = ±104.0
+UNIFORM_IN, UNIFORM_OUT = 1000 + 103, 1000 + 105
+# periodic 1 in 100: exactly 1000 up to ±1
+PERIODIC_IN, PERIODIC_OUT = 1000 - 1, 1000 + 2
+BASE_IN = TAU_MS + FRAME_MS + 0.1 - 0.002      # τ + one frame + max(1 %, 0.1 ms), less 2 µs
+BASE_OUT = TAU_MS + FRAME_MS + 0.1 + 0.003
+
+
+def healthy(**kw) -> dict:
+    """A run just inside every threshold; kw replaces one part."""
+    args = {"config": PERIODIC, "closing": after(), "loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + PERIODIC_IN),
+            "base_rtt_ms": BASE_IN}
+    return {**args, **kw}
+
+
+def test_a_run_just_inside_every_threshold_is_not_flagged_and_its_columns_are_the_runs_deltas():
+    fid = monitored(FakeLink(**healthy()))
+    assert fid.flags == []
+    c = fid.columns
+    # lateness: (Σlate_after − Σlate_before)/(released_after − released_before), not the 1 ms since start
+    assert c["engine_fwd_late_mean_us"] == pytest.approx(60.0) and c["engine_rev_late_mean_us"] == pytest.approx(39.9)
+    assert c["engine_fwd_late_max_us"] == pytest.approx(19_900.0) and c["engine_rev_late_max_us"] == pytest.approx(1000.0)
+    assert (c["engine_fwd_drops"], c["engine_rev_drops"]) == (0, 0)       # 12 and 5 lost before the run
+    assert c["engine_fwd_cpu_share"] == pytest.approx(2.0 / 4.0) and c["engine_rev_cpu_share"] == pytest.approx(0.5 / 4.0)
+    assert (c["bottleneck_drops"], c["bottleneck_overlimits"], c["inflight_end_packets"]) == (12, 340, 4)
+    assert (c["loss_seen_packets"], c["loss_dropped_packets"]) == (SEEN, PERIODIC_IN)
+    assert c["rtt_base_ms"] == pytest.approx(BASE_IN, abs=1e-3) and c["rtt_base_source"] == "tcp_info min_rtt"
+
+
+@pytest.mark.parametrize("flag, kw", [
+    # both directions' mean lateness together above max(0.02 ms, 1 % of τ) = 100 µs
+    ("engine_late", {"closing": after(rev_late_us=40.2)}),
+    ("engine_late", {"closing": after(fwd_late_us=60.3)}),
+    # a release later than max(20 ms, τ/2) during the run (the 50 ms before it do not count)
+    ("engine_late", {"closing": after(fwd_max_ms=20.1)}),
+    ("engine_late", {"closing": after(rev_max_ms=20.1)}),
+    # one packet lost by an engine during the run, in either direction, by any of the three paths
+    ("engine_dropped", {"closing": after(fwd_drops=(1, 0, 0))}),
+    ("engine_dropped", {"closing": after(fwd_drops=(0, 1, 0))}),
+    ("engine_dropped", {"closing": after(rev_drops=(0, 0, 1))}),
+    ("engine_dropped", {"closing": after(rev_drops=(1, 0, 0))}),
+    ("loss_off", {"loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + PERIODIC_OUT)}),
+    ("loss_off", {"config": UNIFORM, "loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + UNIFORM_OUT)}),
+    ("rtt_base_off", {"base_rtt_ms": BASE_OUT}),
+    ("rtt_base_off", {"base_rtt_ms": TAU_MS - 0.1 - 0.003}),
+], ids=["late-mean-rev", "late-mean-fwd", "late-max-fwd", "late-max-rev", "drop-fwd-queue", "drop-fwd-user",
+        "drop-rev-enobufs", "drop-rev-queue", "loss-periodic", "loss-uniform", "rtt-above", "rtt-below"])
+def test_each_threshold_crossed_raises_its_flag_alone(flag, kw):
+    fid = monitored(FakeLink(**healthy(**kw)))
+    assert fid.flags == [flag]
+
+
+def test_uniform_loss_inside_its_band_and_whole_ms_samples_are_not_flagged():
+    fid = monitored(FakeLink(**healthy(config=UNIFORM, loss_after=(LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + UNIFORM_IN))))
+    assert fid.flags == [] and fid.columns["loss_dropped_packets"] == UNIFORM_IN
+    # the kernel's 1 ms timestamp ticks: 9.000 at τ = 10 ms is a tick below τ, not the wire
+    assert monitored(FakeLink(**healthy(base_rtt_ms=9.0))).flags == []
+
+
+def test_every_flag_at_once():
+    fid = monitored(FakeLink(**healthy(closing=after(rev_late_us=45.0, fwd_drops=(0, 0, 3)), base_rtt_ms=BASE_OUT,
+                                       loss_after=(LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1]))))
+    assert sorted(fid.flags) == ["engine_dropped", "engine_late", "loss_off", "rtt_base_off"]
+    assert set(fid.flags) <= set(F.RERUN_FLAGS)          # each one makes the run run again on resume
+    assert (fid.columns["engine_fwd_drops"], fid.columns["engine_rev_drops"]) == (3, 0)
