@@ -246,7 +246,7 @@ def test_a_driver_without_the_right_token_stops_naming_the_token_file(cluster, t
                            capture_output=True, text=True, timeout=300,
                            env=outsider_env(tmp_path, **{cluster_auth.ENV_VAR: str(path)}))
         last = r.stderr.strip().splitlines()[-1]
-        assert r.returncode == 1 and str(path) in last and says in last, r.stderr[-2000:]
+        assert r.returncode == 2 and str(path) in last and says in last, r.stderr[-2000:]
         for secret in (wrong, open_file):
             assert secret.read_text().strip() not in r.stdout + r.stderr
     with Store.open(db, read_only=True) as s:
