@@ -187,7 +187,7 @@ class RayExecutor:
             ray.init(address=self.address, namespace="tcpprofile", log_to_driver=False, logging_level="warning")
         except (ConnectionError, ValueError, RuntimeError, RayError) as err:
             self._auth.close()
-            raise TcpProfileError(f"--cluster {self.address}: cannot connect to Ray ({str(err).splitlines()[0]}); "
+            raise TcpProfileError(f"--cluster {self.address}: cannot connect to Ray ({(str(err).splitlines() or [type(err).__name__])[0]}); "
                                   f"a cluster refuses a driver whose token is not its nodes' (token file "
                                   f"{self.token_file})") from None
         if self._offered() < 1:
