@@ -64,20 +64,23 @@ def main() -> int:
         import ray
         from ray.cluster_utils import Cluster
 
-        from tcpprofile.campaign.cluster import RESOURCE, RayExecutor
+        from tcpprofile.campaign import cluster_auth
+        from tcpprofile.campaign.cluster import RESOURCE, RayExecutor, authenticated
+        token = cluster_auth.create(Path(tmp) / "cluster-token")      # token authentication, as documented
         t0 = time.monotonic()
-        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
-        try:
-            for _ in range(NODES):
-                cluster.add_node(num_cpus=1, resources={RESOURCE: 1})
-            cluster.wait_for_nodes()
-            start_s = time.monotonic() - t0
-            cluster_s, cluster_runs = campaign_runs(s, Path(tmp) / "cluster.duckdb",
-                                                    RayExecutor.for_spec(s, cluster.address))
-        finally:
-            ray.shutdown()
-            cluster.shutdown()
-            cleanup_leftovers()
+        with authenticated(token):
+            cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+            try:
+                for _ in range(NODES):
+                    cluster.add_node(num_cpus=1, resources={RESOURCE: 1})
+                cluster.wait_for_nodes()
+                start_s = time.monotonic() - t0
+                cluster_s, cluster_runs = campaign_runs(s, Path(tmp) / "cluster.duckdb",
+                                                        RayExecutor.for_spec(s, cluster.address, token_file=token))
+            finally:
+                ray.shutdown()
+                cluster.shutdown()
+                cleanup_leftovers()
     print(f"{NODES}-node cluster:     {cluster_s:6.1f} s  (cluster start-up {start_s:.1f} s, not included)")
     print(f"ratio cluster / one machine: {cluster_s / local_s:.2f}  (ideal {1 / NODES:.2f})")
     same = cluster_runs == local_runs

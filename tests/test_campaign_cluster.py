@@ -1,7 +1,8 @@
 """Campaigns on a Ray cluster (campaign/cluster.py), on a local multi-node cluster of this machine.
 
 One cluster for the module (Ray start-up costs seconds): a head without testbed and two nodes offering
-`tcpprofile_testbed: 1`, all on the loopback address. The privileged tests run `tcpprofile run --cluster`
+`tcpprofile_testbed: 1`, all on the loopback address, with Ray's token authentication on (the token in a
+file of mode 0600, named to the drivers by $TCPPROFILE_CLUSTER_TOKEN). The privileged tests run `tcpprofile run --cluster`
 as a subprocess (the driver) on real emulated links at 200 Mbit/s, so two links fit on two cores, and
 kill a worker node mid-run or the driver itself. Without --cluster nothing of Ray is imported.
 """
@@ -13,6 +14,7 @@ import io
 import json
 import os
 import shlex
+import re
 import signal
 import subprocess
 import sys
@@ -23,6 +25,7 @@ import test_campaign_unit as unit
 from test_campaign_privileged import link_namespaces, stored_link_namespaces, wait_for
 
 from tcpprofile import campaign, spec
+from tcpprofile.campaign import cluster_auth
 from tcpprofile.store.db import Store
 
 TESTS = Path(__file__).resolve().parent
@@ -53,10 +56,12 @@ print(sorted(m for m in sys.modules if m == "ray" or m.startswith("ray.")))
 
 
 def test_cluster_start_line_offers_the_resource_the_executor_asks_for():
-    r = subprocess.run(TCPPROFILE + ["cluster", "start", "--address", "192.0.2.9:6379", "--print"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(TCPPROFILE + ["cluster", "start", "--address", "192.0.2.9:6379", "--node-ip-address",
+                                     "192.0.2.10", "--print"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    argv = shlex.split(r.stdout)
+    words = shlex.split(r.stdout)
+    argv = words[words.index("ray"):]
+    assert "RAY_AUTH_MODE=token" in words[:words.index("ray")]
     assert argv[:2] == ["ray", "start"] and "--address=192.0.2.9:6379" in argv
     resources = next(a for a in argv if a.startswith("--resources="))
     assert json.loads(resources.split("=", 1)[1]) == {RESOURCE: 1}
@@ -64,7 +69,16 @@ def test_cluster_start_line_offers_the_resource_the_executor_asks_for():
 
 # -- the cluster ----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def cluster():
+def token(tmp_path_factory) -> Path:
+    """The cluster's token file; drivers started by the tests find it through $TCPPROFILE_CLUSTER_TOKEN."""
+    path = cluster_auth.create(tmp_path_factory.mktemp("auth") / "cluster-token")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(cluster_auth.ENV_VAR, str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def cluster(token):
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"   # every Ray process on 127.0.0.1 (before import)
     from conftest import import_or_require
     ray_mod = import_or_require("ray", "Ray is not installed")
@@ -74,15 +88,16 @@ def cluster():
     assert executor_module.RESOURCE == RESOURCE
     for module in (sys.modules[__name__], unit):            # the fakes travel to the nodes by value
         ray_mod.cloudpickle.register_pickle_by_value(module)
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
-    try:
-        for _ in range(2):
-            c.add_node(num_cpus=1, resources={RESOURCE: 1})
-        c.wait_for_nodes()
-        yield c
-    finally:
-        ray_mod.shutdown()
-        c.shutdown()
+    with executor_module.authenticated(token):                # the nodes start with token authentication
+        c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+        try:
+            for _ in range(2):
+                c.add_node(num_cpus=1, resources={RESOURCE: 1})
+            c.wait_for_nodes()
+            yield c
+        finally:
+            ray_mod.shutdown()
+            c.shutdown()
 
 
 def nodes_of(c) -> list:
@@ -170,6 +185,140 @@ def test_tune_spreads_each_round_over_both_nodes_unless_the_link_is_shared(clust
                              "JOIN links l USING (link_id) GROUP BY repetition ORDER BY repetition")
     assert res.stop == "tie" and res.rounds == 2          # identical stand-in results: a tie after the first test
     assert [(r["n"], r["holders"]) for r in rounds] == [(4, holders), (4, holders)]
+
+
+# -- authentication -------------------------------------------------------------------------------
+CLIENT = """
+import os, sys
+import ray
+address, marker = sys.argv[1], sys.argv[2]
+try:
+    ray.init(address=address, logging_level="error", log_to_driver=False)
+except Exception as err:
+    print("refused:", type(err).__name__)
+    sys.exit(3)
+
+@ray.remote(num_cpus=0)
+def touch(path):
+    with open(path, "w") as f:
+        f.write(str(os.getuid()))
+
+ray.get(touch.remote(marker), timeout=120)
+print("ran")
+"""
+
+
+def outsider_env(tmp_path: Path, **extra) -> dict:
+    """This environment without any token source (no Ray auth variables, a HOME without ~/.ray)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_AUTH") and k != cluster_auth.ENV_VAR}
+    (tmp_path / "home").mkdir(exist_ok=True)
+    return {**env, "HOME": str(tmp_path / "home"), **extra}
+
+
+@pytest.mark.parametrize("holds", ["no token", "a wrong token", "the token"])
+def test_a_client_without_the_token_is_refused_and_runs_nothing(cluster, token, tmp_path, holds):
+    """A Ray client that reaches the head: without the cluster's token (none, or another one) its
+    ray.init is refused and the task that would create a file never runs; with it, the task runs."""
+    auth = {"no token": {},
+            "a wrong token": cluster_auth.ray_environment(cluster_auth.create(tmp_path / "wrong"), base={}),
+            "the token": cluster_auth.ray_environment(token, base={})}[holds]
+    marker = tmp_path / "ran"
+    r = subprocess.run([sys.executable, "-c", CLIENT, cluster.address, str(marker)], capture_output=True,
+                       text=True, timeout=300, env=outsider_env(tmp_path, **auth))
+    if holds == "the token":
+        assert r.returncode == 0 and r.stdout.strip().endswith("ran"), r.stderr[-2000:]
+        assert marker.read_text() == str(os.getuid())
+    else:
+        assert r.returncode == 3 and "refused: ConnectionError" in r.stdout, (r.stdout, r.stderr[-2000:])
+        assert not marker.exists()
+
+
+def test_a_driver_without_the_right_token_stops_naming_the_token_file(cluster, tmp_path):
+    """`tcpprofile run --cluster` with the token file missing, too open, or holding another token: a
+    one-line error naming the file, and no run."""
+    spec_path, db = tmp_path / "s.toml", tmp_path / "s.duckdb"
+    spec_path.write_text(REAL_SPEC)
+    wrong = cluster_auth.create(tmp_path / "wrong")
+    open_file = cluster_auth.create(tmp_path / "open")
+    open_file.chmod(0o644)
+    for path, says in [(tmp_path / "absent", "does not exist"), (open_file, "has mode 0644"),
+                       (wrong, "cannot connect to Ray")]:
+        r = subprocess.run(TCPPROFILE + ["run", str(spec_path), "--db", str(db), "--cluster", cluster.address],
+                           capture_output=True, text=True, timeout=300,
+                           env=outsider_env(tmp_path, **{cluster_auth.ENV_VAR: str(path)}))
+        last = r.stderr.strip().splitlines()[-1]
+        assert r.returncode == 2 and str(path) in last and says in last, r.stderr[-2000:]
+        for secret in (wrong, open_file):
+            assert secret.read_text().strip() not in r.stdout + r.stderr
+    with Store.open(db, read_only=True) as s:
+        assert s.query("SELECT count(*) AS n FROM runs")[0]["n"] == 0
+
+
+def cluster_pids(c) -> set[int]:
+    """Every process of the cluster: each node's Ray processes and all their descendants (workers)."""
+    roots = {info.process.pid for node in [c.head_node, *c.worker_nodes]
+             for infos in node.all_processes.values() for info in infos}
+    children: dict[int, set[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (pp := parent(int(entry.name))) is not None:
+            children.setdefault(pp, set()).add(int(entry.name))
+    pids, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in pids:
+            pids.add(pid)
+            todo.extend(children.get(pid, ()))
+    return pids
+
+
+def listening(pids: set[int]) -> list[tuple[str, int]]:
+    """(local address, pid) of every listening TCP socket of these processes."""
+    r = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True, timeout=30)
+    return [(line.split()[3], int(pid)) for line in r.stdout.splitlines()
+            for pid in re.findall(r"pid=(\d+)", line) if int(pid) in pids]
+
+
+def test_the_token_is_in_no_command_line_environment_log_or_store(cluster, token, tmp_path):
+    """After an authenticated campaign: the token is on no command line (`ps`, /proc/*/cmdline of every
+    process of the cluster, the driver's), in no environment (only its file's path is), in none of Ray's
+    logs, in neither the store nor its exports; and every Ray port is on the loopback address."""
+    from tcpprofile.campaign.cluster import RayExecutor
+    from tcpprofile.campaign.executor import Settings
+    ensure_two_nodes(cluster)
+    secret = token.read_text().strip().encode()
+    s = spec.parse(FAKE_SPEC)
+    db = tmp_path / "c.duckdb"
+    with Store.open(db) as store:
+        summary = campaign.run_campaign(s, store, out=io.StringIO(), environments=fake_link,
+                                        executor=RayExecutor(cluster.address, Settings.of(s), fake_link))
+    assert summary.ok == summary.total == 12
+    pids = cluster_pids(cluster) | {os.getpid()}
+    assert len(pids) >= 1 + 3 * 3                      # the driver; gcs, raylet, agents, workers of 3 nodes
+    seen_path = 0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            assert secret not in Path(f"/proc/{pid}/cmdline").read_bytes(), pid
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            assert secret not in environ, pid
+            seen_path += f"RAY_AUTH_TOKEN_PATH={token}".encode() in environ.split(b"\0")
+    assert seen_path >= len(pids) // 2                 # the processes got the path, not the token
+    ps = subprocess.run(["ps", "-eww", "-o", "pid=,args="], capture_output=True, check=True, timeout=30)
+    assert secret not in ps.stdout
+    sessions = {Path(n.get_session_dir_path()) for n in [cluster.head_node, *cluster.worker_nodes]}
+    logs = [f for d in sessions for f in d.rglob("*") if f.is_file() and not f.is_socket()]
+    assert len(logs) > 10 and not [f for f in logs if secret in f.read_bytes()]
+    exports = []
+    for what in ("runs", "links", "campaigns"):
+        out = tmp_path / f"{what}.jsonl"
+        r = subprocess.run(TCPPROFILE + ["export", "--db", str(db), "--what", what, "--out", str(out)],
+                           capture_output=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        exports.append(out.read_bytes())
+    assert secret not in db.read_bytes() and all(secret not in e for e in exports)
+    assert b"run_id" in exports[0]
+    ports = listening(cluster_pids(cluster))
+    assert len(ports) >= 3 and all(re.match(r"(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]):\d+$", a)
+                                   for a, _ in ports), ports
 
 
 # -- real links (privileged) ----------------------------------------------------------------------

@@ -3,11 +3,14 @@
 (this process) is the store's only writer and records each event as it arrives, so run ids, resume and
 retries are those of one machine.
 
-    ray start --head --resources='{"tcpprofile_testbed": 1}'                 # tcpprofile cluster start --head
-    ray start --address=HEAD:6379 --resources='{"tcpprofile_testbed": 1}'   # each further testbed machine
+    tcpprofile cluster start --head --node-ip-address HEAD                   # the first testbed machine
+    tcpprofile cluster start --address HEAD:6379 --node-ip-address ADDR      # each further one
     tcpprofile run SPEC --db DB --cluster HEAD:6379
 
-Ray is imported by this module only, and this module only with --cluster.
+Ray is imported by this module only, and this module only with --cluster. Every process of the cluster
+runs with Ray's token authentication, the token read from the cluster's token file (cluster_auth.py):
+the driver too (`authenticated`), so a driver without the right token file is refused before it runs
+anything.
 
 On a node, a TestbedNode actor wraps a LocalExecutor (congestion control loaded once, a link kept up
 while consecutive blocks ask for it) and hands its events to the driver one per call. The driver deals
@@ -28,18 +31,20 @@ node offering the resource for NODE_WAIT_S the driver stops (exit 2); run it aga
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import socket
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ..commands.cluster import start_argv
 from ..errors import TcpProfileError
+from . import cluster_auth
 from ..spec import CampaignSpec, LinkPoint
 from .environments import EnvironmentFactory, emulated, link_config
 from .executor import Block, Event, LocalExecutor, RunDone, Settings, default_environments
@@ -48,6 +53,35 @@ RESOURCE = "tcpprofile_testbed"
 NODE_WAIT_S = 120.0          # no testbed node for this long: stop (the campaign resumes when run again)
 POLL_S = 2.0                 # how often the driver looks for nodes that joined or left
 CLOSE_TIMEOUT_S = 60.0       # graceful teardown of the links at the end, before the actors are killed
+AUTH_VARS = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+@contextlib.contextmanager
+def authenticated(path: Path) -> Iterator[Path]:
+    """This process speaks to Ray with token authentication and the token in `path` (checked first:
+    cluster_auth.TokenError names the file) until the block ends; Ray processes it starts meanwhile
+    inherit the same. Ray's variables are put back as they were afterwards."""
+    cluster_auth.check(path)
+    wanted = cluster_auth.ray_environment(path, base={})
+    previous = {k: os.environ.get(k) for k in AUTH_VARS}
+    _set_auth(wanted)
+    try:
+        yield path
+    finally:
+        _set_auth({k: v for k, v in previous.items() if v is not None})
+
+
+def _set_auth(values: dict[str, str]) -> None:
+    for k in AUTH_VARS:
+        os.environ.pop(k, None)
+    os.environ.update(values)
+    # Ray reads RAY_AUTH_MODE into its config when imported and caches the token once loaded: refresh the
+    # config, then drop the cache, as Ray does when it turns token mode on (ray/_private/authentication/
+    # authentication_token_setup.py: _enable_token_auth; ray/_private/authentication_test_utils.py:
+    # reset_auth_token_state)
+    from ray._raylet import AuthenticationTokenLoader, Config
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 class TestbedNode:
@@ -124,11 +158,15 @@ class RayExecutor:
     """The Executor for `--cluster ADDRESS`: blocks run on the cluster's testbed nodes, in parallel."""
 
     def __init__(self, address: str, settings: Settings, environments: EnvironmentFactory, *,
-                 own_links: bool | None = None, node_wait_s: float = NODE_WAIT_S):
+                 own_links: bool | None = None, node_wait_s: float = NODE_WAIT_S,
+                 token_file: str | os.PathLike | None = None):
         """own_links: every node sets up its own copy of a link configuration (emulated links, the
         default for `emulated`), so several nodes may run one configuration's runs at once; otherwise
-        (a remote iperf3 server, shared by every node) a configuration runs on one node at a time."""
+        (a remote iperf3 server, shared by every node) a configuration runs on one node at a time.
+        token_file: the cluster's token file (default: cluster_auth.token_path())."""
         self.address, self.settings, self.environments = address, settings, environments
+        self.token_file = cluster_auth.token_path(token_file)
+        self._auth = contextlib.ExitStack()
         self.own_links = environments is emulated if own_links is None else own_links
         self.node_wait_s = node_wait_s
         self.nodes: list[_Node] = []
@@ -144,14 +182,19 @@ class RayExecutor:
         return cls(address, Settings.of(spec), environments, **kw)
 
     def __enter__(self) -> "RayExecutor":
+        self._auth.enter_context(authenticated(self.token_file))
         try:
             ray.init(address=self.address, namespace="tcpprofile", log_to_driver=False, logging_level="warning")
-        except (ConnectionError, ValueError, RuntimeError) as err:
-            raise TcpProfileError(f"--cluster {self.address}: cannot connect to Ray ({err})") from None
+        except (ConnectionError, ValueError, RuntimeError, RayError) as err:
+            self._auth.close()
+            raise TcpProfileError(f"--cluster {self.address}: cannot connect to Ray ({(str(err).splitlines() or [type(err).__name__])[0]}); "
+                                  f"a cluster refuses a driver whose token is not its nodes' (token file "
+                                  f"{self.token_file})") from None
         if self._offered() < 1:
             ray.shutdown()
+            self._auth.close()
             raise TcpProfileError(f"--cluster {self.address}: no node offers {RESOURCE}; start each testbed node "
-                                  f"with: {' '.join(start_argv(False, self.address))}")
+                                  f"with: tcpprofile cluster start --address {self.address} --node-ip-address ADDR")
         self._actor_class = ray.remote(TestbedNode).options(
             resources={RESOURCE: 1}, num_cpus=0, max_restarts=0, max_task_retries=0)
         self._top_up()
@@ -178,6 +221,7 @@ class RayExecutor:
         finally:
             self.nodes = []
             ray.shutdown()
+            self._auth.close()
 
     # -- scheduling ---------------------------------------------------------------------------------
     def run(self, blocks: Sequence[Block]) -> Iterator[Event]:
