@@ -31,7 +31,7 @@ HZ = 250          # CONFIG_HZ of the project's kernel (bpf/tp_common.h reads it 
 
 def record(args) -> int:
     if os.geteuid() != 0:
-        print("westwood_trace: needs root (namespaces, tracefs, BPF)", file=sys.stderr)
+        print("westwood_trace: FAILED: record needs root (namespaces, tracefs, BPF)", file=sys.stderr)
         return 2
     rtt_s = units.seconds("rtt", args.rtt)
     rate = units.rate_bps("rate", args.rate)
