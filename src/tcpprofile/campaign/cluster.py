@@ -45,11 +45,11 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from ..errors import TcpProfileError
 from . import cluster_auth
+from .cluster_node import RESOURCE
 from ..spec import CampaignSpec, LinkPoint
 from .environments import EnvironmentFactory, emulated, link_config
 from .executor import Block, Event, LocalExecutor, RunDone, Settings, default_environments
 
-RESOURCE = "tcpprofile_testbed"
 NODE_WAIT_S = 120.0          # no testbed node for this long: stop (the campaign resumes when run again)
 POLL_S = 2.0                 # how often the driver looks for nodes that joined or left
 CLOSE_TIMEOUT_S = 60.0       # graceful teardown of the links at the end, before the actors are killed

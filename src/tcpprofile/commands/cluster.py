@@ -20,8 +20,7 @@ import sys
 from pathlib import Path
 
 from ..campaign import cluster_auth
-
-LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}   # Ray keeps a 127.0.0.1 node on loopback
+from ..campaign.cluster_node import start_argv, start_environment
 
 
 def register(subparsers) -> None:
@@ -64,19 +63,6 @@ def node_address(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is the wildcard address: name the address of this machine "
                                          f"that the other nodes reach")
     return str(ip)
-
-
-def start_argv(head: bool, address: str | None, node_ip: str, port: int = 6379) -> list[str]:
-    """THE `ray start` line of a testbed node (docs/cluster.md quotes it). Token authentication comes with
-    it in the environment (start_environment); the dashboard is off."""
-    argv = ["ray", "start", '--resources={"tcpprofile_testbed": 1}', f"--node-ip-address={node_ip}"]
-    return argv + (["--head", f"--port={port}", "--include-dashboard=false"] if head else [f"--address={address}"])
-
-
-def start_environment(node_ip: str) -> dict[str, str]:
-    """What `ray start` gets beyond the token (cluster_auth.ray_environment): a loopback node stays on
-    loopback (Ray 2.60 otherwise replaces 127.0.0.1 by the machine's network address, measured)."""
-    return dict(LOOPBACK_ONLY) if ipaddress.ip_address(node_ip).is_loopback else {}
 
 
 def shown(argv: list[str], node_ip: str, token: Path) -> str:
