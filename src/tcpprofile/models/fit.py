@@ -312,7 +312,7 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
         startup = None
         if lags is not None:  # the dataset's own lags; a dataset without any (lossy links) takes the others'
             startup = lags[idx] if np.isfinite(lags[idx]).any() else np.full(idx.size, startup_rtts_of(lags))
-        params = {**kw.pop("_params"), "queue_fill": True, "receiver_report": "duration" in kw,
+        params = {**kw.pop("_params"), "queue_fill": True, "receiver_report": True,
                   **({} if startup is None else {"startup_rtts": startup_rtts_of(startup)}), **model_params}
         cap = _positive_column(cols, "capacity_bps", idx)
         capacity = float(np.mean(cap)) if cap is not None else float(kd["rate_bps"])

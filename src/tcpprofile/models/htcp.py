@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from .base import Constraint
-from .framework import COMMON_CONSTRAINTS, FirstPrinciplesModel, Rows
+from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel, Rows
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 _CARDANO_Q = 2 * 396.0 ** 1.5
@@ -36,7 +36,7 @@ class HTCP(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, delta_l=1.0, b=0.5,
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, delta_l=1.0, b=0.5,
                  adaptive_backoff=True, tabulated=True):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
@@ -49,6 +49,7 @@ class HTCP(FirstPrinciplesModel):
         self.queue_fill = queue_fill
         self.startup_rtts = startup_rtts
         self.receiver_report = receiver_report
+        self.send_backlog = send_backlog
         self.delta_l = delta_l
         self.b = b
         self.adaptive_backoff = adaptive_backoff
