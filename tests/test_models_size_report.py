@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from tcpprofile.models import make_model
-from tcpprofile.models.framework import SEND_BACKLOG
 
 C = 10e9
 VARIANTS = ["stcp", "cubic", "htcp", "reno"]
@@ -67,8 +66,7 @@ def test_limits(variant):
 def test_regression_pin_cubic_10gb_183ms():
     """CUBIC, n = 1, 10 GB, β = 0.2 × BDP at 183 ms, d = 1.2: what the dev store's run measured is 7.53 Gbit/s."""
     m = make_model("cubic", capacity_bps=9.9e9, mss_bytes=M_BYTES, wmax_bytes=1.07e9, queue_fill=True,
-                   startup_rtts=1.2, receiver_report=True)
-    assert SEND_BACKLOG == 2.7
+                   startup_rtts=1.2, receiver_report=True, send_backlog=2.7)
     P = float(m.predict(0.183, size=1e10, buffer=0.2 * 9.9e9 * 0.183 / 8))
     assert P == pytest.approx(PIN_CUBIC_183, rel=1e-9)
 

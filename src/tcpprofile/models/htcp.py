@@ -11,6 +11,13 @@ from .base import Constraint
 from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel, Rows
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+HZ = 250  # CONFIG_HZ of the testbed kernel: the H-TCP port keeps RTTs in jiffies (bpf/htcp.bpf.c, note 3)
+JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) = 3 jiffies (b = 0.5 up to here)
+
+
+def _jiffies(t):
+    """A time [s] in whole jiffies, rounded up as tp_usecs_to_jiffies / the kernel's usecs_to_jiffies."""
+    return np.ceil(np.round(np.asarray(t, float) * HZ, 9))
 _CARDANO_Q = 2 * 396.0 ** 1.5
 
 
@@ -58,6 +65,10 @@ class HTCP(FirstPrinciplesModel):
     def _prepare(self, r):
         if self.adaptive_backoff:
             b = np.clip(r.tau / (r.tau + r.beta / r.C), 0.5, 0.8)  # b = RTT_min/RTT_max ∈ [0.5, 0.8]
+            # ... only where RTT_min > 10 ms in jiffies (bpf/htcp.bpf.c:169, tcp_htcp.c htcp_beta_update:
+            # minRTT > msecs_to_jiffies(10)); RTTs are whole jiffies rounded up (tp_usecs_to_jiffies), so at
+            # HZ = 250 every τ ≤ 12 ms has minRTT = 3 = msecs_to_jiffies(10) jiffies and keeps b = BETA_MIN = 0.5
+            b = np.where(_jiffies(r.tau) > _jiffies(0.010), b, 0.5)
         else:
             b = np.full(r.tau.shape, float(self.b))
         r["b"] = b
@@ -201,4 +212,6 @@ class HTCP(FirstPrinciplesModel):
         y = htcp_table.table(type(self), params)
         same_c = r.C == float(self.capacity_bps)
         y = htcp_table.lookup(y, r.tau, r.beta / r.bdp, np.where(same_c, r.n, 0.0))
+        if self.adaptive_backoff:  # b steps at τ = 12 ms (jiffies): no interpolation across it
+            y = np.where(np.abs(np.log(r.tau / JIFFY_BETA_TAU)) < htcp_table.LN_TAU[1] - htcp_table.LN_TAU[0], np.nan, y)
         return r.bdp * (1.0 + np.exp(y))  # [bits]; nan rows take the exact path
