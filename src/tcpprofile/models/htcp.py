@@ -12,7 +12,8 @@ from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel, R
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 HZ = 250  # CONFIG_HZ of the testbed kernel: the H-TCP port keeps RTTs in jiffies (bpf/htcp.bpf.c, note 3)
-JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) = 3 jiffies (b = 0.5 up to here)
+JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) = 3 jiffies (b = 0.5 up to here;
+#                          htcp_table.py has τ nodes on both sides of it)
 
 
 def _jiffies(t):
@@ -212,6 +213,4 @@ class HTCP(FirstPrinciplesModel):
         y = htcp_table.table(type(self), params)
         same_c = r.C == float(self.capacity_bps)
         y = htcp_table.lookup(y, r.tau, r.beta / r.bdp, np.where(same_c, r.n, 0.0))
-        if self.adaptive_backoff:  # b steps at τ = 12 ms (jiffies): no interpolation across it
-            y = np.where(np.abs(np.log(r.tau / JIFFY_BETA_TAU)) < htcp_table.LN_TAU[1] - htcp_table.LN_TAU[0], np.nan, y)
         return r.bdp * (1.0 + np.exp(y))  # [bits]; nan rows take the exact path
