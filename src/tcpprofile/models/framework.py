@@ -53,8 +53,8 @@ BUFFER_BOUNDS = (1e3, 1e10)   # bytes: the ranges fit() searches β and W_max in
 WMAX_BOUNDS = (1e4, 1e11)
 # iperf3 -n: unsent data in the sender's autotuned socket buffer when the client stops, in units of the
 # drop-tail overflow window Cτ + β: the median of (F − bytes received)/(Cτ + β) over the development store
-# benchmarks/data/physics-dev-0.2bdp (10 runs at 11.8 and 183 ms: 2.7–4.9; docs/models.md, "Fixed-size transfers")
-SEND_BACKLOG = 3.65
+# benchmarks/data/physics-dev-0.2bdp (45 runs, 11.8–366 ms: 1.66–4.94; docs/models.md, "Fixed-size transfers")
+SEND_BACKLOG = 2.92
 
 
 class Rows(dict):
