@@ -1,11 +1,13 @@
 """H-TCP's backoff in jiffies (bpf/htcp.bpf.c:169, tcp_htcp.c htcp_beta_update): b = RTT_min/RTT_max only
 where RTT_min > msecs_to_jiffies(10) = 3 jiffies at HZ = 250, i.e. τ > 12 ms; else b = 0.5."""
 
+import math
+
 import numpy as np
 import pytest
 
 from tcpprofile.models import make_model
-from tcpprofile.models.htcp import HZ, _jiffies
+from tcpprofile.models.htcp import HZ, JIFFY_BETA_TAU
 
 C = 10e9
 
@@ -15,10 +17,10 @@ def _b(model, tau, q):
     return r["b"]
 
 
-def test_jiffies_round_up_as_the_kernel():
-    assert HZ == 250
-    np.testing.assert_array_equal(_jiffies([0.0004, 0.004, 0.0041, 0.010, 0.0118, 0.012, 0.0121, 0.0456]),
-                                  [1, 1, 2, 3, 3, 3, 4, 12])
+def test_the_step_is_where_the_rtt_exceeds_three_jiffies():
+    """tp_usecs_to_jiffies rounds up: ⌈τ·HZ⌉ > msecs_to_jiffies(10) = ⌈10 ms·HZ⌉ = 3 ⇔ τ > 3/HZ = 12 ms."""
+    assert HZ == 250 and JIFFY_BETA_TAU == pytest.approx(0.012, abs=1e-15)
+    assert math.ceil(0.010 * HZ) == 3
 
 
 def test_backoff_is_half_up_to_12_ms_and_adaptive_above():

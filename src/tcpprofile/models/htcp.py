@@ -15,10 +15,6 @@ HZ = 250  # CONFIG_HZ of the testbed kernel: the H-TCP port keeps RTTs in jiffie
 JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) = 3 jiffies (b = 0.5 up to here;
 #                          htcp_table.py has τ nodes on both sides of it)
 
-
-def _jiffies(t):
-    """A time [s] in whole jiffies, rounded up as tp_usecs_to_jiffies / the kernel's usecs_to_jiffies."""
-    return np.ceil(np.round(np.asarray(t, float) * HZ, 9))
 _CARDANO_Q = 2 * 396.0 ** 1.5
 
 
@@ -69,7 +65,7 @@ class HTCP(FirstPrinciplesModel):
             # ... only where RTT_min > 10 ms in jiffies (bpf/htcp.bpf.c:169, tcp_htcp.c htcp_beta_update:
             # minRTT > msecs_to_jiffies(10)); RTTs are whole jiffies rounded up (tp_usecs_to_jiffies), so at
             # HZ = 250 every τ ≤ 12 ms has minRTT = 3 = msecs_to_jiffies(10) jiffies and keeps b = BETA_MIN = 0.5
-            b = np.where(_jiffies(r.tau) > _jiffies(0.010), b, 0.5)
+            b = np.where(r.tau > JIFFY_BETA_TAU, b, 0.5)  # ⌈τ·HZ⌉ > 3 ⇔ τ > 3/HZ  [s]
         else:
             b = np.full(r.tau.shape, float(self.b))
         r["b"] = b
