@@ -4,7 +4,8 @@ H-TCP is tabulated (models/htcp_table.py); its exact path (bisection of Eq. (8))
 run as a second baseline, with the table's build time and its largest error against the exact path.
 
 Modes, every variant, on the same configurations, each against the clean-link size mode measured in the same
-run: duration mode (8 s); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
+run: duration mode (8 s); size mode of 10 GB as iperf3's receiver reports it (receiver_report, queue_fill: what
+model fit predicts for -n runs); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
 N = 1/p), in size mode (F = ∞: the steady state) and in duration mode (8 s: slow start, the transient,
 then the steady state). The loss-limited epoch has a closed form (STCP, Reno, CUBIC; H-TCP below Cτ) and
 is solved numerically elsewhere; the reference path (exact_loss = True: every epoch solved numerically;
@@ -59,8 +60,8 @@ def bench(variant: str, vector_count: int, loop_count: int, **params) -> tuple[f
     return vec, rate(loop, loop_count)          # best of 3 both ways: like with like
 
 
-def bench_mode(variant: str, count: int, exact: bool = False, **kw) -> float:
-    model = mode_model(variant, exact)
+def bench_mode(variant: str, count: int, exact: bool = False, report: bool = False, **kw) -> float:
+    model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report)
     tau, n, beta, wmax, _ = configs(count)
     return rate(lambda: model.predict(tau, n=n, buffer=beta, wmax=wmax, **kw), count)
 
@@ -113,6 +114,8 @@ def main() -> None:
         print(f"{variant + ' clean':>22} {base:10.3g}")
         dur = bench_mode(variant, 200_000, duration=8.0)
         print(f"{variant + ' -t 8s':>22} {dur:10.3g} {base:15.3g} {dur / base:6.2f}  clean, size mode")
+        rep = bench_mode(variant, 200_000, report=True, size=1e10)  # iperf3 -n as model fit predicts it
+        print(f"{variant + ' -n 10GB rcv':>22} {rep:10.3g} {base:15.3g} {rep / base:6.2f}  clean, size mode")
         for name, kw in LOSS_MODES:
             loss = bench_mode(variant, 200_000, **kw)
             print(f"{variant + ' ' + name:>22} {loss:10.3g} {base:15.3g} {loss / base:6.2f}  clean, size mode")

@@ -62,7 +62,7 @@ def build(store: Store, *, truth: str = "model", variants=("cubic",), streams=(1
         cfg = k * RATE * tau / 8
         if truth == "model":
             m = m_true[k] if isinstance(m_true, dict) else m_true
-            model = make_model(v, capacity_bps=CEILING, mss_bytes=MSS, queue_fill=True)
+            model = make_model(v, capacity_bps=CEILING, mss_bytes=MSS, queue_fill=True, receiver_report=True)   # as model fit models -n
             thr = float(model.predict(tau, n=n, size=SIZE, buffer=m * cfg, wmax=LIMIT / 2))
             ramp_s, ramp_rate = tau * math.log2(CEILING * tau / (8 * n * 10 * MSS)), None
         else:

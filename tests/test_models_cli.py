@@ -60,7 +60,7 @@ def test_model_fit_reads_store(tmp_path, capsys, eq8):
     con.execute("""CREATE TABLE runs (variant VARCHAR, streams INTEGER, socket_buffer_bytes BIGINT,
         transfer_bytes BIGINT, duration_s DOUBLE, rtt_ms DOUBLE, rate_bps DOUBLE, buffer_bytes BIGINT,
         throughput_bps DOUBLE, status VARCHAR, repetition INTEGER)""")
-    m = make_model("htcp", buffer_bytes=5e6, wmax_bytes=5e7, size_bytes=20e9, queue_fill=not eq8)
+    m = make_model("htcp", buffer_bytes=5e6, wmax_bytes=5e7, size_bytes=20e9, queue_fill=not eq8, receiver_report=True)
     tau = np.array([0.0118, 0.0456, 0.183, 0.366])
     for n in (1, 2):
         for t, th in zip(tau, m.predict(tau, n=n)):
@@ -70,7 +70,7 @@ def test_model_fit_reads_store(tmp_path, capsys, eq8):
     assert main(["model", "fit", "--db", db, "--json"] + (["--eq8"] if eq8 else [])) == 0
     (fit,) = json.loads(capsys.readouterr().out)
     assert fit["variant"] == "htcp" and set(fit["E_percent"]) == {"1", "2"}
-    assert fit["queue_fill"] is (not eq8) and fit["receiver_report"] is False  # a size-mode dataset
+    assert fit["queue_fill"] is (not eq8) and fit["receiver_report"] is True  # size mode too (iperf3 -n)
     assert fit["capacity_bps"] == 1e10 and fit["startup_rtts"] == 0.0  # a flat table: no calibration, no intervals
     assert fit["E_mean_percent"] < 0.5 and fit["wmax_bytes_fit"] == pytest.approx(5e7, rel=0.01)
     assert set(fit["E_heldout_percent"]) == {"1", "2"}  # leave-one-RTT-out, per n

@@ -51,7 +51,7 @@ def _table(seed, noise=0.02, distort=None, m=0.3, variant="cubic"):
     with relative noise, optionally distorted by a factor per τ position."""
     rng = np.random.default_rng(seed)
     rows = []
-    truth = make_model(variant, mss_bytes=8948, queue_fill=True, startup_rtts=1.0, receiver_report=False)
+    truth = make_model(variant, mss_bytes=8948, queue_fill=True, startup_rtts=1.0, receiver_report=True)
     for n in (1, 4, 10):
         for i, t in enumerate(TAU_MS):
             cfg = 0.3 * 10e9 * t / 1e3 / 8

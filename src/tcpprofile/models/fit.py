@@ -346,7 +346,7 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
     if lags is not None:
         own = lags[rows]
         startup = startup_rtts_of(own if np.isfinite(own).any() else lag_pool)
-    params = {**kw.pop("_params"), "queue_fill": True, "receiver_report": "duration" in kw,
+    params = {**kw.pop("_params"), "queue_fill": True, "receiver_report": True,   # -t and -n: iperf3's receiver
               **({} if startup is None else {"startup_rtts": startup}), **model_params}
     cap = _positive_column(cols, "capacity_bps", rows)
     capacity = float(np.mean(cap)) if cap is not None else float(kd["rate_bps"])

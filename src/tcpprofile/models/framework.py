@@ -51,6 +51,10 @@ LN2 = math.log(2.0)
 BITS = 8.0
 BUFFER_BOUNDS = (1e3, 1e10)   # bytes: the ranges fit() searches β and W_max in (models/fit.py)
 WMAX_BOUNDS = (1e4, 1e11)
+# iperf3 -n: unsent data in the sender's autotuned socket buffer when the client stops, in units of the
+# drop-tail overflow window Cτ + β: the median of (F − bytes received)/(Cτ + β) over the development store
+# benchmarks/data/physics-dev-0.2bdp (45 runs, 11.8–366 ms: 1.66–4.94; docs/models.md, "Fixed-size transfers")
+SEND_BACKLOG = 2.92
 
 
 class Rows(dict):
@@ -118,7 +122,9 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     "queue_fill": Constraint(bool),   # W_m = Cτ + β (ACK-clocked queue) instead of Eq. (8); docs/models.md
     # slow start reaches each window this many RTTs late (the receiver opening its window); docs/models.md
     "startup_rtts": Constraint(float, 0, 64, "both", "RTTs (slow start's start-up lag d)"),
-    "receiver_report": Constraint(bool),  # duration mode: the rate iperf3's receiver reports; docs/models.md
+    "receiver_report": Constraint(bool),  # the rate iperf3's receiver reports (both modes); docs/models.md
+    # size mode with receiver_report: data left unsent in the sender's socket buffer when iperf3 -n stops
+    "send_backlog": Constraint(float, 0, 64, "both", "× (Cτ + β) (unsent socket-buffer data at the end)"),
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",
@@ -346,6 +352,15 @@ class FirstPrinciplesModel(Model):
             Na = np.where(loss_limited, n * segs * M, Na)
             Ta = np.where(loss_limited, Na / sustained, Ta)
             if duration is None:
+                if self.receiver_report:
+                    # iperf3 -n ends when the client has WRITTEN F bytes into its sockets (iperf_client_api.c,
+                    # iperf_run_client: "Is the test done yet?" bytes_sent >= settings->bytes → TEST_END); the
+                    # server then closes its sockets (iperf_server_api.c, iperf_handle_message_server, case
+                    # TEST_END), so the data still unsent in the sender's socket buffer, U, is never counted.
+                    # U = send_backlog·(Cτ + β): the autotuned buffer is sized by the largest cwnd, slow start's
+                    # overshoot past the overflow window (tcp_output.c/tcp_input.c tcp_sndbuf_expand:
+                    # sk_sndbuf = 2·per_mss·cwnd); docs/models.md "Fixed-size transfers"  [bits]
+                    F = np.maximum(F - self.send_backlog * (bdp + r.beta), np.minimum(F, n * w0))
                 # Sending rate S = (N_s + k·N_a)/(T_s + k·T_a), k = (F − N_s)/N_a  (§IV-B); k·T_a = (F − N_s)/(N_a/T_a).
                 in_ss = F <= Ns
                 k = np.where(in_ss, 0.0, (F - Ns) / Na)
@@ -379,6 +394,11 @@ class FirstPrinciplesModel(Model):
                 else:
                     F[tr] = Ns[tr] + tra.data(T[tr] - Ts[tr])
                     S[tr] = F[tr] / span[tr]
+            if duration is None and self.receiver_report:
+                # The receiver counts the F − U bytes sent by the time t the last byte was written, over its
+                # own interval t + τ + q̄ (as in the duration mode; TEST_END queues behind them): S = F/(F/S + τ + q̄)
+                q = np.where(in_ss, 0.0, self._mean_queue_delay(out["W_s"], W_L, loss_limited, case, r))
+                S = np.where(np.isinf(F), S, F / (F / S + tau + q))
         case = np.where(in_ss, 0, case)
         res = dict(out, T_s=Ts, N_s=Ns, thresh=thresh, W_max=Wagg, T_a=Ta, N_a=Na, k=k, case=case,
                    subcase=subcase, phase1=phase1, W_L=W_L, loss_limited=loss_limited, F=F, S=S,

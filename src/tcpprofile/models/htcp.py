@@ -8,9 +8,13 @@ import math
 import numpy as np
 
 from .base import Constraint
-from .framework import COMMON_CONSTRAINTS, FirstPrinciplesModel, Rows
+from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel, Rows
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
+HZ = 250  # CONFIG_HZ of the testbed kernel: the H-TCP port keeps RTTs in jiffies (bpf/htcp.bpf.c, note 3)
+JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) = 3 jiffies (b = 0.5 up to here;
+#                          htcp_table.py has τ nodes on both sides of it)
+
 _CARDANO_Q = 2 * 396.0 ** 1.5
 
 
@@ -36,7 +40,7 @@ class HTCP(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, delta_l=1.0, b=0.5,
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, delta_l=1.0, b=0.5,
                  adaptive_backoff=True, tabulated=True):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
@@ -49,6 +53,7 @@ class HTCP(FirstPrinciplesModel):
         self.queue_fill = queue_fill
         self.startup_rtts = startup_rtts
         self.receiver_report = receiver_report
+        self.send_backlog = send_backlog
         self.delta_l = delta_l
         self.b = b
         self.adaptive_backoff = adaptive_backoff
@@ -57,6 +62,10 @@ class HTCP(FirstPrinciplesModel):
     def _prepare(self, r):
         if self.adaptive_backoff:
             b = np.clip(r.tau / (r.tau + r.beta / r.C), 0.5, 0.8)  # b = RTT_min/RTT_max ∈ [0.5, 0.8]
+            # ... only where RTT_min > 10 ms in jiffies (bpf/htcp.bpf.c:169, tcp_htcp.c htcp_beta_update:
+            # minRTT > msecs_to_jiffies(10)); RTTs are whole jiffies rounded up (tp_usecs_to_jiffies), so at
+            # HZ = 250 every τ ≤ 12 ms has minRTT = 3 = msecs_to_jiffies(10) jiffies and keeps b = BETA_MIN = 0.5
+            b = np.where(r.tau > JIFFY_BETA_TAU, b, 0.5)  # ⌈τ·HZ⌉ > 3 ⇔ τ > 3/HZ  [s]
         else:
             b = np.full(r.tau.shape, float(self.b))
         r["b"] = b

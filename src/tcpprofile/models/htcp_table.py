@@ -3,8 +3,9 @@
 
 Eq. (8) for H-TCP has no closed form (α(t) grows with the time since the last loss, in absolute
 seconds). For one model instance (C, M, Δ_L, b) its root W_m depends on τ, n and q = β/(Cτ) only, and
-the backoff b = clip(1/(1 + q), 0.5, 0.8) has its kinks at q = 1 and q = 1/4. The table holds
-y = ln((W_m − Cτ)/(Cτ)) on a grid of ln τ × ln q (grid lines on both kinks) for n = 1…N_MAX, solved by
+the backoff b = clip(1/(1 + q), 0.5, 0.8) has its kinks at q = 1 and q = 1/4 (and b = 0.5 for τ ≤ 12 ms,
+htcp.py). The table holds y = ln((W_m − Cτ)/(Cτ)) on a grid of ln τ × ln q (grid lines on both kinks, τ
+nodes on both sides of 12 ms) for n = 1…N_MAX, solved by
 the exact path (bisection of Eq. (8)); lookups interpolate bilinearly in (ln τ, ln q). Rows outside
 the grid (τ, q, n, or another C) take the exact path. Error against the exact path (20,000 random
 configurations of benchmarks/bench_models.py; tests/test_models_htcp_table.py): throughput within
@@ -19,7 +20,12 @@ import math
 
 import numpy as np
 
-LN_TAU = np.linspace(math.log(1e-4), math.log(1.0), 93)          # τ from 0.1 ms to 1 s
+# τ from 0.1 ms to 1 s, plus two nodes on either side of the adaptive backoff's step at τ = 12 ms
+# (htcp.py, JIFFY_BETA_TAU: b = 0.5 up to it), so that no cell interpolates across the step
+_LN_UNIFORM = np.linspace(math.log(1e-4), math.log(1.0), 93)
+_H_TAU = _LN_UNIFORM[1] - _LN_UNIFORM[0]
+_STEP_CELL = int((math.log(0.012) - _LN_UNIFORM[0]) // _H_TAU)   # the uniform cell that holds 12 ms
+LN_TAU = np.sort(np.concatenate([_LN_UNIFORM, [math.log(0.012), math.log(0.012) + 1e-9]]))
 H_Q = math.log(4.0) / 8                                            # q grid lines on 1/4 and 1
 LN_Q = H_Q * np.arange(round(math.log(1e-4) / H_Q), round(math.log(100.0) / H_Q) + 1)
 N_MAX = 10
@@ -42,15 +48,18 @@ def table(cls, params: tuple) -> np.ndarray:
 
 def lookup(y: np.ndarray, tau, q, n) -> np.ndarray:
     """Bilinear interpolation of the table at (ln τ, ln q) per whole n; nan outside the grid."""
-    u = (np.log(tau) - LN_TAU[0]) / (LN_TAU[1] - LN_TAU[0])
+    lt = np.log(tau)
     with np.errstate(divide="ignore", invalid="ignore"):
         v = (np.log(q) - LN_Q[0]) / H_Q
-    ok = (u >= 0) & (u <= LN_TAU.size - 1) & (v >= 0) & (v <= LN_Q.size - 1) & (n >= 1) & (n <= N_MAX) \
+    ok = (lt >= LN_TAU[0]) & (lt <= LN_TAU[-1]) & (v >= 0) & (v <= LN_Q.size - 1) & (n >= 1) & (n <= N_MAX) \
         & (n == np.round(n))
-    i = np.clip(np.floor(np.where(ok, u, 0)).astype(int), 0, LN_TAU.size - 2)
+    # the τ cell: uniform in ln τ but for the two nodes inserted in cell _STEP_CELL (no searchsorted: 10× slower)
+    i = np.clip(np.floor((np.where(ok, lt, LN_TAU[0]) - LN_TAU[0]) / _H_TAU), 0, _LN_UNIFORM.size - 2).astype(int)
+    i = np.where(i > _STEP_CELL, i + 2, np.where(i == _STEP_CELL, i + (lt >= LN_TAU[i + 1]) + (lt >= LN_TAU[i + 2]), i))
     j = np.clip(np.floor(np.where(ok, v, 0)).astype(int), 0, LN_Q.size - 2)
     k = np.where(ok, n, 1).astype(int) - 1
-    fu, fv = np.where(ok, u, 0) - i, np.where(ok, v, 0) - j
+    fu = np.where(ok, (lt - LN_TAU[i]) / (LN_TAU[i + 1] - LN_TAU[i]), 0)
+    fv = np.where(ok, v, 0) - j
     out = ((1 - fu) * (1 - fv) * y[k, i, j] + fu * (1 - fv) * y[k, i + 1, j]
            + (1 - fu) * fv * y[k, i, j + 1] + fu * fv * y[k, i + 1, j + 1])
     return np.where(ok, out, np.nan)

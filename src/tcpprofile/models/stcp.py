@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .base import Constraint
-from .framework import COMMON_CONSTRAINTS, FirstPrinciplesModel
+from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel
 
 
 class STCP(FirstPrinciplesModel):
@@ -21,7 +21,7 @@ class STCP(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, a=0.01, b=0.875):
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, a=0.01, b=0.875):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -33,6 +33,7 @@ class STCP(FirstPrinciplesModel):
         self.queue_fill = queue_fill
         self.startup_rtts = startup_rtts
         self.receiver_report = receiver_report
+        self.send_backlog = send_backlog
         self.a = a
         self.b = b
 
