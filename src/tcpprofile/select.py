@@ -236,7 +236,7 @@ def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float
     """
     from . import models     # scipy-heavy; only --extrapolate needs it
     from .models import diagnostics
-    from .models.framework import BUFFER_BOUNDS, WMAX_BOUNDS
+    from .models.lsq import BUFFER_BOUNDS, WMAX_BOUNDS
 
     cfg = profile.config
     if len(profile.rtts_ms) < 3:

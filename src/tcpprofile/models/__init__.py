@@ -2,7 +2,8 @@
 STCP, CUBIC, H-TCP and Reno (Vardoyan, Rao & Towsley §IV), with fitting and validation (fit.py)."""
 
 from .cubic import CUBIC
-from .fit import bootstrap_predict, fit_buffer_wmax, fit_profiles, mean_relative_error, profiles_from_store
+from .fit import bootstrap_predict, fit_profiles, mean_relative_error, profiles_from_store
+from .lsq import fit_buffer_wmax
 from .framework import FirstPrinciplesModel
 from .generic import GenericModel, ramp_sustain
 from .htcp import HTCP

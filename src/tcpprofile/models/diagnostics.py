@@ -3,7 +3,7 @@
 Both are reported as flags (plain dicts, the same keys everywhere) by `model fit`, the report's model
 figure, `model validate` and `select --extrapolate`; a flagged fit is never shown as a plain number.
 
-* **At a bound.** The fit searches each parameter in a range (framework.BUFFER_BOUNDS, WMAX_BOUNDS,
+* **At a bound.** The fit searches each parameter in a range (lsq.BUFFER_BOUNDS, WMAX_BOUNDS,
   fit.RELATIVE_BOUNDS). A value within BOUND_REL (relative) of an end of its range is where the
   optimiser stopped, not where the data put it: the data asked for more than the model can give, or
   do not depend on the parameter (not identified; e.g. W_max at its upper end: no limit binds).

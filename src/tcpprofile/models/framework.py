@@ -45,12 +45,11 @@ import numpy as np
 
 from ..errors import ValidationError
 from .base import Constraint, Model, positive_array
+from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
 from .transient import Transient
 
 LN2 = math.log(2.0)
 BITS = 8.0
-BUFFER_BOUNDS = (1e3, 1e10)   # bytes: the ranges fit() searches β and W_max in (models/fit.py)
-WMAX_BOUNDS = (1e4, 1e11)
 # iperf3 -n: unsent data in the sender's autotuned socket buffer when the client stops, in units of the
 # drop-tail overflow window Cτ + β: the median of (F − bytes received)/(Cτ + β) over the development store
 # benchmarks/data/physics-dev-0.2bdp (45 runs, 11.8–366 ms: 1.66–4.94; docs/models.md, "Fixed-size transfers")
@@ -477,8 +476,6 @@ class FirstPrinciplesModel(Model):
 
         tau [s], throughput [bit/s], n, size [bytes], duration [s] and loss broadcast together; bounds in bytes.
         """
-        from .fit import fit_buffer_wmax
-
         self._validate_params()
         self.buffer_bytes_, self.wmax_bytes_, self.residuals_ = fit_buffer_wmax(
             self, tau, throughput, n=n, size=size, duration=duration, loss=loss, buffer_bounds=buffer_bounds,
