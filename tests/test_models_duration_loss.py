@@ -205,11 +205,11 @@ def test_a_known_window_limit_fixes_wmax_and_keeps_the_round_trip(variant):
 
 
 def test_store_profiles_carry_the_window_limit_of_autotuned_runs_only(tmp_path):
-    """profiles_from_store: window_limit_bytes = the kernel's limit the store recorded
+    """fit_table_from_store: window_limit_bytes = the kernel's limit the store recorded
     (effective_socket_buffer_bytes) for runs without -w, NULL for runs with -w."""
     import duckdb
 
-    from tcpprofile.models.fit import profiles_from_store
+    from tcpprofile.models.fit import fit_table_from_store
     from tcpprofile.store.db import Store
 
     db = str(tmp_path / "s.duckdb")
@@ -223,7 +223,7 @@ def test_store_profiles_carry_the_window_limit_of_autotuned_runs_only(tmp_path):
                            "repetition": i, "socket_buffer_bytes": req, "effective_socket_buffer_bytes": granted})
     con = duckdb.connect(db, read_only=True)
     try:
-        prof = profiles_from_store(con)
+        prof = fit_table_from_store(con)
     finally:
         con.close()
     by_sock = {(None if v is None or v != v else int(v)): w for v, w in
@@ -320,7 +320,7 @@ def _ideal_first_interval_bytes(tau, n, d, end=1.0, mss=M_BYTES):
 def test_the_startup_lag_is_measured_from_first_intervals_of_clean_links(tmp_path):
     """fit._STARTUP_SQL round trip: a first interval generated with lag d gives back d; a link with
     external loss, or one whose window reached the BDP within that interval, gives none."""
-    from tcpprofile.models import profiles_from_store
+    from tcpprofile.models import fit_table_from_store
     from tcpprofile.store.db import Store
 
     db = str(tmp_path / "lag.duckdb")
@@ -340,7 +340,7 @@ def test_the_startup_lag_is_measured_from_first_intervals_of_clean_links(tmp_pat
                            "duration_s": 8.0, "repetition": 0},
                           intervals=[{"stream": None, "start_s": 0.0, "end_s": 1.0, "bytes": b},
                                      {"stream": 0, "start_s": 0.0, "end_s": 1.0, "bytes": b}])
-        prof = profiles_from_store(store.con)
+        prof = fit_table_from_store(store.con)
     for tau, n, d, loss, measured in cases:
         row = np.flatnonzero((np.abs(prof["rtt_ms"] - tau * 1e3) < 1e-9) & (prof["streams"] == n)
                              & (prof["loss_rate"] == loss))

@@ -7,7 +7,7 @@ import pytest
 from tcpprofile.errors import ValidationError
 from tcpprofile.store.db import Store
 from tcpprofile.models import (bootstrap_predict, fit_buffer_wmax, fit_profiles, make_model, mean_relative_error,
-                               profiles_from_store)
+                               fit_table_from_store)
 
 TAU = np.array([0.0118, 0.0226, 0.0456, 0.0916, 0.183, 0.366])  # the papers' RTTs [s]
 N = np.arange(1, 6)[:, None]
@@ -116,10 +116,10 @@ def _store_with_runs(con):
     return m
 
 
-def test_profiles_from_store_on_in_memory_duckdb():
+def test_fit_table_from_store_on_in_memory_duckdb():
     con = duckdb.connect(":memory:")
     m = _store_with_runs(con)
-    prof = profiles_from_store(con)
+    prof = fit_table_from_store(con)
     stcp = prof["variant"] == "scalable"
     assert stcp.sum() == 12 and set(prof["runs"][stcp]) == {2}  # failed runs excluded, reps averaged
     expected = m.predict(prof["rtt_ms"][stcp] / 1e3, n=prof["streams"][stcp])
@@ -145,7 +145,7 @@ def test_profiles_from_the_store_schema_joins_links(tmp_path):
                 store.put_run({"run_id": f"r{i}-{n}", "campaign_id": "c1", "link_id": f"l{i}", "variant": "cubic",
                                "streams": n, "transfer_bytes": 20_000_000_000, "status": "ok",
                                "throughput_bps": th, "duration_s": 1.6e11 / th, "repetition": 0})
-        prof = profiles_from_store(store.con)
+        prof = fit_table_from_store(store.con)
     assert len(prof["variant"]) == 12 and set(prof["rate_bps"]) == {10e9}
     np.testing.assert_allclose(prof["throughput_bps"], m.predict(prof["rtt_ms"] / 1e3, n=prof["streams"]),
                                rtol=1e-12)

@@ -14,7 +14,7 @@ import pytest
 import synthetic_validation as sv
 from tcpprofile import spec
 from tcpprofile.cli import main
-from tcpprofile.models import profiles_from_store
+from tcpprofile.models import fit_table_from_store
 from tcpprofile.models.validation import MODES, load_traces, validate
 from tcpprofile.store import Store
 
@@ -37,7 +37,7 @@ def stores(tmp_path_factory):
 def _load(path):
     con = duckdb.connect(path, read_only=True)
     try:
-        table = profiles_from_store(con)
+        table = fit_table_from_store(con)
         return table, load_traces(con, table)
     finally:
         con.close()

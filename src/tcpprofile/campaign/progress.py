@@ -7,7 +7,7 @@ import time
 from typing import TextIO
 
 from ..spec import LinkPoint, RunPoint
-from ..testbed.config import TCP_IP_HEADERS
+from ..framing import TCP_IP_HEADERS
 
 LINK_SETUP_ESTIMATE_S = 15.0   # set-up plus calibration, for the ETA
 ASSUMED_RATE_BPS = 1e9         # remote mode without a nominal rate: for ETA and timeouts only

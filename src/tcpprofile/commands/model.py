@@ -154,7 +154,7 @@ def _load(args, *, traces: bool = False):
     """The store's profile table (and, with traces, its runs' interval traces) for fit and validate."""
     import duckdb
 
-    from ..models import profiles_from_store
+    from ..models import fit_table_from_store
     from ..models.validation import load_traces
 
     if not args.db:
@@ -164,7 +164,7 @@ def _load(args, *, traces: bool = False):
     except duckdb.Error as err:
         raise ValidationError("--db", f"cannot open {args.db!r} as a DuckDB store: {err}") from None
     try:
-        profiles = profiles_from_store(con, campaigns=args.campaign or None, exclude_flagged=args.exclude_flagged)
+        profiles = fit_table_from_store(con, campaigns=args.campaign or None, exclude_flagged=args.exclude_flagged)
         return profiles, (load_traces(con, profiles, campaigns=args.campaign or None,
                                       exclude_flagged=args.exclude_flagged) if traces else None)
     finally:

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..dimensions import BUFFER_SQL, FLAGGED_SQL
 from ..errors import ValidationError
+from ..framing import TCP_IP_HEADERS
 from ..store.expressions import TAU_MS_SQL
 from .diagnostics import at_bound, flags_of, residual_structure
 from .framework import FirstPrinciplesModel
@@ -49,7 +50,6 @@ PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes",
 # model fits its own β either way.
 DATASET_KEYS = ("variant", "rate_bps", "buffer", "buffer_bytes", "socket_buffer_bytes", "transfer_bytes",
                 "duration_target_s", "loss_mode", "loss_rate", "mtu")
-TCP_IP_HEADERS = 52  # bytes: IPv4 20 + TCP 20 + timestamps 12 (as tcpprofile.testbed.config)
 INITIAL_WINDOW = 10  # segments: Linux's IW10 (RFC 6928), the models' default initial_window
 DEFAULT_MSS = 1448   # bytes: MTU 1500 − TCP_IP_HEADERS, the models' default mss_bytes (no MTU recorded)
 
@@ -434,7 +434,7 @@ _CAMPAIGN_WHERE = """ WHERE r.campaign_id IN (SELECT campaign_id FROM campaigns
     WHERE EXISTS (SELECT 1 FROM (SELECT unnest(?) AS pat) WHERE name LIKE pat OR campaign_id LIKE pat))"""
 
 
-def profiles_from_store(con, *, campaigns=None, exclude_flagged: bool = False) -> dict[str, np.ndarray]:
+def fit_table_from_store(con, *, campaigns=None, exclude_flagged: bool = False) -> dict[str, np.ndarray]:
     """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
     rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
     wrote it, see tcpprofile.dimensions.BUFFER_SQL). campaigns: only runs of the campaigns whose name or

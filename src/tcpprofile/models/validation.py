@@ -26,7 +26,8 @@ import numpy as np
 from ..dimensions import BUFFER_SQL, FLAGGED_SQL
 from ..store.expressions import TAU_MS_SQL
 from .diagnostics import short
-from .fit import (_CAMPAIGN_WHERE, DATASET_KEYS, TCP_IP_HEADERS, _float_column, _missing,
+from ..framing import TCP_IP_HEADERS
+from .fit import (_CAMPAIGN_WHERE, DATASET_KEYS, _float_column, _missing,
                   _positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
 from .generic import GenericModel, transfer_throughput
@@ -158,7 +159,7 @@ class Validation:
 
 
 def validate(table, traces: dict | None = None) -> Validation:
-    """The validation table of a profile table (profiles_from_store) and its runs' traces (load_traces)."""
+    """The validation table of a profile table (fit_table_from_store) and its runs' traces (load_traces)."""
     cols = as_columns(table)
     traces = traces or {}
     rows = len(cols["variant"])

@@ -1,6 +1,6 @@
 """Model vs measurement (tcp-models-high-bdp Figs. 6–8, with the average error E of §V).
 
-The fits are `tcpprofile model fit`'s: the same profile table (models.profiles_from_store), the same
+The fits are `tcpprofile model fit`'s: the same profile table (models.fit_table_from_store), the same
 datasets and the same fitting path (models.fit_profiles: β in bytes, or β = m × the configured buffer
 on k×BDP links), so a panel's E is the E `model fit` prints for that dataset."""
 
@@ -70,7 +70,7 @@ def _verdict(fit) -> str:
 
 
 def model_vs_measurement(data: ReportData, out: Path) -> Section:
-    table = _loss_free(models.profiles_from_store(data.store.con, exclude_flagged=data.exclude_flagged))
+    table = _loss_free(models.fit_table_from_store(data.store.con, exclude_flagged=data.exclude_flagged))
     candidates = []   # (runs, key, row indices) of datasets with at least 3 RTTs
     for key, idx in (datasets(table) if table["variant"].size else []):
         if np.unique(table["rtt_ms"][idx]).size >= 3:

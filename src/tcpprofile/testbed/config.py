@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from .. import units
 from ..errors import ValidationError
+from ..framing import ETH_HEADER, ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
 
 RATE_MIN_BPS = 1e6
 RATE_MAX_BPS = 10e9           # shown to work on 2 cores; higher rates are not offered
@@ -24,9 +25,6 @@ MTUS = (1500, 9000)
 LOSS_MODES = ("none", "periodic", "uniform")
 OFFLOADS = ("auto", "on", "off")
 
-ETH_HEADER = 14               # Ethernet header bytes per frame on top of the IP packet
-ETH_WIRE_OVERHEAD = 38        # header 14 + FCS 4 + preamble 8 + inter-frame gap 12
-TCP_IP_HEADERS = 52           # IPv4 20 + TCP 20 + timestamp option 12
 
 # Engine capacity. The kernel queue and delayd's FIFO hold one direction's packets for tau/2 (and the
 # forward direction's bottleneck buffer).

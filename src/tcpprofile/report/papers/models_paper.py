@@ -1,5 +1,5 @@
 """The models paper (Vardoyan, Rao, Towsley): Fig. 3 (CUBIC and H-TCP against STCP as n grows) and
-Figs. 6–8 (model vs measurement per n, fitted as `tcpprofile model fit` fits: models.profiles_from_store
+Figs. 6–8 (model vs measurement per n, fitted as `tcpprofile model fit` fits: models.fit_table_from_store
 + models.fit_profiles, the path report/models.py takes), beside the paper's numbers."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def variants_by_streams(data: ReportData, out: Path) -> list:
 
 
 def model_vs_measurement(data: ReportData, out: Path) -> list:
-    table = _loss_free(models.profiles_from_store(data.store.con, exclude_flagged=data.exclude_flagged))
+    table = _loss_free(models.fit_table_from_store(data.store.con, exclude_flagged=data.exclude_flagged))
     chosen = {}
     for key, idx in (datasets(table) if table["variant"].size else []):
         v = str(key["variant"])
