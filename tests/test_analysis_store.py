@@ -190,7 +190,7 @@ def test_cli_rejects_unknown_dimension(dbfile, capsys):
 def test_bdp_sized_buffers_form_one_profile_and_one_model_dataset():
     # buffer = "BDP": β in bytes differs at every τ, yet it is one configuration.
     from tcpprofile.analysis import profiles_from_store
-    from tcpprofile.models.fit import fit_profiles, profiles_from_store as model_profiles
+    from tcpprofile.models.fit import fit_profiles, fit_table_from_store as model_profiles
     s = Store.open(":memory:")
     taus = (11.8, 45.6, 183.0)
     for i, tau in enumerate(taus):
