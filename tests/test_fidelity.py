@@ -74,9 +74,19 @@ def test_engine_late_sums_directions_and_scales_with_tau():
     assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 100.0}, 11.8)          # 1 % of 11.8 = 0.118
     assert F.engine_late({**cols, "engine_fwd_late_mean_us": 130.0}, 11.8)
     assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 2000.0}, 366.0)   # 1 % of 366 ms = 3.66
-    assert F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)       # > 20 ms
-    assert not F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 91.6)   # < τ/2 = 45.8 ms
+    assert not F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)   # the worst case: engine_stall
     assert not F.engine_late({k: None for k in cols}, 11.8)
+
+
+def test_engine_stall_on_any_release_beyond_half_a_ms_or_one_percent_of_tau():
+    cols = {"engine_fwd_late_mean_us": 15.0, "engine_rev_late_mean_us": 4.0,
+            "engine_fwd_late_max_us": 400.0, "engine_rev_late_max_us": 100.0}
+    assert not F.engine_stall(cols, 11.8)                                       # 0.4 ms <= 0.5 ms
+    assert F.engine_stall({**cols, "engine_rev_late_max_us": 600.0}, 11.8)      # either direction
+    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 9300.0}, 91.6)     # issue 21: 9.3 ms at 11.8 ms
+    assert not F.engine_stall({**cols, "engine_fwd_late_max_us": 3600.0}, 366.0)  # 1 % of 366 ms = 3.66 ms
+    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 3700.0}, 366.0)
+    assert not F.engine_stall({k: None for k in cols}, 11.8)
 
 
 BUSY = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < {s}: pass\n"

@@ -64,13 +64,28 @@
  * lateness early, so releases centre on their due times under any load (lateness is reported
  * signed: negative = early).
  *
+ * The loss stage (--loss-every N | --loss-rate P): a packet can be lost *before* the bottleneck, so a
+ * lost packet never occupies the modelled buffer (an NF_DROP verdict at once).  Periodic: every N-th
+ * packet the stage sees (the N-th, 2N-th, ...: the phase of iptables `statistic --mode nth --every N
+ * --packet 0`, whose rule this replaces; the count runs on across runs).  Uniform: each packet is lost
+ * when u < P, u uniform in [0, 1) from splitmix64 (Steele, Lea, Flood 2014), reseeded by the stdin
+ * command "seed S" (the caller derives S from the run id and stores it).  The stage starts off
+ * (calibration measures the wire) and is switched by "loss on" / "loss off"; while off it neither
+ * counts nor drops.  Counted: loss_seen (packets the stage saw while on) and loss_dropped.
+ *
+ * Lateness distribution: besides the sum and extremes, each period keeps a histogram of release
+ * lateness in log-spaced buckets (4 per octave of 256 ns units; LATE_BUCKETS), printed as
+ * "period_late_hist" and reset with the period, so that the caller can read p99 / p99.9, not only
+ * the mean.
+ *
  * Interface:
  *   delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] [--granularity-ns G]
- *          [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] [--control-stdin]
+ *          [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES]
+ *          [--rt-priority P] [--control-stdin]
  *   stdout: "ready queue=Q ..." once bound; "stats {json}" on exit, on SIGUSR1 and on the stdin
  *   command "stats"; "period {json}" (the same counters, then the period's lateness extremes are
  *   reset) on the stdin command "period".  stdin commands (with --control-stdin): "delay NS",
- *   "stats", "period", "quit"; end of stdin (the controlling process died) also ends the program.
+ *   "stats", "period", "loss on", "loss off", "seed S", "quit"; end of stdin (the controlling process died) also ends the program.
  *   SIGTERM/SIGINT: accept everything still held, unbind the queue, print stats, exit 0.
  */
 #define _GNU_SOURCE
@@ -102,6 +117,7 @@
 #define WIRE_OVERHEAD 38   /* Ethernet header 14 + FCS 4 + preamble 8 + inter-frame gap 12 */
 #define LATE_EWMA_SHIFT 6  /* running mean of wake-up lateness: weight 1/64 per wake-up */
 #define LATE_COMP_MAX_NS 200000
+#define LATE_BUCKETS 100   /* lateness histogram: bucket of x = late_ns >> 8, 4 per octave (late_bucket) */
 
 struct held { uint32_t id; uint32_t len; uint64_t due; };
 
@@ -111,6 +127,8 @@ static struct {
 	uint64_t delay_ns, granularity_ns, buffer_bytes;
 	double rate_bps;
 	int rcvbuf, control_stdin;
+	uint64_t loss_every;         /* periodic loss: every N-th packet (0: not periodic) */
+	double loss_rate;            /* uniform loss: probability per packet (0: not uniform) */
 } opt = { .copy_range = 1, .maxlen = 1u << 16, .rcvbuf = 256 << 20, .granularity_ns = 40000,
 	  .mss = 1448 };
 
@@ -119,6 +137,7 @@ static struct {
 	uint64_t bottleneck_drops, bottleneck_bytes, wire_bytes, overlimits, kernel_stamped;
 	int64_t late_sum_ns, late_max_ns, late_min_ns, period_late_max_ns, period_late_min_ns;
 	int64_t wake_late_ewma_ns;
+	uint64_t loss_seen, loss_dropped, period_late_hist[LATE_BUCKETS];
 } st = { .late_max_ns = INT64_MIN, .late_min_ns = INT64_MAX, .period_late_max_ns = INT64_MIN,
 	 .period_late_min_ns = INT64_MAX };
 
@@ -131,6 +150,9 @@ static uint32_t head, count;
 static struct mnl_socket *nl;
 static unsigned portid;
 static volatile sig_atomic_t stop, want_stats;
+static int loss_on;                  /* the loss stage is switched on ("loss on") */
+static uint64_t loss_phase;          /* packets seen since the last periodic drop */
+static uint64_t rng_state, loss_seed; /* splitmix64 state and the seed it started from */
 
 static uint64_t now_ns(void)
 {
@@ -214,8 +236,50 @@ static void verdict(int type, uint32_t id, uint32_t what)
 	}
 }
 
+/* splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014). */
+static uint64_t splitmix64(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The loss stage's verdict for the next packet it sees: 1 = lose it. */
+static int loss_drops(void)
+{
+	if (!loss_on || (!opt.loss_every && opt.loss_rate <= 0))
+		return 0;
+	st.loss_seen++;
+	int lost;
+	if (opt.loss_every) {                 /* xt_statistic nth, --packet 0: the N-th, 2N-th, ... packet */
+		lost = ++loss_phase == opt.loss_every;
+		if (lost)
+			loss_phase = 0;
+	} else {                              /* u in [0, 1) from the top 53 bits */
+		lost = (double)(splitmix64() >> 11) * 0x1.0p-53 < opt.loss_rate;
+	}
+	st.loss_dropped += lost;
+	return lost;
+}
+
+/* Histogram bucket of a lateness: x = late >> 8 (256 ns units); x < 4: bucket x; else octave
+ * o = floor(log2 x) and the next two bits: 4 buckets per octave (each 1/8-1/4 of its value wide). */
+static unsigned late_bucket(int64_t late)
+{
+	if (late < 0)
+		return 0;
+	uint64_t x = (uint64_t)late >> 8;
+	if (x < 4)
+		return (unsigned)x;
+	unsigned o = 63 - __builtin_clzll(x);
+	unsigned b = 4 * (o - 1) + (unsigned)((x >> (o - 2)) & 3);
+	return b < LATE_BUCKETS ? b : LATE_BUCKETS - 1;
+}
+
 static void note_late(int64_t late)
 {
+	st.period_late_hist[late_bucket(late)]++;
 	st.late_sum_ns += late;
 	if (late > st.late_max_ns) st.late_max_ns = late;
 	if (late < st.late_min_ns) st.late_min_ns = late;
@@ -316,6 +380,10 @@ static void on_packet(const struct nlmsghdr *nlh, uint64_t arrived)
 	len = caplen ? caplen : len;
 	st.packets++;
 	st.bytes += len;
+	if (loss_drops()) {                 /* lost before the bottleneck: never occupies the buffer */
+		verdict(NFQNL_MSG_VERDICT, id, NF_DROP);
+		return;
+	}
 	uint64_t due = bottleneck_due(len, (skbinfo & NFQA_SKB_GSO) != 0, arrived);
 	if (due == DROPPED) {
 		verdict(NFQNL_MSG_VERDICT, id, NF_DROP);
@@ -419,7 +487,9 @@ static void print_stats(const char *label)
 	       ", \"bottleneck_drops\": %" PRIu64 ", \"bottleneck_drop_bytes\": %" PRIu64
 	       ", \"bottleneck_overlimits\": %" PRIu64 ", \"kernel_stamped\": %" PRIu64
 	       ", \"wire_bytes\": %" PRIu64 ", \"backlog_ns\": %" PRIu64
-	       ", \"cpu_user_s\": %.6f, \"cpu_sys_s\": %.6f, \"mono_ns\": %" PRIu64 "}\n",
+	       ", \"loss_on\": %d, \"loss_seed\": %" PRIu64 ", \"loss_seen\": %" PRIu64
+	       ", \"loss_dropped\": %" PRIu64
+	       ", \"cpu_user_s\": %.6f, \"cpu_sys_s\": %.6f, \"mono_ns\": %" PRIu64 ", \"period_late_hist\": [",
 	       label, opt.queue, opt.delay_ns, st.packets, st.bytes, st.released, count, st.max_held, qtotal,
 	       qdrop, qudrop, st.enobufs, st.nl_errors, st.ring_full, st.late_sum_ns,
 	       st.released ? st.late_max_ns : 0, st.released ? st.late_min_ns : 0,
@@ -427,9 +497,12 @@ static void print_stats(const char *label)
 	       st.period_late_min_ns == INT64_MAX ? 0 : st.period_late_min_ns,
 	       st.wake_late_ewma_ns, st.wakeups, opt.rate_bps, opt.buffer_bytes,
 	       st.bottleneck_drops, st.bottleneck_bytes, st.overlimits, st.kernel_stamped, st.wire_bytes,
-	       wire_free_ns > now ? wire_free_ns - now : 0,
+	       wire_free_ns > now ? wire_free_ns - now : 0, loss_on, loss_seed, st.loss_seen, st.loss_dropped,
 	       ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, now);
+	for (int i = 0; i < LATE_BUCKETS; i++)
+		printf(i ? ", %" PRIu64 : "%" PRIu64, st.period_late_hist[i]);
+	printf("]}\n");
 	fflush(stdout);
 }
 
@@ -457,6 +530,15 @@ static int on_command(void)
 			print_stats("period");
 			st.period_late_max_ns = INT64_MIN;
 			st.period_late_min_ns = INT64_MAX;
+			memset(st.period_late_hist, 0, sizeof(st.period_late_hist));
+		} else if (!strcmp(line, "loss on") || !strcmp(line, "loss off")) {
+			loss_on = line[6] == 'n';
+			printf("ok loss=%s\n", loss_on ? "on" : "off");
+			fflush(stdout);
+		} else if (sscanf(line, "seed %llu", &v) == 1) {
+			rng_state = loss_seed = v;     /* the uniform stage's sequence starts again from v */
+			printf("ok seed=%llu\n", v);
+			fflush(stdout);
 		} else if (!strcmp(line, "quit")) {
 			stop = 1;
 		} else {
@@ -474,7 +556,7 @@ static int on_command(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] "
-			"[--granularity-ns G] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] "
+			"[--granularity-ns G] [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] "
 			"[--control-stdin]\n");
 	exit(2);
 }
@@ -487,7 +569,8 @@ static void parse_args(int argc, char **argv)
 		{ "rcvbuf", required_argument, 0, 'r' }, { "rt-priority", required_argument, 0, 'p' },
 		{ "control-stdin", no_argument, 0, 'i' }, { "rate-bps", required_argument, 0, 'R' },
 		{ "buffer-bytes", required_argument, 0, 'B' }, { "mss", required_argument, 0, 'M' },
-		{ "granularity-ns", required_argument, 0, 'g' }, { 0 } };
+		{ "granularity-ns", required_argument, 0, 'g' }, { "loss-every", required_argument, 0, 'L' },
+		{ "loss-rate", required_argument, 0, 'P' }, { 0 } };
 	int c, have_queue = 0, have_delay = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -502,11 +585,14 @@ static void parse_args(int argc, char **argv)
 		case 'B': opt.buffer_bytes = strtoull(optarg, NULL, 10); break;
 		case 'M': opt.mss = strtoul(optarg, NULL, 10); break;
 		case 'g': opt.granularity_ns = strtoull(optarg, NULL, 10); break;
+		case 'L': opt.loss_every = strtoull(optarg, NULL, 10); break;
+		case 'P': opt.loss_rate = strtod(optarg, NULL); break;
 		default: usage();
 		}
 	}
 	if (!have_queue || !have_delay || opt.queue > 65535 || !opt.maxlen || !opt.copy_range || !opt.mss
-	    || opt.rate_bps < 0 || (opt.rate_bps > 0 && !opt.buffer_bytes))
+	    || opt.rate_bps < 0 || (opt.rate_bps > 0 && !opt.buffer_bytes)
+	    || !(opt.loss_rate >= 0 && opt.loss_rate < 1) || (opt.loss_every && opt.loss_rate > 0))
 		usage();
 }
 
