@@ -79,14 +79,16 @@ def test_engine_late_sums_directions_and_scales_with_tau():
     assert not F.engine_late({k: None for k in cols}, 11.8)
 
 
-def test_engine_stall_on_any_release_beyond_half_a_ms_or_one_percent_of_tau():
+def test_engine_stall_on_any_release_beyond_half_a_ms_or_one_percent_of_tau_capped_at_2_ms():
     cols = {"engine_fwd_late_mean_us": 15.0, "engine_rev_late_mean_us": 4.0,
             "engine_fwd_late_max_us": 400.0, "engine_rev_late_max_us": 100.0}
     assert not F.engine_stall(cols, 11.8)                                       # 0.4 ms <= 0.5 ms
     assert F.engine_stall({**cols, "engine_rev_late_max_us": 600.0}, 11.8)      # either direction
     assert F.engine_stall({**cols, "engine_fwd_late_max_us": 9300.0}, 91.6)     # issue 21: 9.3 ms at 11.8 ms
-    assert not F.engine_stall({**cols, "engine_fwd_late_max_us": 3600.0}, 366.0)  # 1 % of 366 ms = 3.66 ms
-    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 3700.0}, 366.0)
+    assert not F.engine_stall({**cols, "engine_fwd_late_max_us": 1800.0}, 183.0)  # 1 % of 183 ms = 1.83 ms
+    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 183.0)
+    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 2100.0}, 366.0)      # capped at 2 ms, not 3.66
+    assert not F.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 366.0)
     assert not F.engine_stall({k: None for k in cols}, 11.8)
 
 

@@ -117,6 +117,8 @@
 #define WIRE_OVERHEAD 38   /* Ethernet header 14 + FCS 4 + preamble 8 + inter-frame gap 12 */
 #define LATE_EWMA_SHIFT 6  /* running mean of wake-up lateness: weight 1/64 per wake-up */
 #define LATE_COMP_MAX_NS 200000
+#define STALL_NS 1000000  /* stall log: a timer wake-up or one loop's work later/longer than this */
+#define STALL_LOG 32       /* stall log: the last this many stalls of the period */
 #define LATE_BUCKETS 100   /* lateness histogram: bucket of x = late_ns >> 8, 4 per octave (late_bucket) */
 
 struct held { uint32_t id; uint32_t len; uint64_t due; };
@@ -138,6 +140,7 @@ static struct {
 	int64_t late_sum_ns, late_max_ns, late_min_ns, period_late_max_ns, period_late_min_ns;
 	int64_t wake_late_ewma_ns;
 	uint64_t loss_seen, loss_dropped, period_late_hist[LATE_BUCKETS];
+	uint64_t stalls;             /* stall-log events this period (wake-ups late, or work long, by > STALL_NS) */
 } st = { .late_max_ns = INT64_MIN, .late_min_ns = INT64_MAX, .period_late_max_ns = INT64_MIN,
 	 .period_late_min_ns = INT64_MAX };
 
@@ -153,6 +156,25 @@ static volatile sig_atomic_t stop, want_stats;
 static int loss_on;                  /* the loss stage is switched on ("loss on") */
 static uint64_t loss_phase;          /* packets seen since the last periodic drop */
 static uint64_t rng_state, loss_seed; /* splitmix64 state and the seed it started from */
+
+/* Stall log (diagnosis of releases that left milliseconds late, issue 21): a timer wake-up later
+ * than STALL_NS ('s': the sleep overran: the task was not run when its timer fired) or one loop
+ * iteration's work longer than STALL_NS ('w': draining and verdicts took that long, e.g. receiver
+ * stack work inside a verdict, or preemption while working), with the packets held, and the
+ * process's involuntary / voluntary context switches and CPU time at that moment (getrusage: only
+ * when a stall is logged). */
+static struct stall { uint64_t at_ns, dur_ns, nivcsw, nvcsw, cpu_us; uint32_t held; char kind; }
+	stall_log[STALL_LOG];
+
+static void log_stall(char kind, uint64_t at, uint64_t dur)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	stall_log[st.stalls % STALL_LOG] = (struct stall){ at, dur, (uint64_t)ru.ru_nivcsw, (uint64_t)ru.ru_nvcsw,
+		(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u + ru.ru_utime.tv_usec
+		+ ru.ru_stime.tv_usec, count, kind };
+	st.stalls++;
+}
 
 static uint64_t now_ns(void)
 {
@@ -502,6 +524,13 @@ static void print_stats(const char *label)
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, now);
 	for (int i = 0; i < LATE_BUCKETS; i++)
 		printf(i ? ", %" PRIu64 : "%" PRIu64, st.period_late_hist[i]);
+	printf("], \"period_stalls\": %" PRIu64 ", \"period_stall_log\": [", st.stalls);
+	uint64_t first = st.stalls > STALL_LOG ? st.stalls - STALL_LOG : 0;
+	for (uint64_t i = first; i < st.stalls; i++) {
+		struct stall *e = &stall_log[i % STALL_LOG];
+		printf("%s[\"%c\", %" PRIu64 ", %" PRIu64 ", %u, %" PRIu64 ", %" PRIu64 ", %" PRIu64 "]",
+		       i > first ? ", " : "", e->kind, e->at_ns, e->dur_ns, e->held, e->nivcsw, e->nvcsw, e->cpu_us);
+	}
 	printf("]}\n");
 	fflush(stdout);
 }
@@ -531,6 +560,7 @@ static int on_command(void)
 			st.period_late_max_ns = INT64_MIN;
 			st.period_late_min_ns = INT64_MAX;
 			memset(st.period_late_hist, 0, sizeof(st.period_late_hist));
+			st.stalls = 0;
 		} else if (!strcmp(line, "loss on") || !strcmp(line, "loss off")) {
 			loss_on = line[6] == 'n';
 			printf("ok loss=%s\n", loss_on ? "on" : "off");
@@ -681,6 +711,8 @@ int main(int argc, char **argv)
 			die("ppoll");
 		uint64_t now = now_ns();
 		st.wakeups++;
+		if (r == 0 && target && now > target + STALL_NS)
+			log_stall('s', now, now - target);
 		if (r == 0 && target) {         /* a timer wake-up: learn how late it was */
 			int64_t late = (int64_t)(now - target) + st.wake_late_ewma_ns;
 			if (late > LATE_COMP_MAX_NS) late = LATE_COMP_MAX_NS;
@@ -692,8 +724,12 @@ int main(int argc, char **argv)
 		if (r > 0 && opt.control_stdin && (pfd[1].revents & (POLLIN | POLLHUP)))
 			if (!on_command())
 				stop = 1;      /* controller went away */
+		uint64_t woke = now;
 		now = now_ns();
 		release_due(now, now + g / 2, 0);
+		uint64_t done = now_ns();
+		if (done > woke + STALL_NS)
+			log_stall('w', done, done - woke);
 		if (want_stats) {
 			want_stats = 0;
 			print_stats("stats");

@@ -49,8 +49,9 @@ class Thresholds:
     late_mean_ms: float = 0.02       # engine_late: both directions' mean lateness together above
     late_mean_rel: float = 0.01      #   max(late_mean_ms, late_mean_rel·τ) (added to every RTT; 0.02 ms =
                                      #   G/2, delayd's release spread at its 40 µs granularity) …
-    stall_ms: float = 0.5            # engine_stall: a release later than max(stall_ms, stall_rel·τ)
-    stall_rel: float = 0.01          #   (below every TCP reaction to a held packet: docs/testbed.md)
+    stall_ms: float = 0.5            # engine_stall: a release later than max(stall_ms, min(stall_rel·τ,
+    stall_rel: float = 0.01          #   stall_cap_ms)): the RTT tolerance, capped at HyStart's ACK-train
+    stall_cap_ms: float = 2.0        #   gap (hystart_ack_delta_us, tcp_cubic.c); docs/testbed.md
     limit_share: float = 0.05        # limited_by: rwnd/sndbuf-limited for more than this share of busy time
     app_limited_share: float = 0.5   #   … or app_limited in more than this share of connection samples
     foreign_cores: float = 0.2       # host_contended: other processes used more CPU than this
@@ -397,8 +398,11 @@ def engine_late(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> boo
 
 
 def stall_threshold_ms(target_ms: float, t: Thresholds = THRESHOLDS) -> float:
-    """max(0.5 ms, 1 % τ): below the smallest hold at which TCP reacts (docs/testbed.md, "worst case")."""
-    return max(t.stall_ms, t.stall_rel * target_ms)
+    """max(0.5 ms, min(1 % τ, 2 ms)): a held release shifts every RTT sample behind it; beyond 1 % τ
+    they leave the RTT tolerance, and beyond 2 ms the ACK stream has a gap that HyStart's ACK-train
+    test reads (hystart_ack_delta_us = 2000 in net/ipv4/tcp_cubic.c: a gap ends the train), the
+    smallest hold at which the kernel's TCP changes what it does (docs/testbed.md, "the worst case")."""
+    return max(t.stall_ms, min(t.stall_rel * target_ms, t.stall_cap_ms))
 
 
 def engine_stall(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> bool:

@@ -37,7 +37,7 @@ class EngineStats:
     0) with its drop-tail drops, wire bytes and backlog now; CPU time (which includes receiver stack
     work done inside its verdict calls) and the engine's CLOCK_MONOTONIC time of the snapshot; the loss
     stage (forward engine) switched on or not, its seed, packets it saw and dropped (cumulative); the
-    period's lateness histogram (delayd's log-spaced buckets: late_bucket_upper_ns)."""
+    period's lateness histogram (delayd's log-spaced buckets: late_bucket_upper_ns) and stall log."""
 
     queue: int
     delay_ns: int
@@ -75,6 +75,10 @@ class EngineStats:
     loss_seen: int
     loss_dropped: int
     period_late_hist: tuple[int, ...]
+    period_stalls: int
+    period_stall_log: tuple[tuple, ...]   # the period's last 32 stalls: (kind 's' sleep overran | 'w' work
+                                          # took long, CLOCK_MONOTONIC ns, duration ns, held, nivcsw, nvcsw,
+                                          # CPU µs) (delayd.c, "Stall log")
 
     @property
     def lost(self) -> int:
@@ -230,4 +234,5 @@ class DelayEngine:
 def _parse_stats(line: str) -> EngineStats:
     fields = json.loads(line.split(" ", 1)[1])
     fields["period_late_hist"] = tuple(fields["period_late_hist"])
+    fields["period_stall_log"] = tuple(tuple(e) for e in fields["period_stall_log"])
     return EngineStats(**fields)
