@@ -28,6 +28,7 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 
 from tcpprofile import ping
@@ -104,8 +105,20 @@ def sched_counters(pid: int) -> dict:
             "nvcsw": int(status["voluntary_ctxt_switches"]), "nivcsw": int(status["nonvoluntary_ctxt_switches"])}
 
 
+def steal_ms(cpus) -> float:
+    """Time the hypervisor ran something else on these (virtual) CPUs: /proc/stat steal [ms]."""
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    total = 0
+    for line in open("/proc/stat").read().splitlines():
+        name = line.split(maxsplit=1)[0]
+        if name[3:].isdigit() and name.startswith("cpu") and int(name[3:]) in cpus:
+            total += int(line.split()[8])
+    return total * tick_ms
+
+
 def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, float] = ("none", 0.0),
-             streams: int = 1, buffer_bdp: bool = False) -> dict:
+             streams: int = 1, buffer_bdp: bool = False, reverse_fifo: bool = True,
+             forward_fifo: int = 0) -> dict:
     bdp = int(RATE * rtt_ms / 1e3 / 8)
     cfg = LinkConfig.checked(rate_bps=RATE, rtt_s=rtt_ms / 1e3, buffer_bytes=bdp if buffer_bdp else max(bdp, 4 << 20),
                              mtu=MTU, offloads=offloads, loss_mode=loss[0], loss_rate=loss[1])
@@ -115,11 +128,18 @@ def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, flo
                             stderr=subprocess.DEVNULL)
         link.wait_listening("receiver", 5201)
         pids = link.engine_pids()
+        if not reverse_fifo:      # experiment (issue 21, stalls): both engines in the fair class
+            os.sched_setscheduler(pids["reverse"], os.SCHED_OTHER, os.sched_param(0))
+        if forward_fifo:          # experiment: the forward engine real-time too, below the reverse one
+            os.sched_setscheduler(pids["forward"], os.SCHED_FIFO, os.sched_param(forward_fifo))
         cpu0 = {k: process_cpu_seconds(p) for k, p in pids.items()}
         sched0 = {k: sched_counters(p) for k, p in pids.items()}
+        steal0 = steal_ms(link.engine_cpus)
         link.engine_stats(period=True)
+        # iperf3's JSON goes to a file: -P 8 writes more than a pipe holds while we sample (it blocked)
+        report = tempfile.TemporaryFile(mode="w+")
         proc = link.popen("sender", ["iperf3", "-c", link.receiver_addr, "-J", "-C", "cubic", "-t", str(seconds),
-                                     "-P", str(streams)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     "-P", str(streams)], stdout=report, stderr=subprocess.DEVNULL, text=True)
         t0 = time.monotonic()
         conns = []
         with HostSampler(cpus=link.app_cpus) as host:
@@ -127,7 +147,9 @@ def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, flo
                 conns += parse_ss(link.run("sender", ["ss", "-tinH", "state", "established", "dport = :5201"],
                                            check=False, timeout=10).stdout)
                 time.sleep(1.0)
-            out, _ = proc.communicate()
+            proc.wait()
+        report.seek(0)
+        out = report.read()
         loaded = [c.min_rtt_ms for c in conns if c.min_rtt_ms is not None]
         limits = sender_limits(conns)
         wall = time.monotonic() - t0
@@ -145,6 +167,7 @@ def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, flo
                 "drops": stats["forward"].bottleneck_drops, "loss_dropped": stats["forward"].loss_dropped,
                 "app_busy": host.result().cpus_busy_share, "limits": limits,
                 "limited_by": limited_by(limits, THRESHOLDS), "sched": sched, "wall": wall,
+                "steal_ms": steal_ms(link.engine_cpus) - steal0,
                 "stalls": {k: (s.period_stalls, s.period_stall_log) for k, s in stats.items()}}
 
 
@@ -158,6 +181,10 @@ def main() -> int:
     ap.add_argument("--streams", default="1", help="comma-separated stream counts, e.g. 1,4,8")
     ap.add_argument("--buffer", choices=("4MB", "bdp"), default="4MB", help="beta: max(BDP, 4 MB) or BDP")
     ap.add_argument("--no-raw", action="store_true", help="skip the raw veth reference")
+    ap.add_argument("--forward-fifo", type=int, default=0, metavar="PRIO",
+                    help="experiment: run the forward engine SCHED_FIFO PRIO (default: SCHED_OTHER)")
+    ap.add_argument("--reverse-cfs", action="store_true",
+                    help="experiment: run the reverse engine SCHED_OTHER like the forward one (default FIFO 10)")
     args = ap.parse_args()
     loss = ("none", 0.0)
     if args.loss != "none":
@@ -176,7 +203,9 @@ def main() -> int:
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]}")
     for mode in modes:
         raw = float("nan") if args.no_raw else raw_veth(MODES[mode])
-        print(f"\n{mode} (MTU {MTU}, offloads {MODES[mode]}, loss {args.loss}, buffer {args.buffer}): raw veth, "
+        print(f"\n{mode} (MTU {MTU}, offloads {MODES[mode]}, loss {args.loss}, buffer {args.buffer}, reverse engine "
+              f"{'SCHED_OTHER' if args.reverse_cfs else 'SCHED_FIFO'}, forward "
+              f"{f'SCHED_FIFO {args.forward_fifo}' if args.forward_fifo else 'SCHED_OTHER'}): raw veth, "
               f"1 cubic stream, {RAW_SECONDS} s: {raw:.2f} Gbit/s (last half)")
         print(f"{'tau ms':>7} {'n':>2} {'ping -U':>8} {'minrtt':>8} {'whole':>6} {'last½':>6} {'÷10G':>5} "
               f"{'÷raw':>5} {'cal':>5} {'fwd cpu':>7} {'rev cpu':>7} {'fwd late µs mean/p99/p99.9/max':>32} "
@@ -185,7 +214,8 @@ def main() -> int:
         for rtt in rtts:
             for n in streams:
                 seconds = args.seconds or max(5, int(SECONDS.get(rtt, 20) * args.scale))
-                r = emulated(rtt, MODES[mode], seconds, loss=loss, streams=n, buffer_bdp=args.buffer == "bdp")
+                r = emulated(rtt, MODES[mode], seconds, loss=loss, streams=n, buffer_bdp=args.buffer == "bdp",
+                             reverse_fifo=not args.reverse_cfs, forward_fifo=args.forward_fifo)
                 loaded = f"{r['loaded']:.3f}" if r["loaded"] is not None else "-"
                 late = {d: f"{r['late_mean'][d]:.0f}/{r['late_p99'][d]:.0f}/{r['late_p999'][d]:.0f}/"
                            f"{r['late_max'][d]:.0f}" for d in ("forward", "reverse")}
@@ -208,6 +238,10 @@ def main() -> int:
                           f"{sc['nvcsw']} voluntary switches; stalls > 1 ms: {nstalls} (last {len(log)}: "
                           f"{kinds['s']} sleep overran, {kinds['w']} work long"
                           + (f"; longest {worst[0]} {worst[2] / 1e6:.1f} ms)" if worst else ")"), flush=True)
+                    long = [f"{e[0]} {e[2] / 1e6:.1f} ms at {e[1] / 1e9:.3f} s" for e in log if e[2] >= 2e6]
+                    if long:
+                        print(f"          stalls >= 2 ms (kind, length, CLOCK_MONOTONIC): {'; '.join(long)}")
+                print(f"        hypervisor steal on the engines' CPU during the run: {r['steal_ms']:.0f} ms", flush=True)
     print("\nGbit/s of iperf3 goodput (the line rate's goodput ceiling at MTU 9000 is 9.94); ÷10G and ÷raw: last "
           "half over 10 Gbit/s and over raw veth in the same mode; cal: calibration's measured rate; cpu: share "
           "of one core; late: release lateness per direction (p99/p99.9: upper edges of delayd's log buckets); drops: "
