@@ -3,6 +3,7 @@ and the host sampler telling foreign CPU use from our own (real processes, read 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -74,9 +75,21 @@ def test_engine_late_sums_directions_and_scales_with_tau():
     assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 100.0}, 11.8)          # 1 % of 11.8 = 0.118
     assert F.engine_late({**cols, "engine_fwd_late_mean_us": 130.0}, 11.8)
     assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 2000.0}, 366.0)   # 1 % of 366 ms = 3.66
-    assert F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)       # > 20 ms
-    assert not F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 91.6)   # < τ/2 = 45.8 ms
+    assert not F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)   # the worst case: engine_stall
     assert not F.engine_late({k: None for k in cols}, 11.8)
+
+
+def test_engine_stall_on_any_release_beyond_half_a_ms_or_one_percent_of_tau_capped_at_2_ms():
+    cols = {"engine_fwd_late_mean_us": 15.0, "engine_rev_late_mean_us": 4.0,
+            "engine_fwd_late_max_us": 400.0, "engine_rev_late_max_us": 100.0}
+    assert not F.engine_stall(cols, 11.8)                                       # 0.4 ms <= 0.5 ms
+    assert F.engine_stall({**cols, "engine_rev_late_max_us": 600.0}, 11.8)      # either direction
+    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 9300.0}, 91.6)     # issue 21: 9.3 ms at 11.8 ms
+    assert not F.engine_stall({**cols, "engine_fwd_late_max_us": 1800.0}, 183.0)  # 1 % of 183 ms = 1.83 ms
+    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 183.0)
+    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 2100.0}, 366.0)      # capped at 2 ms, not 3.66
+    assert not F.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 366.0)
+    assert not F.engine_stall({k: None for k in cols}, 11.8)
 
 
 BUSY = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < {s}: pass\n"
@@ -180,3 +193,71 @@ def test_calibration_allows_a_frame_above_tau():
     assert not rtt_within(5.2e-3, slow) and not rtt_within(4.89e-3, slow)
     fast = LinkConfig.checked(rate_bps="10Gbit", rtt_s="5ms", buffer_bytes="6250kB", mtu=9000)
     assert not rtt_within(5.108e-3, fast)
+
+
+SS_OUT = (  # `ss -tinH state established dport = :5201` (iproute2 6.1 format: print_tcpinfo in misc/ss.c)
+    "0      0      10.77.1.1:41002 10.77.1.2:5201\n"
+    "\t cubic wscale:14,14 rto:212 rtt:11.9/0.1 mss:8948 cwnd:1650 bytes_acked:2000000000 "
+    "delivery_rate 9.8Gbps app_limited busy:10000ms rwnd_limited:2000ms(20.0%) minrtt:11.801\n"
+    "0      0      10.77.1.1:41000 10.77.1.2:5201\n"
+    "\t cubic wscale:14,14 rto:212 rtt:11.9/0.1 mss:8948 cwnd:10 bytes_acked:4000 busy:10ms minrtt:11.9\n"
+    "0      0      10.77.1.1:41004 10.77.1.2:5201\n"
+    "\t cubic wscale:14,14 rtt:12.0/0.2 bytes_acked:3000000000 delivery_rate 9.9Gbps "
+    "busy:10000ms sndbuf_limited:100ms(1.0%) minrtt:11.795\n")
+
+
+def test_parse_ss_reads_each_data_connection_and_its_chrono_counters():
+    conns = F.parse_ss(SS_OUT)
+    assert [c.local for c in conns] == ["10.77.1.1:41002", "10.77.1.1:41004"]   # 4 kB control connection left out
+    a, b = conns
+    assert (a.busy_ms, a.rwnd_limited_ms, a.sndbuf_limited_ms, a.app_limited, a.min_rtt_ms) == \
+        (10000, 2000, 0, True, 11.801)
+    assert (b.busy_ms, b.rwnd_limited_ms, b.sndbuf_limited_ms, b.app_limited, b.min_rtt_ms) == \
+        (10000, 0, 100, False, 11.795)
+
+
+def test_sender_limits_keep_each_connections_last_sample_and_classify():
+    first = F.parse_ss(SS_OUT)
+    later = [dataclasses.replace(c, busy_ms=c.busy_ms * 2, app_limited=False) for c in first]
+    lim = F.sender_limits(first + later)
+    assert (lim.busy_ms, lim.rwnd_limited_ms, lim.sndbuf_limited_ms) == (40000, 2000, 100)   # not summed twice
+    assert lim.app_limited_share == 0.25                                                     # 1 of 4 samples
+    assert F.limited_by(lim, F.THRESHOLDS) == "network"          # rwnd 5.0 % of busy: not above 5 %
+    rwnd = dataclasses.replace(lim, rwnd_limited_ms=2001)
+    assert F.limited_by(rwnd, F.THRESHOLDS) == "receive_window"
+    assert F.limited_by(dataclasses.replace(lim, sndbuf_limited_ms=2001), F.THRESHOLDS) == "send_buffer"
+    assert F.limited_by(dataclasses.replace(lim, app_limited_share=0.6), F.THRESHOLDS) == "application"
+    assert F.limited_by(None, F.THRESHOLDS) is None
+    # flagged when the host chose the limit (autotuning), not when the run asked for a buffer (-w)
+    assert F.host_limited("receive_window", None) and not F.host_limited("receive_window", 1 << 20)
+    assert F.host_limited("application", 1 << 20) and not F.host_limited("network", None)
+
+
+def test_lateness_histogram_quantiles_bound_the_true_ones():
+    """delayd's buckets (late_bucket): x = late >> 8, 4 per octave. A bucket's upper edge is within a
+    factor 1.25 above every lateness it holds, so p99 from the histogram bounds the true p99."""
+    from tcpprofile.testbed.engine import late_bucket_upper_ns, late_quantile_ns
+
+    def bucket(late: int) -> int:                       # delayd.c late_bucket, transcribed
+        x = max(late, 0) >> 8
+        if x < 4:
+            return x
+        o = x.bit_length() - 1
+        return min(4 * (o - 1) + ((x >> (o - 2)) & 3), 99)
+
+    for late in (0, 255, 256, 1023, 1024, 1279, 1280, 40_000, 9_300_000, 54_300_000):
+        b = bucket(late)
+        assert late < late_bucket_upper_ns(b) <= max(1.25 * late, 1024), late
+        assert b == 0 or late >= late_bucket_upper_ns(b - 1), late
+    lates = [20_000] * 990 + [3_000_000] * 9 + [9_300_000]
+    hist = [0] * 100
+    for late in lates:
+        hist[bucket(late)] += 1
+    assert 20_000 <= late_quantile_ns(hist, 0.99) <= 25_000
+    assert 3_000_000 <= late_quantile_ns(hist, 0.999) <= 3_750_000
+    assert late_quantile_ns([0] * 100, 0.99) is None
+
+
+def test_loss_seed_is_the_run_ids_and_fits_a_bigint():
+    a, b = F.loss_seed("c1-0001"), F.loss_seed("c1-0002")
+    assert a == F.loss_seed("c1-0001") and a != b and 0 <= a < 2**63 and 0 <= b < 2**63

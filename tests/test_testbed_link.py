@@ -98,16 +98,16 @@ def test_rate_calibration_at_a_low_rate_reads_what_crossed_the_link():
         assert abs(c.rate_measured_bps - cfg.rate_bps) <= 0.05 * cfg.rate_bps
 
 
-def test_periodic_loss_matches_rule_counters():
+def test_periodic_loss_matches_engine_counters():
     cfg = LinkConfig.checked(rate_bps="1Gbit", rtt_s="10ms", buffer_bytes="2MB",
                              loss_mode="periodic", loss_rate="1/500")
     with EmulatedLink(cfg, tag=tag()) as link:
         features = netns.sh(netns.in_ns(link.ns_sender, ["ethtool", "-k", link.sender_dev])).stdout
         assert "tcp-segmentation-offload: off" in features
         assert "generic-segmentation-offload: off" in features
-        before = link.loss_rule_drops()
+        before = link.loss_counters()[1]
         result = iperf(link, "-n", "30M")
-        drops = link.loss_rule_drops() - before
+        drops = link.loss_counters()[1] - before
         retransmits = result["end"]["sum_sent"]["retransmits"]
         segments = 30 * 2**20 / cfg.mss_bytes     # iperf3 -n counts M as MiB
         assert drops == pytest.approx(segments / 500, rel=0.25)   # 1 in 500 wire packets (+ACKs, handshake)

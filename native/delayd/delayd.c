@@ -64,13 +64,28 @@
  * lateness early, so releases centre on their due times under any load (lateness is reported
  * signed: negative = early).
  *
+ * The loss stage (--loss-every N | --loss-rate P): a packet can be lost *before* the bottleneck, so a
+ * lost packet never occupies the modelled buffer (an NF_DROP verdict at once).  Periodic: every N-th
+ * packet the stage sees (the N-th, 2N-th, ...: the phase of iptables `statistic --mode nth --every N
+ * --packet 0`, whose rule this replaces; the count runs on across runs).  Uniform: each packet is lost
+ * when u < P, u uniform in [0, 1) from splitmix64 (Steele, Lea, Flood 2014), reseeded by the stdin
+ * command "seed S" (the caller derives S from the run id and stores it).  The stage starts off
+ * (calibration measures the wire) and is switched by "loss on" / "loss off"; while off it neither
+ * counts nor drops.  Counted: loss_seen (packets the stage saw while on) and loss_dropped.
+ *
+ * Lateness distribution: besides the sum and extremes, each period keeps a histogram of release
+ * lateness in log-spaced buckets (4 per octave of 256 ns units; LATE_BUCKETS), printed as
+ * "period_late_hist" and reset with the period, so that the caller can read p99 / p99.9, not only
+ * the mean.
+ *
  * Interface:
  *   delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] [--granularity-ns G]
- *          [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] [--control-stdin]
+ *          [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES]
+ *          [--rt-priority P] [--control-stdin]
  *   stdout: "ready queue=Q ..." once bound; "stats {json}" on exit, on SIGUSR1 and on the stdin
  *   command "stats"; "period {json}" (the same counters, then the period's lateness extremes are
  *   reset) on the stdin command "period".  stdin commands (with --control-stdin): "delay NS",
- *   "stats", "period", "quit"; end of stdin (the controlling process died) also ends the program.
+ *   "stats", "period", "loss on", "loss off", "seed S", "quit"; end of stdin (the controlling process died) also ends the program.
  *   SIGTERM/SIGINT: accept everything still held, unbind the queue, print stats, exit 0.
  */
 #define _GNU_SOURCE
@@ -102,6 +117,9 @@
 #define WIRE_OVERHEAD 38   /* Ethernet header 14 + FCS 4 + preamble 8 + inter-frame gap 12 */
 #define LATE_EWMA_SHIFT 6  /* running mean of wake-up lateness: weight 1/64 per wake-up */
 #define LATE_COMP_MAX_NS 200000
+#define STALL_NS 1000000  /* stall log: a timer wake-up or one loop's work later/longer than this */
+#define STALL_LOG 32       /* stall log: the last this many stalls of the period */
+#define LATE_BUCKETS 100   /* lateness histogram: bucket of x = late_ns >> 8, 4 per octave (late_bucket) */
 
 struct held { uint32_t id; uint32_t len; uint64_t due; };
 
@@ -111,6 +129,8 @@ static struct {
 	uint64_t delay_ns, granularity_ns, buffer_bytes;
 	double rate_bps;
 	int rcvbuf, control_stdin;
+	uint64_t loss_every;         /* periodic loss: every N-th packet (0: not periodic) */
+	double loss_rate;            /* uniform loss: probability per packet (0: not uniform) */
 } opt = { .copy_range = 1, .maxlen = 1u << 16, .rcvbuf = 256 << 20, .granularity_ns = 40000,
 	  .mss = 1448 };
 
@@ -119,6 +139,8 @@ static struct {
 	uint64_t bottleneck_drops, bottleneck_bytes, wire_bytes, overlimits, kernel_stamped;
 	int64_t late_sum_ns, late_max_ns, late_min_ns, period_late_max_ns, period_late_min_ns;
 	int64_t wake_late_ewma_ns;
+	uint64_t loss_seen, loss_dropped, period_late_hist[LATE_BUCKETS];
+	uint64_t stalls;             /* stall-log events this period (wake-ups late, or work long, by > STALL_NS) */
 } st = { .late_max_ns = INT64_MIN, .late_min_ns = INT64_MAX, .period_late_max_ns = INT64_MIN,
 	 .period_late_min_ns = INT64_MAX };
 
@@ -131,6 +153,28 @@ static uint32_t head, count;
 static struct mnl_socket *nl;
 static unsigned portid;
 static volatile sig_atomic_t stop, want_stats;
+static int loss_on;                  /* the loss stage is switched on ("loss on") */
+static uint64_t loss_phase;          /* packets seen since the last periodic drop */
+static uint64_t rng_state, loss_seed; /* splitmix64 state and the seed it started from */
+
+/* Stall log (diagnosis of releases that left milliseconds late, issue 21): a timer wake-up later
+ * than STALL_NS ('s': the sleep overran: the task was not run when its timer fired) or one loop
+ * iteration's work longer than STALL_NS ('w': draining and verdicts took that long, e.g. receiver
+ * stack work inside a verdict, or preemption while working), with the packets held, and the
+ * process's involuntary / voluntary context switches and CPU time at that moment (getrusage: only
+ * when a stall is logged). */
+static struct stall { uint64_t at_ns, dur_ns, nivcsw, nvcsw, cpu_us; uint32_t held; char kind; }
+	stall_log[STALL_LOG];
+
+static void log_stall(char kind, uint64_t at, uint64_t dur)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	stall_log[st.stalls % STALL_LOG] = (struct stall){ at, dur, (uint64_t)ru.ru_nivcsw, (uint64_t)ru.ru_nvcsw,
+		(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u + ru.ru_utime.tv_usec
+		+ ru.ru_stime.tv_usec, count, kind };
+	st.stalls++;
+}
 
 static uint64_t now_ns(void)
 {
@@ -214,8 +258,50 @@ static void verdict(int type, uint32_t id, uint32_t what)
 	}
 }
 
+/* splitmix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014). */
+static uint64_t splitmix64(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* The loss stage's verdict for the next packet it sees: 1 = lose it. */
+static int loss_drops(void)
+{
+	if (!loss_on || (!opt.loss_every && opt.loss_rate <= 0))
+		return 0;
+	st.loss_seen++;
+	int lost;
+	if (opt.loss_every) {                 /* xt_statistic nth, --packet 0: the N-th, 2N-th, ... packet */
+		lost = ++loss_phase == opt.loss_every;
+		if (lost)
+			loss_phase = 0;
+	} else {                              /* u in [0, 1) from the top 53 bits */
+		lost = (double)(splitmix64() >> 11) * 0x1.0p-53 < opt.loss_rate;
+	}
+	st.loss_dropped += lost;
+	return lost;
+}
+
+/* Histogram bucket of a lateness: x = late >> 8 (256 ns units); x < 4: bucket x; else octave
+ * o = floor(log2 x) and the next two bits: 4 buckets per octave (each 1/8-1/4 of its value wide). */
+static unsigned late_bucket(int64_t late)
+{
+	if (late < 0)
+		return 0;
+	uint64_t x = (uint64_t)late >> 8;
+	if (x < 4)
+		return (unsigned)x;
+	unsigned o = 63 - __builtin_clzll(x);
+	unsigned b = 4 * (o - 1) + (unsigned)((x >> (o - 2)) & 3);
+	return b < LATE_BUCKETS ? b : LATE_BUCKETS - 1;
+}
+
 static void note_late(int64_t late)
 {
+	st.period_late_hist[late_bucket(late)]++;
 	st.late_sum_ns += late;
 	if (late > st.late_max_ns) st.late_max_ns = late;
 	if (late < st.late_min_ns) st.late_min_ns = late;
@@ -316,6 +402,10 @@ static void on_packet(const struct nlmsghdr *nlh, uint64_t arrived)
 	len = caplen ? caplen : len;
 	st.packets++;
 	st.bytes += len;
+	if (loss_drops()) {                 /* lost before the bottleneck: never occupies the buffer */
+		verdict(NFQNL_MSG_VERDICT, id, NF_DROP);
+		return;
+	}
 	uint64_t due = bottleneck_due(len, (skbinfo & NFQA_SKB_GSO) != 0, arrived);
 	if (due == DROPPED) {
 		verdict(NFQNL_MSG_VERDICT, id, NF_DROP);
@@ -419,7 +509,9 @@ static void print_stats(const char *label)
 	       ", \"bottleneck_drops\": %" PRIu64 ", \"bottleneck_drop_bytes\": %" PRIu64
 	       ", \"bottleneck_overlimits\": %" PRIu64 ", \"kernel_stamped\": %" PRIu64
 	       ", \"wire_bytes\": %" PRIu64 ", \"backlog_ns\": %" PRIu64
-	       ", \"cpu_user_s\": %.6f, \"cpu_sys_s\": %.6f, \"mono_ns\": %" PRIu64 "}\n",
+	       ", \"loss_on\": %d, \"loss_seed\": %" PRIu64 ", \"loss_seen\": %" PRIu64
+	       ", \"loss_dropped\": %" PRIu64
+	       ", \"cpu_user_s\": %.6f, \"cpu_sys_s\": %.6f, \"mono_ns\": %" PRIu64 ", \"period_late_hist\": [",
 	       label, opt.queue, opt.delay_ns, st.packets, st.bytes, st.released, count, st.max_held, qtotal,
 	       qdrop, qudrop, st.enobufs, st.nl_errors, st.ring_full, st.late_sum_ns,
 	       st.released ? st.late_max_ns : 0, st.released ? st.late_min_ns : 0,
@@ -427,9 +519,19 @@ static void print_stats(const char *label)
 	       st.period_late_min_ns == INT64_MAX ? 0 : st.period_late_min_ns,
 	       st.wake_late_ewma_ns, st.wakeups, opt.rate_bps, opt.buffer_bytes,
 	       st.bottleneck_drops, st.bottleneck_bytes, st.overlimits, st.kernel_stamped, st.wire_bytes,
-	       wire_free_ns > now ? wire_free_ns - now : 0,
+	       wire_free_ns > now ? wire_free_ns - now : 0, loss_on, loss_seed, st.loss_seen, st.loss_dropped,
 	       ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, now);
+	for (int i = 0; i < LATE_BUCKETS; i++)
+		printf(i ? ", %" PRIu64 : "%" PRIu64, st.period_late_hist[i]);
+	printf("], \"period_stalls\": %" PRIu64 ", \"period_stall_log\": [", st.stalls);
+	uint64_t first = st.stalls > STALL_LOG ? st.stalls - STALL_LOG : 0;
+	for (uint64_t i = first; i < st.stalls; i++) {
+		struct stall *e = &stall_log[i % STALL_LOG];
+		printf("%s[\"%c\", %" PRIu64 ", %" PRIu64 ", %u, %" PRIu64 ", %" PRIu64 ", %" PRIu64 "]",
+		       i > first ? ", " : "", e->kind, e->at_ns, e->dur_ns, e->held, e->nivcsw, e->nvcsw, e->cpu_us);
+	}
+	printf("]}\n");
 	fflush(stdout);
 }
 
@@ -457,6 +559,16 @@ static int on_command(void)
 			print_stats("period");
 			st.period_late_max_ns = INT64_MIN;
 			st.period_late_min_ns = INT64_MAX;
+			memset(st.period_late_hist, 0, sizeof(st.period_late_hist));
+			st.stalls = 0;
+		} else if (!strcmp(line, "loss on") || !strcmp(line, "loss off")) {
+			loss_on = line[6] == 'n';
+			printf("ok loss=%s\n", loss_on ? "on" : "off");
+			fflush(stdout);
+		} else if (sscanf(line, "seed %llu", &v) == 1) {
+			rng_state = loss_seed = v;     /* the uniform stage's sequence starts again from v */
+			printf("ok seed=%llu\n", v);
+			fflush(stdout);
 		} else if (!strcmp(line, "quit")) {
 			stop = 1;
 		} else {
@@ -474,7 +586,7 @@ static int on_command(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] "
-			"[--granularity-ns G] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] "
+			"[--granularity-ns G] [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] "
 			"[--control-stdin]\n");
 	exit(2);
 }
@@ -487,7 +599,8 @@ static void parse_args(int argc, char **argv)
 		{ "rcvbuf", required_argument, 0, 'r' }, { "rt-priority", required_argument, 0, 'p' },
 		{ "control-stdin", no_argument, 0, 'i' }, { "rate-bps", required_argument, 0, 'R' },
 		{ "buffer-bytes", required_argument, 0, 'B' }, { "mss", required_argument, 0, 'M' },
-		{ "granularity-ns", required_argument, 0, 'g' }, { 0 } };
+		{ "granularity-ns", required_argument, 0, 'g' }, { "loss-every", required_argument, 0, 'L' },
+		{ "loss-rate", required_argument, 0, 'P' }, { 0 } };
 	int c, have_queue = 0, have_delay = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -502,11 +615,14 @@ static void parse_args(int argc, char **argv)
 		case 'B': opt.buffer_bytes = strtoull(optarg, NULL, 10); break;
 		case 'M': opt.mss = strtoul(optarg, NULL, 10); break;
 		case 'g': opt.granularity_ns = strtoull(optarg, NULL, 10); break;
+		case 'L': opt.loss_every = strtoull(optarg, NULL, 10); break;
+		case 'P': opt.loss_rate = strtod(optarg, NULL); break;
 		default: usage();
 		}
 	}
 	if (!have_queue || !have_delay || opt.queue > 65535 || !opt.maxlen || !opt.copy_range || !opt.mss
-	    || opt.rate_bps < 0 || (opt.rate_bps > 0 && !opt.buffer_bytes))
+	    || opt.rate_bps < 0 || (opt.rate_bps > 0 && !opt.buffer_bytes)
+	    || !(opt.loss_rate >= 0 && opt.loss_rate < 1) || (opt.loss_every && opt.loss_rate > 0))
 		usage();
 }
 
@@ -595,6 +711,8 @@ int main(int argc, char **argv)
 			die("ppoll");
 		uint64_t now = now_ns();
 		st.wakeups++;
+		if (r == 0 && target && now > target + STALL_NS)
+			log_stall('s', now, now - target);
 		if (r == 0 && target) {         /* a timer wake-up: learn how late it was */
 			int64_t late = (int64_t)(now - target) + st.wake_late_ewma_ns;
 			if (late > LATE_COMP_MAX_NS) late = LATE_COMP_MAX_NS;
@@ -606,8 +724,12 @@ int main(int argc, char **argv)
 		if (r > 0 && opt.control_stdin && (pfd[1].revents & (POLLIN | POLLHUP)))
 			if (!on_command())
 				stop = 1;      /* controller went away */
+		uint64_t woke = now;
 		now = now_ns();
 		release_due(now, now + g / 2, 0);
+		uint64_t done = now_ns();
+		if (done > woke + STALL_NS)
+			log_stall('w', done, done - woke);
 		if (want_stats) {
 			want_stats = 0;
 			print_stats("stats");

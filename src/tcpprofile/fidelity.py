@@ -13,13 +13,18 @@ Measured for every run (remote runs: the host and the base RTT only):
   engines  per direction: release lateness (mean, max) during the run, packets the engine path lost
            (kernel queue full, undeliverable, ENOBUFS), CPU share; the bottleneck's drops and
            overlimits (packets that found the modelled wire busy and queued); packets held at the end.
-  loss     packets the loss stage saw and dropped during the run, checked against its rule.
+  loss     packets the loss stage (the forward engine's) saw and dropped during the run, checked
+           against its rule; uniform loss is reseeded per run from the run id (loss_seed).
+  limit    what set the run's rate (limited_by): the sender's tcp_info chrono counters (busy,
+           rwnd_limited, sndbuf_limited) and app_limited marks of the data connections, sampled
+           during the run, and the busy share of the application CPUs (both ends run there).
 Flags and their thresholds (docs/testbed.md gives the measurements behind them): see THRESHOLDS.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import os
 import re
@@ -44,8 +49,11 @@ class Thresholds:
     late_mean_ms: float = 0.02       # engine_late: both directions' mean lateness together above
     late_mean_rel: float = 0.01      #   max(late_mean_ms, late_mean_rel·τ) (added to every RTT; 0.02 ms =
                                      #   G/2, delayd's release spread at its 40 µs granularity) …
-    late_max_ms: float = 20.0        # … or a release later than max(late_max_ms, late_max_rel·τ)
-    late_max_rel: float = 0.5
+    stall_ms: float = 0.5            # engine_stall: a release later than max(stall_ms, min(stall_rel·τ,
+    stall_rel: float = 0.01          #   stall_cap_ms)): the RTT tolerance, capped at HyStart's ACK-train
+    stall_cap_ms: float = 2.0        #   gap (hystart_ack_delta_us, tcp_cubic.c); docs/testbed.md
+    limit_share: float = 0.05        # limited_by: rwnd/sndbuf-limited for more than this share of busy time
+    app_limited_share: float = 0.5   #   … or app_limited in more than this share of connection samples
     foreign_cores: float = 0.2       # host_contended: other processes used more CPU than this
                                      # (PSI pressure is stored, not judged: our own iperf3, engines and
                                      # softirq keep it at 0.15-0.6 on a quiet 2-core host)
@@ -60,7 +68,8 @@ THRESHOLDS = Thresholds()
 # link_rtt_unmeasured). A campaign with `rerun_flagged = true` runs ok runs carrying one again on resume.
 # Not: the iperf3 output notes (throughput_sender_side, intervals_*, streams_matched_by_order) and
 # cc_mismatch, which say what the run reported or loaded, and come out the same again.
-RERUN_FLAGS = ("host_contended", "rtt_base_off", "engine_late", "engine_dropped", "loss_off")
+RERUN_FLAGS = ("host_contended", "rtt_base_off", "engine_late", "engine_stall", "engine_dropped", "loss_off",
+               "host_limited")
 
 
 def rerun_flags(flags: str | None) -> list[str]:
@@ -75,11 +84,11 @@ class RunFidelity:
     flags: list[str] = field(default_factory=list)
 
 
-Monitor = Callable[[int], ContextManager[RunFidelity]]
+Monitor = Callable[..., ContextManager[RunFidelity]]   # monitor(port, run=None): run is the run's row so far
 
 
 @contextlib.contextmanager
-def unmonitored(port: int) -> Iterator[RunFidelity]:
+def unmonitored(port: int, run: dict | None = None) -> Iterator[RunFidelity]:
     """A monitor that measures nothing (tests' fake environments)."""
     yield RunFidelity()
 
@@ -90,6 +99,18 @@ def _cpu_times() -> tuple[int, int]:
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     total = sum(fields[:8])                       # user nice system idle iowait irq softirq steal
     return total - fields[3] - fields[4], total
+
+
+def _cpu_times_of(cpus) -> tuple[int, int]:
+    """(busy, total) jiffies of the given CPUs from /proc/stat's cpuN lines."""
+    busy = total = 0
+    for line in Path("/proc/stat").read_text().splitlines():
+        name = line.split(maxsplit=1)[0]
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            fields = [int(x) for x in line.split()[1:9]]
+            total += sum(fields)
+            busy += sum(fields) - fields[3] - fields[4]
+    return busy, total
 
 
 def _procs_running() -> int:
@@ -156,13 +177,15 @@ class HostLoad:
     runqueue_max: int
     foreign_cores: float       # CPU used by foreign processes [cores]
     wall_s: float
+    cpus_busy_share: float | None = None   # busy share of the CPUs asked for (the link's application CPUs)
 
 
 class HostSampler:
     """Context manager sampling the host's CPU while a run measures; .result() after the block."""
 
-    def __init__(self, interval_s: float = SAMPLE_S):
+    def __init__(self, interval_s: float = SAMPLE_S, cpus: set[int] | None = None):
         self.interval_s = interval_s
+        self.cpus = cpus
         self._stop = threading.Event()
         self._runqueue_max = 0
         self._result: HostLoad | None = None
@@ -170,6 +193,7 @@ class HostSampler:
     def __enter__(self) -> "HostSampler":
         self._t0 = time.monotonic()
         self._cpu0 = _cpu_times()
+        self._cpus0 = _cpu_times_of(self.cpus) if self.cpus else None
         self._psi0 = _pressure_some_us()
         self._procs0 = _processes()
         self._thread = threading.Thread(target=self._sample, daemon=True, name="tcpprofile-host-sampler")
@@ -191,7 +215,11 @@ class HostSampler:
         psi1 = _pressure_some_us()
         pressure = (psi1 - self._psi0) / 1e6 / wall if psi1 is not None and self._psi0 is not None else None
         foreign = foreign_cores(self._procs0, _processes(), os.getpid(), os.sysconf("SC_CLK_TCK"), wall)
-        self._result = HostLoad(busy, pressure, self._runqueue_max, foreign, wall)
+        cpus_busy = None
+        if self._cpus0 is not None:
+            b1, t1 = _cpu_times_of(self.cpus)
+            cpus_busy = (b1 - self._cpus0[0]) / max(t1 - self._cpus0[1], 1)
+        self._result = HostLoad(busy, pressure, self._runqueue_max, foreign, wall, cpus_busy)
 
     def result(self) -> HostLoad:
         if self._result is None:
@@ -208,21 +236,107 @@ DATA_CONNECTION_BYTES = 1 << 20     # iperf3's control connection moves a few kB
 def min_rtt_ms(host, role: str, port: int, min_bytes: int = DATA_CONNECTION_BYTES) -> float | None:
     """Smallest RTT sample [ms] (tcp_info min_rtt) over the data connections to port, now; None if none."""
     out = host.run(role, ["ss", "-tinH", "state", "established", f"dport = :{port}"], check=False, timeout=10).stdout
-    best = None
-    for conn in out.split("\n\t"):   # ss -i prints each socket's info on an indented continuation line
-        m, acked = _MINRTT.search(conn), _ACKED.search(conn)
-        if m and acked and int(acked.group(1)) >= min_bytes:
-            best = float(m.group(1)) if best is None else min(best, float(m.group(1)))
-    return best
+    rtts = [c.min_rtt_ms for c in parse_ss(out, min_bytes) if c.min_rtt_ms is not None]
+    return min(rtts) if rtts else None
+
+
+_CONN = re.compile(r"(\S+:\d+)\s+(\S+:\d+)")
+_CHRONO = {k: re.compile(rf"\b{k}:([0-9]+)ms") for k in ("busy", "rwnd_limited", "sndbuf_limited")}
+
+
+@dataclass(frozen=True)
+class ConnSample:
+    """One `ss -ti` sample of one data connection: tcp_info's min_rtt [ms], its chrono counters
+    (tcpi_busy_time, tcpi_rwnd_limited, tcpi_sndbuf_limited [ms], cumulative over the connection's
+    life) and whether the latest delivery-rate sample was app-limited (tcpi_delivery_rate_app_limited)."""
+    local: str
+    min_rtt_ms: float | None
+    busy_ms: int
+    rwnd_limited_ms: int
+    sndbuf_limited_ms: int
+    app_limited: bool
+
+
+def parse_ss(out: str, min_bytes: int = DATA_CONNECTION_BYTES) -> list[ConnSample]:
+    """The data connections (bytes_acked >= min_bytes) in `ss -tinH` output: each connection is one
+    unindented line (local and peer address) followed by its indented tcp_info line(s)."""
+    conns: list[tuple[str, str]] = []
+    for line in out.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            m = _CONN.search(line)
+            conns.append((m.group(1) if m else "?", ""))
+        elif conns:
+            conns[-1] = (conns[-1][0], conns[-1][1] + " " + line)
+    samples = []
+    for local, info in conns:
+        acked = _ACKED.search(info)
+        if not acked or int(acked.group(1)) < min_bytes:
+            continue
+        rtt = _MINRTT.search(info)
+        chrono = {k: int(m.group(1)) if (m := r.search(info)) else 0 for k, r in _CHRONO.items()}
+        samples.append(ConnSample(local, float(rtt.group(1)) if rtt else None, chrono["busy"],
+                                  chrono["rwnd_limited"], chrono["sndbuf_limited"],
+                                  re.search(r"\bapp_limited\b", info) is not None))
+    return samples
+
+
+@dataclass(frozen=True)
+class SenderLimits:
+    """The sender's tcp_info over a run: chrono counters summed over the data connections (each
+    connection's last sample), and the share of all connection samples marked app_limited."""
+    busy_ms: float
+    rwnd_limited_ms: float
+    sndbuf_limited_ms: float
+    app_limited_share: float | None
+
+
+def sender_limits(samples: list[ConnSample]) -> SenderLimits | None:
+    if not samples:
+        return None
+    last: dict[str, ConnSample] = {}
+    for c in samples:                 # chrono counters are cumulative: a connection's last sample counts
+        last[c.local] = c
+    return SenderLimits(sum(c.busy_ms for c in last.values()), sum(c.rwnd_limited_ms for c in last.values()),
+                        sum(c.sndbuf_limited_ms for c in last.values()),
+                        sum(c.app_limited for c in samples) / len(samples))
+
+
+def limited_by(limits: SenderLimits | None, t: "Thresholds") -> str | None:
+    """What set the run's rate, from the sender's tcp_info: the receive window (rwnd_limited, the
+    receiver's buffer or its application not reading), the send buffer (sndbuf_limited), the
+    application (app_limited: the sender did not fill the window: iperf3 or its CPU), else the
+    network (cwnd-limited: the path). Chrono shares are of busy time (tcp_chrono_start in
+    net/ipv4/tcp_output.c: busy counts while data is unacked)."""
+    if limits is None or limits.busy_ms <= 0:
+        return None
+    if limits.rwnd_limited_ms > t.limit_share * limits.busy_ms:
+        return "receive_window"
+    if limits.sndbuf_limited_ms > t.limit_share * limits.busy_ms:
+        return "send_buffer"
+    if limits.app_limited_share is not None and limits.app_limited_share > t.app_limited_share:
+        return "application"
+    return "network"
+
+
+def host_limited(limit: str | None, socket_buffer_bytes: int | None) -> bool:
+    """The measuring host, not the path, set the rate: the application, or a socket buffer that
+    autotuning chose (a run that sets the buffer, -w B, is limited by the configuration it asked for)."""
+    if limit == "application":
+        return True
+    return limit in ("receive_window", "send_buffer") and socket_buffer_bytes is None
 
 
 class RttWatcher:
-    """Samples min_rtt on the run's connections every RTT_SAMPLE_S (the connections close when the
-    run ends, so the last sample before that is what we keep; min_rtt is itself a running minimum)."""
+    """Samples the run's data connections (`ss -ti`) every RTT_SAMPLE_S: min_rtt (.value, the
+    smallest seen; min_rtt is itself a running minimum) and every sample (.samples, for the chrono
+    counters: the connections close when the run ends, so the last sample before that is kept)."""
 
     def __init__(self, host, role: str, port: int):
         self.host, self.role, self.port = host, role, port
         self.value: float | None = None
+        self.samples: list[ConnSample] = []
         self._stop = threading.Event()
 
     def __enter__(self) -> "RttWatcher":
@@ -233,11 +347,15 @@ class RttWatcher:
     def _loop(self) -> None:
         while not self._stop.wait(RTT_SAMPLE_S):
             try:
-                m = min_rtt_ms(self.host, self.role, self.port)
+                out = self.host.run(self.role, ["ss", "-tinH", "state", "established", f"dport = :{self.port}"],
+                                    check=False, timeout=10).stdout
             except Exception:       # a link going down mid-sample: the run's own failure says why
                 return
-            if m is not None:
-                self.value = m if self.value is None else min(self.value, m)
+            conns = parse_ss(out)
+            self.samples += conns
+            rtts = [c.min_rtt_ms for c in conns if c.min_rtt_ms is not None]
+            if rtts:
+                self.value = min(rtts) if self.value is None else min(self.value, *rtts)
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
@@ -273,13 +391,25 @@ def loss_off(mode: str, rate: float, every: int, seen: int, dropped: int, t: Thr
 
 
 def engine_late(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> bool:
-    """The engines added more than the tolerated delay on average, or held a packet far too long."""
+    """The engines added more than the tolerated delay on average."""
     means = [cols.get(f"engine_{d}_late_mean_us") for d in ("fwd", "rev")]
-    worst = [cols.get(f"engine_{d}_late_max_us") for d in ("fwd", "rev")]
     added_ms = sum(m for m in means if m is not None) / 1e3
+    return added_ms > max(t.late_mean_ms, t.late_mean_rel * target_ms)
+
+
+def stall_threshold_ms(target_ms: float, t: Thresholds = THRESHOLDS) -> float:
+    """max(0.5 ms, min(1 % τ, 2 ms)): a held release shifts every RTT sample behind it; beyond 1 % τ
+    they leave the RTT tolerance, and beyond 2 ms the ACK stream has a gap that HyStart's ACK-train
+    test reads (hystart_ack_delta_us = 2000 in net/ipv4/tcp_cubic.c: a gap ends the train), the
+    smallest hold at which the kernel's TCP changes what it does (docs/testbed.md, "the worst case")."""
+    return max(t.stall_ms, min(t.stall_rel * target_ms, t.stall_cap_ms))
+
+
+def engine_stall(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> bool:
+    """Some release, in either direction, was later than stall_threshold_ms."""
+    worst = [cols.get(f"engine_{d}_late_max_us") for d in ("fwd", "rev")]
     worst_ms = max((w for w in worst if w is not None), default=0.0) / 1e3
-    return (added_ms > max(t.late_mean_ms, t.late_mean_rel * target_ms)
-            or worst_ms > max(t.late_max_ms, t.late_max_rel * target_ms))
+    return worst_ms > stall_threshold_ms(target_ms, t)
 
 
 def host_flags(load: HostLoad, t: Thresholds = THRESHOLDS) -> list[str]:
@@ -296,7 +426,7 @@ def host_columns(load: HostLoad) -> dict:
 def remote_monitor(host, role: str = "sender") -> Monitor:
     """Host load and base RTT for runs against a remote server (no target RTT: nothing to compare)."""
     @contextlib.contextmanager
-    def monitor(port: int) -> Iterator[RunFidelity]:
+    def monitor(port: int, run: dict | None = None) -> Iterator[RunFidelity]:
         fid = RunFidelity()
         with HostSampler() as sampler, RttWatcher(host, role, port) as rtt:
             yield fid
@@ -311,38 +441,67 @@ def remote_monitor(host, role: str = "sender") -> Monitor:
 def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
     """Everything above for a run on an EmulatedLink."""
     @contextlib.contextmanager
-    def monitor(port: int) -> Iterator[RunFidelity]:
+    def monitor(port: int, run: dict | None = None) -> Iterator[RunFidelity]:
         fid = RunFidelity()
         cfg = link.config
+        run = run or {}
+        seed = None
+        if cfg.loss_mode == "uniform" and run.get("run_id"):
+            seed = loss_seed(run["run_id"])
+            link.seed_loss(seed)
         before = link.engine_stats(period=True, answering=True)
-        loss0 = link.loss_counters()
-        with HostSampler() as sampler, RttWatcher(link, "sender", port) as rtt:
+        with HostSampler(cpus=getattr(link, "app_cpus", None)) as sampler, RttWatcher(link, "sender", port) as rtt:
             yield fid
         after = link.engine_stats(period=True, answering=True)
-        loss1 = link.loss_counters()
         load = sampler.result()
         fid.columns.update(engine_columns(before, after, load.wall_s))
-        seen, dropped = loss1[0] - loss0[0], loss1[1] - loss0[1]
+        fwd_b, fwd_a = before.get("forward"), after.get("forward")
+        seen = dropped = None
+        if cfg.loss_mode != "none" and fwd_b is not None and fwd_a is not None:
+            seen, dropped = fwd_a.loss_seen - fwd_b.loss_seen, fwd_a.loss_dropped - fwd_b.loss_dropped
+        limits = sender_limits(rtt.samples)
+        limit = limited_by(limits, t)
         fid.columns.update(host_columns(load), rtt_base_ms=rtt.value,
                            rtt_base_source="tcp_info min_rtt" if rtt.value is not None else None,
-                           loss_seen_packets=seen if cfg.loss_mode != "none" else None,
-                           loss_dropped_packets=dropped if cfg.loss_mode != "none" else None)
+                           loss_seen_packets=seen, loss_dropped_packets=dropped, loss_seed=seed,
+                           limited_by=limit, app_cpu_busy=load.cpus_busy_share,
+                           **limit_columns(limits))
         flags = host_flags(load, t)
         if rtt.value is not None and rtt_off(rtt.value, cfg.rtt_s * 1e3, t, frame_ms=cfg.frame_time_s * 1e3):
             flags.append("rtt_base_off")
         if engine_late(fid.columns, cfg.rtt_s * 1e3, t):
             flags.append("engine_late")
+        if engine_stall(fid.columns, cfg.rtt_s * 1e3, t):
+            flags.append("engine_stall")
         if fid.columns.get("engine_fwd_drops") or fid.columns.get("engine_rev_drops"):
             flags.append("engine_dropped")
-        if loss_off(cfg.loss_mode, cfg.loss_rate, cfg.loss_every if cfg.loss_mode == "periodic" else 0,
-                    seen, dropped, t):
+        if seen is not None and loss_off(cfg.loss_mode, cfg.loss_rate,
+                                         cfg.loss_every if cfg.loss_mode == "periodic" else 0, seen, dropped, t):
             flags.append("loss_off")
+        if host_limited(limit, run.get("socket_buffer_bytes")):
+            flags.append("host_limited")
         fid.flags += flags
         fid.columns["fidelity_json"] = dumps({
             "host": load.__dict__, "thresholds": t.__dict__, "target_rtt_ms": cfg.rtt_s * 1e3,
+            "sender_limits": limits.__dict__ if limits else None,
+            "stall_threshold_ms": stall_threshold_ms(cfg.rtt_s * 1e3, t),
             "engines": {k: {"before": v.to_dict(), "after": after[k].to_dict()} for k, v in before.items()
                         if k in after}})
     return monitor
+
+
+def loss_seed(run_id: str) -> int:
+    """The uniform loss stage's seed for a run: the first 63 bits of sha256(run id) (a BIGINT; the
+    same run id, e.g. a retried attempt, replays the same generator sequence)."""
+    return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big") >> 1
+
+
+def limit_columns(limits: SenderLimits | None) -> dict:
+    keys = ("tcp_busy_ms", "tcp_rwnd_limited_ms", "tcp_sndbuf_limited_ms", "tcp_app_limited_share")
+    if limits is None:
+        return dict.fromkeys(keys)
+    return dict(zip(keys, (limits.busy_ms, limits.rwnd_limited_ms, limits.sndbuf_limited_ms,
+                           limits.app_limited_share)))
 
 
 def engine_columns(before: dict, after: dict, wall_s: float) -> dict:
@@ -351,11 +510,15 @@ def engine_columns(before: dict, after: dict, wall_s: float) -> dict:
     for name, d in (("forward", "fwd"), ("reverse", "rev")):
         b, a = before.get(name), after.get(name)
         if b is None or a is None:
-            cols.update({f"engine_{d}_{k}": None for k in ("late_mean_us", "late_max_us", "drops", "cpu_share")})
+            cols.update({f"engine_{d}_{k}": None for k in ("late_mean_us", "late_max_us", "late_p99_us",
+                                                            "late_p999_us", "drops", "cpu_share")})
             continue
         released = a.released - b.released
         cols[f"engine_{d}_late_mean_us"] = (a.late_sum_ns - b.late_sum_ns) / released / 1e3 if released else None
         cols[f"engine_{d}_late_max_us"] = a.period_late_max_ns / 1e3 if released else None
+        for q, k in ((0.99, "p99"), (0.999, "p999")):    # a's histogram covers the period since `before`
+            v = a.period_late_quantile_ns(q) if released else None
+            cols[f"engine_{d}_late_{k}_us"] = v / 1e3 if v is not None else None
         cols[f"engine_{d}_drops"] = (a.lost + a.enobufs) - (b.lost + b.enobufs)
         cols[f"engine_{d}_cpu_share"] = (a.cpu_s - b.cpu_s) / wall_s
     fwd_b, fwd_a = before.get("forward"), after.get("forward")

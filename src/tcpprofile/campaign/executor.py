@@ -183,7 +183,7 @@ def run_one(settings: Settings, session: LinkSession, seq: int, p: RunPoint,
                                  duration_s=p.duration_s, reverse=p.reverse)
         base.update(link_id=session.link_id, sysctls_json=dumps(env.sysctls))
         yield RunStarted(seq, p, attempt, {**base, "status": "running", "attempts": attempt})
-        with cwnd_trace(env.port, settings.trace_cwnd) as capture, env.monitor(env.port) as fid:
+        with cwnd_trace(env.port, settings.trace_cwnd) as capture, env.monitor(env.port, run=base) as fid:
             outcome = iperf.run(env.host, env.addr, env.port, argv, timeout_s=timeout_seconds(p),
                                 start_server=env.start_server, watch=env.check)
         row = {**base, "attempts": attempt, "raw_json": outcome.raw_json, **fid.columns}

@@ -35,7 +35,9 @@ class EngineStats:
     packets, its extremes overall and since the last period; the mean lateness of a timer wake-up
     (which the engine subtracts from its timers); the modelled bottleneck (forward engine: rate_bps >
     0) with its drop-tail drops, wire bytes and backlog now; CPU time (which includes receiver stack
-    work done inside its verdict calls) and the engine's CLOCK_MONOTONIC time of the snapshot."""
+    work done inside its verdict calls) and the engine's CLOCK_MONOTONIC time of the snapshot; the loss
+    stage (forward engine) switched on or not, its seed, packets it saw and dropped (cumulative); the
+    period's lateness histogram (delayd's log-spaced buckets: late_bucket_upper_ns) and stall log."""
 
     queue: int
     delay_ns: int
@@ -68,6 +70,15 @@ class EngineStats:
     cpu_user_s: float
     cpu_sys_s: float
     mono_ns: int
+    loss_on: int
+    loss_seed: int
+    loss_seen: int
+    loss_dropped: int
+    period_late_hist: tuple[int, ...]
+    period_stalls: int
+    period_stall_log: tuple[tuple, ...]   # the period's last 32 stalls: (kind 's' sleep overran | 'w' work
+                                          # took long, CLOCK_MONOTONIC ns, duration ns, held, nivcsw, nvcsw,
+                                          # CPU µs) (delayd.c, "Stall log")
 
     @property
     def lost(self) -> int:
@@ -83,15 +94,44 @@ class EngineStats:
     def cpu_s(self) -> float:
         return self.cpu_user_s + self.cpu_sys_s
 
+    def period_late_quantile_ns(self, q: float) -> int | None:
+        """Upper edge [ns] of the histogram bucket holding the q-quantile of this period's release
+        lateness (a bound: the true quantile is at most 1/4 of itself lower); None without releases."""
+        return late_quantile_ns(self.period_late_hist, q)
+
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def late_bucket_upper_ns(b: int) -> int:
+    """Upper edge [ns] of delayd's lateness bucket b (late_bucket in delayd.c: x = late >> 8; buckets
+    0-3 hold x = 0-3, then octave o = floor(log2 x) in 4 buckets by x's two bits below the top one).
+    Bucket 0 also holds every early release."""
+    if b < 4:
+        return (b + 1) << 8
+    o, sub = b // 4 + 1, b % 4
+    return ((4 + sub + 1) << (o - 2)) << 8
+
+
+def late_quantile_ns(hist, q: float) -> int | None:
+    """Upper edge of the bucket where the cumulative count first reaches q of the total."""
+    total = sum(hist)
+    if not total:
+        return None
+    need, acc = q * total, 0
+    for b, n in enumerate(hist):
+        acc += n
+        if acc >= need:
+            return late_bucket_upper_ns(b)
+    return late_bucket_upper_ns(len(hist) - 1)
 
 
 class DelayEngine:
     """A running delayd bound to NFQUEUE `queue` inside namespace `ns`."""
 
     def __init__(self, ns: str, *, queue: int, delay_ns: int, maxlen: int, rcvbuf: int, log_path,
-                 rt_priority: int = 0, rate_bps: float = 0.0, buffer_bytes: int = 0, mss: int = 1448):
+                 rt_priority: int = 0, rate_bps: float = 0.0, buffer_bytes: int = 0, mss: int = 1448,
+                 loss_every: int = 0, loss_rate: float = 0.0):
         self.ns, self.queue = ns, queue
         self._lock = threading.Lock()
         self._buf = b""
@@ -102,6 +142,10 @@ class DelayEngine:
             argv += ["--rate-bps", repr(float(rate_bps)), "--buffer-bytes", str(int(buffer_bytes))]
         if rt_priority:
             argv += ["--rt-priority", str(rt_priority)]
+        if loss_every:                      # the loss stage, off until set_loss(True)
+            argv += ["--loss-every", str(int(loss_every))]
+        elif loss_rate:
+            argv += ["--loss-rate", repr(float(loss_rate))]
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(in_ns(ns, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=log, start_new_session=True)
@@ -146,6 +190,16 @@ class DelayEngine:
         """Delay applied to packets arriving from now on."""
         self._command(f"delay {int(delay_ns)}", "ok delay_ns=")
 
+    def set_loss(self, on: bool) -> None:
+        """Switch the loss stage (--loss-every / --loss-rate) on or off for packets from now on."""
+        self._command(f"loss {'on' if on else 'off'}", "ok loss=")
+
+    def seed(self, seed: int) -> None:
+        """Restart the uniform loss stage's generator from seed (0 <= seed < 2**64)."""
+        if not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+            raise ValueError(f"seed must be an integer in [0, 2**64), got {seed!r}")
+        self._command(f"seed {seed}", "ok seed=")
+
     def stats(self, *, period: bool = False) -> EngineStats:
         """The counters now; period=True also resets the period lateness extremes afterwards."""
         if period:
@@ -178,4 +232,7 @@ class DelayEngine:
 
 
 def _parse_stats(line: str) -> EngineStats:
-    return EngineStats(**json.loads(line.split(" ", 1)[1]))
+    fields = json.loads(line.split(" ", 1)[1])
+    fields["period_late_hist"] = tuple(fields["period_late_hist"])
+    fields["period_stall_log"] = tuple(tuple(e) for e in fields["period_stall_log"])
+    return EngineStats(**fields)

@@ -4,10 +4,10 @@
     receiver tcpp-<tag>-rcv   10.77.1.2/24  dev tcpp<tag>cr ─┘
 
 Addresses exist only inside the namespaces (every link uses the same ones; traffic never leaves).
-Forward path (data): the receiver's raw PREROUTING first applies the external loss (iptables
-`statistic`, per wire packet, inserted after calibration), then hands packets to NFQUEUE 0, held by the
-forward delayd, which models the bottleneck itself (line rate C, drop-tail buffer beta: see delayd.c)
-and releases each packet tau/2 after its last bit left the modelled wire. Reverse path (ACKs): the
+Forward path (data): the receiver's raw PREROUTING hands packets to NFQUEUE 0, held by the forward
+delayd, which first applies the external loss (its loss stage: periodic 1-in-N or seeded uniform, per
+wire packet, switched on after calibration), then models the bottleneck itself (line rate C, drop-tail
+buffer beta: see delayd.c) and releases each packet tau/2 after its last bit left the modelled wire. Reverse path (ACKs): the
 sender's raw PREROUTING hands them to its own delayd for tau/2. Holding packets in the receiving
 namespace keeps them off the sending socket's account (TCP small queues, see delayd.c). There is no
 router namespace, second veth hop or qdisc: per packet (offloads off, MTU 9000, 45.6 ms) the three-
@@ -200,10 +200,13 @@ class EmulatedLink:
         rcvbuf = min(1 << 30, max(64 << 20, cfg.queue_maxlen * 1024))
         log_dir = state.run_dir() / "links"
         for name, ns, bottleneck in (("forward", rcv, True), ("reverse", snd, False)):
+            loss = {"loss_every": cfg.loss_every if cfg.loss_mode == "periodic" else 0,
+                    "loss_rate": cfg.loss_rate if cfg.loss_mode == "uniform" else 0.0} if bottleneck else {}
             self._engines[name] = DelayEngine(
                 ns, queue=QUEUE, delay_ns=int(cfg.rtt_s / 2 * 1e9), maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf,
                 rt_priority=0 if bottleneck else ENGINE_RT_PRIORITY, log_path=log_dir / f"{self.tag}-{name}.log",
-                rate_bps=cfg.rate_bps if bottleneck else 0.0, buffer_bytes=cfg.buffer_bytes, mss=cfg.mss_bytes)
+                rate_bps=cfg.rate_bps if bottleneck else 0.0, buffer_bytes=cfg.buffer_bytes, mss=cfg.mss_bytes,
+                **loss)
             self._record["pids"].append([self._engines[name].pid, netns.process_start_time(self._engines[name].pid)])
             os.sched_setaffinity(self._engines[name].pid, self.engine_cpus)
         state.write_owner(self.tag, self._record)
@@ -212,17 +215,23 @@ class EmulatedLink:
         return ["-m", "comment", "--comment", f"{PREFIX}-{self.tag}-{what}"]
 
     def _enable_loss(self) -> None:
-        """The external loss stage, ahead of the bottleneck in the receiver's raw PREROUTING."""
-        cfg = self.config
-        if cfg.loss_mode == "none":
+        """Switch on the external loss stage: the forward engine's, ahead of its bottleneck."""
+        if self.config.loss_mode == "none":
             return
-        if cfg.loss_mode == "periodic":
-            match = ["-m", "statistic", "--mode", "nth", "--every", str(cfg.loss_every), "--packet", "0"]
-        else:
-            match = ["-m", "statistic", "--mode", "random", "--probability", repr(cfg.loss_rate)]
-        netns.iptables(self.ns_receiver, ["-t", "raw", "-I", "PREROUTING", "1", "-i", self.receiver_dev,
-                                          *self._comment("loss"), *match, "-j", "DROP"])
+        self._engines["forward"].set_loss(True)
         self.loss_active = True
+
+    def set_loss(self, on: bool) -> None:
+        """Switch the loss stage off (e.g. for a re-calibration) or on again; no-op without loss."""
+        if self.config.loss_mode == "none":
+            return
+        self._engines["forward"].set_loss(on)
+        self.loss_active = on
+
+    def seed_loss(self, seed: int) -> None:
+        """Restart the uniform loss stage's generator from seed (the same seed: the same drop pattern
+        for the same packet sequence). Periodic loss has no generator; its phase runs on."""
+        self._engines["forward"].seed(seed)
 
     # Processes --------------------------------------------------------------------------------------
     def _ns(self, role: str) -> str:
@@ -320,18 +329,9 @@ class EmulatedLink:
         return {name: engine.pid for name, engine in self._engines.items()}
 
     def loss_counters(self) -> tuple[int, int]:
-        """(packets the loss stage saw, packets it dropped) so far: the loss rule's matches and the
-        packets that went on to the delay rule, both in the receiver's raw PREROUTING."""
-        counts = {"loss": 0, "delay": 0}
-        for r in netns.iptables_rules(self.ns_receiver, "raw"):
-            for what in counts:
-                if r["chain"] == "PREROUTING" and f"{PREFIX}-{self.tag}-{what}" in r["rule"]:
-                    counts[what] += r["packets"]
-        return counts["loss"] + counts["delay"], counts["loss"]
-
-    def loss_rule_drops(self) -> int:
-        """Packets dropped by the external-loss stage so far (0 without loss)."""
-        return self.loss_counters()[1]
+        """(packets the loss stage saw while on, packets it dropped) so far, from the forward engine."""
+        fwd = self.engine_stats()["forward"]
+        return fwd.loss_seen, fwd.loss_dropped
 
     def wait_drained(self, timeout: float = 30.0) -> None:
         """Wait until both delay queues (the forward one includes the bottleneck) are empty."""
@@ -339,8 +339,13 @@ class EmulatedLink:
                    timeout=timeout + 2 * self.config.rtt_s, what=f"link {self.tag} to drain")
 
     def calibrate(self) -> Calibration:
-        """Re-measure rate and idle RTT; also stored as .calibration."""
-        self.calibration = calibrate(self)
+        """Re-measure rate and idle RTT, with the loss stage off meanwhile; also stored as .calibration."""
+        was_on = self.loss_active
+        self.set_loss(False)
+        try:
+            self.calibration = calibrate(self)
+        finally:
+            self.set_loss(was_on)
         return self.calibration
 
 
