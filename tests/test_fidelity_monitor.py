@@ -22,7 +22,7 @@ RELEASED = 100_000                                 # packets each engine release
 
 
 def snapshot(**kw) -> EngineStats:
-    return EngineStats(**{**{f.name: 0 for f in dataclasses.fields(EngineStats)}, **kw})
+    return EngineStats(**{**{f.name: 0 for f in dataclasses.fields(EngineStats)}, "period_late_hist": (), **kw})
 
 
 # Before the run: an engine that has run for a while, with a bad past (1 ms mean lateness, a 50 ms
@@ -32,10 +32,10 @@ BEFORE = {"forward": snapshot(released=10**6, late_sum_ns=10**6 * 10**6, late_ma
                               bottleneck_overlimits=5000),
           "reverse": snapshot(released=10**6, late_sum_ns=10**6 * 10**6, late_max_ns=50 * 10**6, queue_dropped=4,
                               enobufs=1, cpu_user_s=20.0, cpu_sys_s=10.0)}
-LOSS_BEFORE = (500_000, 4_990)                     # the loss rule's counters run on across runs
+LOSS_BEFORE = (500_000, 4_990)                     # the loss stage's counters run on across runs
 
 
-def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=19.9, rev_max_ms=1.0, fwd_drops=(0, 0, 0),
+def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=0.49, rev_max_ms=0.3, fwd_drops=(0, 0, 0),
           rev_drops=(0, 0, 0)) -> dict:
     """The closing snapshots: RELEASED more packets each, with the given mean and largest lateness of
     the run and (queue, user, ENOBUFS) drops added during it."""
@@ -53,7 +53,7 @@ def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=19.9, rev_max_ms=1.0, f
 
 class FakeLink:
     """What emulated_monitor reads of an EmulatedLink: its config, two engine snapshots (before and after
-    the run), two loss counter readings, and `ss` in the sender namespace (the base RTT)."""
+    the run, the forward one with its loss stage's counts), and `ss` in the sender namespace (the base RTT)."""
 
     def __init__(self, config: LinkConfig, closing: dict, loss_after: tuple[int, int], base_rtt_ms: float):
         self.config = config
@@ -65,10 +65,8 @@ class FakeLink:
 
     def engine_stats(self, *, period=False, answering=False):
         assert period and answering                  # a new lateness period per run; a dead engine is not raised
-        return self._stats.pop(0)
-
-    def loss_counters(self):
-        return self._loss.pop(0)
+        stats, (seen, dropped) = self._stats.pop(0), self._loss.pop(0)
+        return {**stats, "forward": dataclasses.replace(stats["forward"], loss_seen=seen, loss_dropped=dropped)}
 
     def run(self, role, argv, check=True, timeout=None):
         assert role == "sender" and argv[0] == "ss"
@@ -82,6 +80,9 @@ class FakeLink:
 
 class QuietHost:
     """HostSampler on a host where nothing else runs (the shared test machine may not be quiet)."""
+
+    def __init__(self, *, cpus=None):       # the application CPUs it would sample (fidelity.HostSampler)
+        self.cpus = cpus
 
     def __enter__(self):
         return self
@@ -131,7 +132,7 @@ def test_a_run_just_inside_every_threshold_is_not_flagged_and_its_columns_are_th
     c = fid.columns
     # lateness: (Σlate_after − Σlate_before)/(released_after − released_before), not the 1 ms since start
     assert c["engine_fwd_late_mean_us"] == pytest.approx(60.0) and c["engine_rev_late_mean_us"] == pytest.approx(39.9)
-    assert c["engine_fwd_late_max_us"] == pytest.approx(19_900.0) and c["engine_rev_late_max_us"] == pytest.approx(1000.0)
+    assert c["engine_fwd_late_max_us"] == pytest.approx(490.0) and c["engine_rev_late_max_us"] == pytest.approx(300.0)
     assert (c["engine_fwd_drops"], c["engine_rev_drops"]) == (0, 0)       # 12 and 5 lost before the run
     assert c["engine_fwd_cpu_share"] == pytest.approx(2.0 / 4.0) and c["engine_rev_cpu_share"] == pytest.approx(0.5 / 4.0)
     assert (c["bottleneck_drops"], c["bottleneck_overlimits"], c["inflight_end_packets"]) == (12, 340, 4)
@@ -143,9 +144,10 @@ def test_a_run_just_inside_every_threshold_is_not_flagged_and_its_columns_are_th
     # both directions' mean lateness together above max(0.02 ms, 1 % of τ) = 100 µs
     ("engine_late", {"closing": after(rev_late_us=40.2)}),
     ("engine_late", {"closing": after(fwd_late_us=60.3)}),
-    # a release later than max(20 ms, τ/2) during the run (the 50 ms before it do not count)
-    ("engine_late", {"closing": after(fwd_max_ms=20.1)}),
-    ("engine_late", {"closing": after(rev_max_ms=20.1)}),
+    # engine_stall at τ = 10 ms: a release later than max(0.5 ms, min(1 % τ, 2 ms)) = 0.5 ms during the run,
+    # either direction (the 50 ms release before it does not count)
+    ("engine_stall", {"closing": after(fwd_max_ms=0.51)}),
+    ("engine_stall", {"closing": after(rev_max_ms=0.51)}),
     # one packet lost by an engine during the run, in either direction, by any of the three paths
     ("engine_dropped", {"closing": after(fwd_drops=(1, 0, 0))}),
     ("engine_dropped", {"closing": after(fwd_drops=(0, 1, 0))}),
