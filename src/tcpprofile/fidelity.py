@@ -68,8 +68,9 @@ THRESHOLDS = Thresholds()
 # link_rtt_unmeasured). A campaign with `rerun_flagged = true` runs ok runs carrying one again on resume.
 # Not: the iperf3 output notes (throughput_sender_side, intervals_*, streams_matched_by_order) and
 # cc_mismatch, which say what the run reported or loaded, and come out the same again.
-RERUN_FLAGS = ("host_contended", "rtt_base_off", "engine_late", "engine_stall", "engine_dropped", "loss_off",
-               "host_limited")
+# engine_stall is not rerun: on a quiet host every 10 Gbit/s run of the models' validation design so far had a
+# release later than its threshold (issue 21: the stall's cause is open), so a rerun reproduces it.
+RERUN_FLAGS = ("host_contended", "rtt_base_off", "engine_late", "engine_dropped", "loss_off", "host_limited")
 
 
 def rerun_flags(flags: str | None) -> list[str]:
