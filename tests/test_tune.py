@@ -207,3 +207,12 @@ def test_the_result_counts_the_runs_the_instrument_flagged(tmp_path):
         res, _ = run_race(s, store)
         assert res.flagged == {"runs": 0, "chosen": 0, "kinds": {}}
         assert "instrument:" not in tune.format_result(res, margin=0.01, confidence=0.95)
+
+
+def test_paired_counts_the_rounds_each_candidate_raced():
+    """RaceState.counts is every rule's: with 'paired', a survivor's count is the rounds run, a dropped
+    candidate's the round it was dropped after."""
+    values = {"a": [9.0, 9.1, 9.0, 9.2, 9.1], "b": [5.0, 5.1, 5.0, 5.1, 5.0], "c": [9.05, 9.0, 9.1, 9.15, 9.1]}
+    st = replay({k: [x * G for x in v] for k, v in values.items()}, **{**RULE, "max_rounds": 5})
+    assert st.dropped["b"][0] == 3 and st.counts["b"] == 3
+    assert all(st.counts[c] == st.rounds for c in st.alive)

@@ -21,8 +21,10 @@ class RaceState:
     ties: list = field(default_factory=list)      # survivors confidently within the margin of the decision
     leader: object = None
     next: dict = field(default_factory=dict)      # candidate -> index of its run that round `need` asks for
-    counts: dict = field(default_factory=dict)    # candidate -> its runs the decisions used (rule 'confirm')
-    chosen: object = None                         # the rule's own decision, when it makes one ('confirm')
+    counts: dict = field(default_factory=dict)    # candidate -> its runs the decisions used (paired: the rounds
+                                                  # it raced; confirm: its runs up to where it rested)
+    chosen: object = None                         # a decision the rule has shown (confirm: within the margin of
+                                                  # every survivor); None: choose() decides on the means
 
 
 def _mean(xs) -> float:

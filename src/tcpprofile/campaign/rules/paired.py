@@ -34,7 +34,7 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
            simplicity: Callable = str,
            affordable: Callable[[int, list], bool] = lambda r, alive: True) -> RaceState:
     """The race's state given values[c] = [round 0, round 1, …] (None: failed; shorter: not run yet)."""
-    st = RaceState(alive=sorted(values, key=str))
+    st = RaceState(alive=sorted(values, key=str), counts={c: 0 for c in values})
     r = 0
     while True:
         if r >= max_rounds:
@@ -48,6 +48,8 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
                 st.need, st.next = r, {c: r for c in st.alive if len(values[c]) <= r}
             return st
         st.rounds = r + 1
+        for c in st.alive:                                  # every survivor's run of round r is used
+            st.counts[c] = st.rounds
         if st.rounds >= first:
             _test(st, values, r, margin, confidence, simplicity)
             if st.stop:
