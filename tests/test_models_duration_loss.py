@@ -312,13 +312,13 @@ def test_receiver_report_counts_the_data_over_t_plus_one_rtt_plus_the_queue(vari
 
 def _ideal_first_interval_bytes(tau, n, d, end=1.0, mss=M_BYTES):
     """Bytes the receiver's first interval [0, end] holds: the data a slow start from n·10 segments,
-    d RTTs late, sent in the sender's [0, end − τ] (the inverse of fit._STARTUP_SQL)."""
+    d RTTs late, sent in the sender's [0, end − τ] (the inverse of store.reads._STARTUP_SQL)."""
     w0 = n * 10 * mss
     return w0 * (2.0 ** ((end - tau) / tau - d) - 1.0) / math.log(2)
 
 
 def test_the_startup_lag_is_measured_from_first_intervals_of_clean_links(tmp_path):
-    """fit._STARTUP_SQL round trip: a first interval generated with lag d gives back d; a link with
+    """store.reads._STARTUP_SQL round trip: a first interval generated with lag d gives back d; a link with
     external loss, or one whose window reached the BDP within that interval, gives none."""
     from tcpprofile.models import fit_table_from_store
     from tcpprofile.store.db import Store

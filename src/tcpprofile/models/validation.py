@@ -27,7 +27,8 @@ from ..dimensions import BUFFER_SQL, FLAGGED_SQL
 from ..store.expressions import TAU_MS_SQL
 from .diagnostics import short
 from ..framing import TCP_IP_HEADERS
-from .fit import (_CAMPAIGN_WHERE, DATASET_KEYS, _float_column, _missing,
+from ..store.reads import CAMPAIGN_WHERE
+from .fit import (DATASET_KEYS, _float_column, _missing,
                   _positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
 from .generic import GenericModel, transfer_throughput
@@ -87,7 +88,7 @@ def load_traces(con, cols, *, campaigns=None, exclude_flagged: bool = False) -> 
     if "intervals" not in tables or "links" not in tables:
         return {}
     where = " AND NOT " + FLAGGED_SQL if exclude_flagged else ""
-    campaign = _CAMPAIGN_WHERE.replace(" WHERE ", " AND ", 1) if campaigns else ""
+    campaign = CAMPAIGN_WHERE.replace(" WHERE ", " AND ", 1) if campaigns else ""
     sql = f"""SELECT r.variant, r.streams, {TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
         r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, coalesce(l.loss_mode, 'none'),
         coalesce(l.loss_rate, 0.0)::DOUBLE, l.mtu,
