@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -48,6 +49,13 @@ class ReportData:
                                                         exclude_flagged=exclude_flagged).profiles))
         flagged, candidates = sel.flagged_candidates(store)
         return cls(store, groups, exclude_flagged, flagged, candidates)
+
+    @cached_property
+    def fit_table(self) -> dict:
+        """`model fit`'s profile table of this store (models.fit_table_from_store), read once for every model
+        figure (the model figure and the papers' Figs. 6–8)."""
+        from ..models import fit_table_from_store
+        return fit_table_from_store(self.store.con, exclude_flagged=self.exclude_flagged)
 
     def flag_note(self) -> str:
         """The header line: whether flagged runs were left out, and how many."""

@@ -70,7 +70,7 @@ def _verdict(fit) -> str:
 
 
 def model_vs_measurement(data: ReportData, out: Path) -> Section:
-    table = _loss_free(models.fit_table_from_store(data.store.con, exclude_flagged=data.exclude_flagged))
+    table = _loss_free(data.fit_table)
     candidates = []   # (runs, key, row indices) of datasets with at least 3 RTTs
     for key, idx in (datasets(table) if table["variant"].size else []):
         if np.unique(table["rtt_ms"][idx]).size >= 3:

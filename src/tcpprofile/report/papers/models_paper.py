@@ -102,7 +102,7 @@ def variants_by_streams(data: ReportData, out: Path) -> list:
 
 
 def model_vs_measurement(data: ReportData, out: Path) -> list:
-    table = _loss_free(models.fit_table_from_store(data.store.con, exclude_flagged=data.exclude_flagged))
+    table = _loss_free(data.fit_table)
     chosen = {}
     for key, idx in (datasets(table) if table["variant"].size else []):
         v = str(key["variant"])
