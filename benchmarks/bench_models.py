@@ -5,7 +5,8 @@ run as a second baseline, with the table's build time and its largest error agai
 
 Modes, every variant, on the same configurations, each against the clean-link size mode measured in the same
 run: duration mode (8 s); size mode of 10 GB as iperf3's receiver reports it (receiver_report, queue_fill: what
-model fit predicts for -n runs); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
+model fit predicts for -n runs), and the same with the trajectory after slow start (trajectory, H-TCP's
+rtt_scaling; models/trajectory.py) in size mode (10 GB) and duration mode (8 s); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
 N = 1/p), in size mode (F = ∞: the steady state) and in duration mode (8 s: slow start, the transient,
 then the steady state). The loss-limited epoch has a closed form (STCP, Reno, CUBIC; H-TCP below Cτ) and
 is solved numerically elsewhere; the reference path (exact_loss = True: every epoch solved numerically;

@@ -31,23 +31,37 @@ def _trajectory(variant, tau, beta_bdp=0.2, n=1, **kw):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_the_slow_start_peak_is_twice_the_overflow_window(variant):
-    """cwnd += acked at C for β/C to W_o = Cτ + β, then for τ + β/C until the loss is seen: P = 2(Cτ + β);
-    the link carries C over those τ + 2β/C seconds. Mutation: a detection delay of τ (P = W_o + Cτ) fails."""
-    for beta in (0.05, 0.2, 1.0):
+def test_the_slow_start_peak_for_a_given_buffer(variant):
+    """The fluid, ACK-clocked overflow: the sending rate (twice the ACK rate) passes C at W = Cτ/(2 ln 2);
+    within the next RTT the queue holds Cτ((2^x − 1)/ln 2 − x), the drop at x_d, seen τ + β/C later:
+    P = Cτ/ln 2 + x_d·Cτ + β for β < (1/ln 2 − 1)Cτ, else 2(Cτ + β); the link carries C from W = Cτ
+    (x = log2(2 ln 2)) until then. Checked against brentq's x_d. Mutations that fail: x_d = 0, a detection
+    delay of τ (no β/C), P = 2(Cτ + β) at every β."""
+    from scipy.optimize import brentq
+    q1 = 1 / math.log(2) - 1
+    for beta in (0.05, 0.2, 0.4, 0.5, 1.0):
         _, r, tr = _trajectory(variant, TAU, beta)
-        Wo = C * TAU * (1 + beta)
-        np.testing.assert_allclose(tr.P, 2 * Wo, rtol=1e-12)
+        if beta < q1:
+            xd = brentq(lambda x: (2 ** x - 1) / math.log(2) - x - beta, 0, 1)
+            P, seen = C * TAU * (1 / math.log(2) + xd + beta), 1 + xd + beta
+        else:
+            P, seen = 2 * C * TAU * (1 + beta), 2 + 2 * beta - q1
+        np.testing.assert_allclose(tr.P, P, rtol=1e-10)
         kind, dur, data = tr.pieces[0]
-        np.testing.assert_allclose(dur, TAU + 2 * beta * TAU, rtol=1e-12)
+        np.testing.assert_allclose(dur, (seen - math.log2(2 * math.log(2))) * TAU, rtol=1e-10)
         np.testing.assert_allclose(data, C * dur, rtol=1e-12)
+    # continuous where the drop moves past the first RTT: both forms give 2Cτ/ln 2
+    _, _, lo = _trajectory(variant, TAU, q1 * (1 - 1e-9))
+    _, _, hi = _trajectory(variant, TAU, q1)
+    np.testing.assert_allclose(lo.P, hi.P, rtol=1e-8)
+    np.testing.assert_allclose(hi.P, 2 * C * TAU / math.log(2), rtol=1e-12)
 
 
 def test_the_burst_keeps_two_cuts_then_cuts_while_the_window_overflows():
     """Two congestion events after slow start (CUBIC 0.7², H-TCP 0.5² by htcp_beta_update's first two
-    events, STCP 0.875² then on while W ≥ W_o: 0.875⁶·2 < 1 ≤ 0.875⁵·2). Mutations that fail: one cut only,
-    H-TCP's adaptive β on the first events (0.8 at 183 ms). With P = 2·W_o exactly, "cut while W ≥ W_o"
-    alone gives the same two cuts, so SS_EVENTS = 1 is not caught here."""
+    events), then on while W ≥ W_o (STCP: P = 1.95·W_o at β = 0.2 × BDP, 0.875⁶·1.95 < 1 ≤ 0.875⁵·1.95).
+    Mutations that fail: one cut only; SS_EVENTS = 1 (H-TCP's 0.5·P = 0.98·W_o stops after one);
+    H-TCP's adaptive β on the first events (0.8 at 183 ms)."""
     for variant, keep, k in (("cubic", 0.7 ** 2, 2), ("htcp", 0.25, 2), ("stcp", 0.875 ** 6, 6)):
         _, _, tr = _trajectory(variant, [0.0456, 0.183])
         np.testing.assert_allclose(tr.W1 / tr.P, keep, rtol=1e-12)

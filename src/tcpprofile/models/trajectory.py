@@ -7,10 +7,10 @@ windows and data in bits, times in seconds, with the ACK-clocked queue of `queue
 Pieces, each a (duration, data) pair per row, in order:
 
 0. slow start to the BDP, w(t) = n·w0·2^{t/τ − d} (Eq. (2)–(3) with thresh = Cτ/n per flow);
-1. at C: slow start above Cτ (ACKs arrive at C and each adds what it acks, tcp_input.c tcp_slow_start
-   `cwnd = min(cwnd + acked, ssthresh)`: dW/dt = C) to W_o, β/C seconds; then the loss of the first dropped
-   segment is seen one RTT later, τ + β/C (its successor waits β/C in the full queue), while cwnd still
-   grows by C·(τ + β/C) = W_o: the slow-start peak P = 2·W_o;
+1. at C: slow start past the BDP until the first drop is seen (the fluid, ACK-clocked overflow in
+   `Trajectory.__init__`: the sending rate is twice the ACK rate, tcp_input.c tcp_slow_start `cwnd += acked`);
+   the slow-start peak P = 2(Cτ + β) for β ≥ (1/ln 2 − 1)·Cτ ≈ 0.44 × BDP, and Cτ/ln 2 + x_d·Cτ + β below
+   (the drop comes within the RTT in which the sending rate first exceeds C);
 2. the burst of losses: two congestion events (SS_EVENTS), then more while the window is still at or
    above W_o (every such RTT overflows the queue again), each keeping the variant's factor for its j-th
    event: W_1 = P·Π keep_j;
@@ -32,6 +32,7 @@ import numpy as np
 LN2 = math.log(2.0)
 MAX_CUTS = 64  # a burst cuts at most this often (STCP's 0.875: ln 2/ln(1/0.875) = 5.2 cuts from P = 2·W_o)
 NEWTON = 12
+NEWTON_XD = 8  # steps for the slow-start drop time x_d (quadratic convergence from the right)
 # Congestion events at the end of slow start: two in every single-flow run of the development store (15 of
 # 15, every variant: CUBIC 0.7², H-TCP 0.5², STCP 0.875² of the peak; docs/models.md). The overshoot loses
 # about half of the last RTT's segments; the first recovery's retransmissions, sent while that RTT's
@@ -52,10 +53,25 @@ class Trajectory:
         top = np.maximum(bdp, self.nw0)
         self.T_ss = lag + r.tau * np.log2(top / self.nw0)  # Eq. (2): w0·2^{t/τ} = Cτ/n per flow  [s]
         self.N_ss = (top - self.nw0) / LN2  # Eq. (3) × n  [bits]
-        # Above Cτ: dW/dt = C (cwnd += acked, ACKs at C) for β/C to W_o, then τ + β/C until the loss is
-        # seen, growing by C·(τ + β/C) = W_o more (tcp_input.c tcp_slow_start): peak P = 2·W_o  [bits]
-        over = np.maximum(Wo - top, 0.0) / C + r.tau + beta / C  # [s]
-        P = np.maximum(top, Wo) + C * r.tau + beta  # = 2·W_o when n·w0 ≤ W_o  [bits]
+        # Slow start's overflow, fluid and ACK-clocked (derived here; docs/models.md): each ACK releases two
+        # segments (tcp_input.c tcp_slow_start: cwnd += acked), so the sending rate is twice the ACK rate and
+        # first exceeds C at t0, W(t0) = Cτ/(2 ln 2). For one RTT the ACKs still return at the unqueued rate,
+        # the sending rate is C·2^x (x = (t − t0)/τ) and the queue holds Cτ·((2^x − 1)/ln 2 − x); after it,
+        # ACKs come at C and the queue grows at C. The first drop is when it holds β (at x_d), the loss is seen
+        # τ + β/C later, and cwnd grew at the ACK rate meanwhile:
+        #   β < q1·Cτ, q1 = 1/ln 2 − 1 (drop within the first RTT): P = Cτ/ln 2 + x_d·Cτ + β,
+        #   β ≥ q1·Cτ:                                              P = 2(Cτ + β)   [bits]
+        y = beta / bdp
+        q1 = 1.0 / LN2 - 1.0
+        x = np.sqrt(np.minimum(y, q1) * 2.0 / LN2)  # ln 2·x²/2 ≤ (2^x − 1)/ln 2 − x: starts right of the root
+        for _ in range(NEWTON_XD):  # (2^x − 1)/ln 2 − x = y, convex: Newton from the right, monotone
+            x = x - ((np.exp2(x) - 1.0) / LN2 - x - np.minimum(y, q1)) / np.maximum(np.exp2(x) - 1.0, 1e-300)
+        small = y < q1
+        P = np.where(small, bdp * (1.0 / LN2 + x) + beta, 2.0 * (bdp + beta))
+        x_seen = np.where(small, 1.0 + x + y, 2.0 + 2.0 * y - q1)  # (t − t0)/τ when the loss is seen
+        # the link carries C from W = Cτ (x = log2(2 ln 2) on the same clock) until the loss is seen  [s]
+        over = np.maximum(x_seen - math.log2(2.0 * LN2), 0.0) * r.tau
+        P = np.maximum(P, top)
         W, k = P.copy(), np.zeros(P.shape)
         for j in range(1, MAX_CUTS + 1):  # two congestion events, then more while the window overflows (W ≥ W_o)
             cut = (W >= Wo) | (j <= SS_EVENTS)
