@@ -33,11 +33,11 @@ LN2 = math.log(2.0)
 MAX_CUTS = 64  # a burst cuts at most this often (STCP's 0.875: ln 2/ln(1/0.875) = 5.2 cuts from P = 2·W_o)
 NEWTON = 12
 NEWTON_XD = 8  # steps for the slow-start drop time x_d (quadratic convergence from the right)
-# Congestion events at the end of slow start: two in every single-flow run of the development store (15 of
-# 15, every variant: CUBIC 0.7², H-TCP 0.5², STCP 0.875² of the peak; docs/models.md). The overshoot loses
-# about half of the last RTT's segments; the first recovery's retransmissions, sent while that RTT's
-# segments still fill the queue, are lost too and repaired in a second episode (tcp_input.c
-# tcp_enter_recovery: a new episode recomputes ssthresh from the already reduced cwnd).
+# Congestion events at the end of slow start: an observed count, not a derived one. Two in every single-flow run
+# at β ≤ 0.2 × BDP of both development stores (CUBIC 0.7², H-TCP 0.5², STCP 0.875² of the peak), but one for
+# H-TCP at β = 0.5 and 1 × BDP and three for CUBIC at 0.5 × BDP (docs/models.md). A likely cause: the first
+# recovery's retransmissions, sent while the overshoot's segments still fill the queue, are lost and repaired
+# in a second episode (tcp_input.c tcp_enter_recovery recomputes ssthresh from the already reduced cwnd).
 SS_EVENTS = 2
 
 
