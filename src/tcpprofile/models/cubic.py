@@ -98,7 +98,7 @@ class CUBIC(FirstPrinciplesModel):
         convergence again when W_o < that W_max, giving epoch 2 its plateau W_o(2−b)/2 (the traces' 1,505 =
         1,771·0.85 at 11.8 ms); its loss at W_o ≥ W_o(2−b)/2 leaves the framework's epochs (W_max = W_o)."""
         b, Wo = self.b, r.bdp + r.beta
-        O1 = np.where(k >= 2, P * (1 - b) ** (k - 1) * (2 - b) / 2, P)  # [bits]
+        O1 = np.where(k >= 2, W1 / (1 - b) * (2 - b) / 2, P)  # P(1−b)^{k−1}(2−b)/2, W1 = P(1−b)^k  [bits]
         O2 = np.where(Wo < O1, Wo * (2 - b) / 2, Wo)
         W2 = (1 - b) * Wo
         return [(W1, self._state(W1, O1, r)), (W2, self._state(W2, O2, r))]
@@ -120,8 +120,10 @@ class CUBIC(FirstPrinciplesModel):
 
     def _grow(self, Ws, st, t, r):
         K, O = self._kc(Ws, st, r)
-        w = r.ce * (t - K) ** 3 + O  # Eq. (12)  [bits]
-        return (O * t + r.ce * ((t - K) ** 4 - K ** 4) / 4) / r.tau, w  # (1/τ)∫_0^t w dt  [bits]
+        d, k2 = t - K, K * K
+        d2 = d * d
+        w = r.ce * d2 * d + O  # Eq. (12)  [bits]
+        return (O * t + r.ce * (d2 * d2 - k2 * k2) / 4) / r.tau, w  # (1/τ)∫_0^t w dt  [bits]
 
     def _wl_closed(self, target, r):
         # Eq. (12) is a function of time alone: with or without a queue the epoch that peaks at W lasts

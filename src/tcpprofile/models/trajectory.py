@@ -64,9 +64,15 @@ class Trajectory:
         y = beta / bdp
         q1 = 1.0 / LN2 - 1.0
         x = np.sqrt(np.minimum(y, q1) * 2.0 / LN2)  # ln 2·x²/2 ≤ (2^x − 1)/ln 2 − x: starts right of the root
-        for _ in range(NEWTON_XD):  # (2^x − 1)/ln 2 − x = y, convex: Newton from the right, monotone
-            x = x - ((np.exp2(x) - 1.0) / LN2 - x - np.minimum(y, q1)) / np.maximum(np.exp2(x) - 1.0, 1e-300)
         small = y < q1
+        ys, xs = y[small], x[small]
+        for _ in range(NEWTON_XD):  # (2^x − 1)/ln 2 − x = y, convex: Newton from the right, monotone
+            e = np.exp2(xs) - 1.0
+            step = (e / LN2 - xs - ys) / np.maximum(e, 1e-300)
+            xs = xs - step
+            if not np.any(step > 1e-14 * xs):
+                break
+        x[small] = xs
         P = np.where(small, bdp * (1.0 / LN2 + x) + beta, 2.0 * (bdp + beta))
         x_seen = np.where(small, 1.0 + x + y, 2.0 + 2.0 * y - q1)  # (t − t0)/τ when the loss is seen
         # the link carries C from W = Cτ (x = log2(2 ln 2) on the same clock) until the loss is seen  [s]
@@ -142,7 +148,7 @@ class Trajectory:
             D, w = self.model._grow(Wi, s, t, rr)
             step = (D - target) / (w / rr.tau)
             t = np.maximum(t - step, 0.0)
-            if np.all(np.abs(step) <= 1e-12 * np.maximum(t, 1e-9)):
+            if np.all(np.abs(step) <= 1e-13 * tI[i]):  # monotone from the right: the step bounds the error
                 break
         return t
 
