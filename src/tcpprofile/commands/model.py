@@ -178,11 +178,11 @@ def _fit(args) -> int:
     from ..models import fit_profiles
     from ..models.diagnostics import BOUND_REL, LEVEL, short
 
+    if args.trajectory and args.eq8:
+        raise ValidationError("--trajectory", "not with --eq8: the trajectory's buffer overflows at W = Cτ + β")
     profiles, _ = _load(args)
     if args.queue_fill and args.eq8:
         raise ValidationError("--eq8", "not with --queue-fill: the buffer overflows one way or the other")
-    if args.trajectory and args.eq8:
-        raise ValidationError("--trajectory", "not with --eq8: the trajectory's buffer overflows at W = Cτ + β")
     fits = fit_profiles(profiles, **({"queue_fill": False} if args.eq8 else {}),
                         **({"trajectory": True, "variant_params": {"htcp": {"rtt_scaling": True}}}
                            if args.trajectory else {}))
