@@ -5,7 +5,8 @@ run as a second baseline, with the table's build time and its largest error agai
 
 Modes, every variant, on the same configurations, each against the clean-link size mode measured in the same
 run: duration mode (8 s); size mode of 10 GB as iperf3's receiver reports it (receiver_report, queue_fill: what
-model fit predicts for -n runs); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
+model fit predicts for -n runs), and the same with the trajectory after slow start (trajectory, H-TCP's
+rtt_scaling; models/trajectory.py) in size mode (10 GB) and duration mode (8 s); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
 N = 1/p), in size mode (F = ∞: the steady state) and in duration mode (8 s: slow start, the transient,
 then the steady state). The loss-limited epoch has a closed form (STCP, Reno, CUBIC; H-TCP below Cτ) and
 is solved numerically elsewhere; the reference path (exact_loss = True: every epoch solved numerically;
@@ -60,8 +61,11 @@ def bench(variant: str, vector_count: int, loop_count: int, **params) -> tuple[f
     return vec, rate(loop, loop_count)          # best of 3 both ways: like with like
 
 
-def bench_mode(variant: str, count: int, exact: bool = False, report: bool = False, **kw) -> float:
-    model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report)
+def bench_mode(variant: str, count: int, exact: bool = False, report: bool = False, trajectory: bool = False,
+               **kw) -> float:
+    model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report, trajectory=trajectory)
+    if trajectory and variant == "htcp":
+        model.set_params(rtt_scaling=True)
     tau, n, beta, wmax, _ = configs(count)
     return rate(lambda: model.predict(tau, n=n, buffer=beta, wmax=wmax, **kw), count)
 
@@ -116,6 +120,9 @@ def main() -> None:
         print(f"{variant + ' -t 8s':>22} {dur:10.3g} {base:15.3g} {dur / base:6.2f}  clean, size mode")
         rep = bench_mode(variant, 200_000, report=True, size=1e10)  # iperf3 -n as model fit predicts it
         print(f"{variant + ' -n 10GB rcv':>22} {rep:10.3g} {base:15.3g} {rep / base:6.2f}  clean, size mode")
+        for name, kw in (("-n 10GB traj", {"size": 1e10}), ("-t 8s traj", {"duration": 8.0})):
+            tra = bench_mode(variant, 200_000, report=True, trajectory=True, **kw)  # slow start's overshoot, burst,
+            print(f"{variant + ' ' + name:>22} {tra:10.3g} {base:15.3g} {tra / base:6.2f}  clean, size mode")  # epochs
         for name, kw in LOSS_MODES:
             loss = bench_mode(variant, 200_000, **kw)
             print(f"{variant + ' ' + name:>22} {loss:10.3g} {base:15.3g} {loss / base:6.2f}  clean, size mode")

@@ -45,6 +45,8 @@ def test_model_profile_table(capsys):
     (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "b=0.9"], "b"),
     (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "nonsense=1"], "nonsense"),
     (["model", "fit"], "--db"),
+    (["model", "fit", "--db", "none.duckdb", "--trajectory", "--eq8"], "--trajectory"),
+    (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "rtt_scaling=true"], "rtt_scaling"),
 ])
 def test_model_errors_name_the_field(argv, field, capsys):
     assert main(argv) == 2

@@ -49,6 +49,9 @@ def register(subparsers) -> None:
                         "Eq. (8) (docs/models.md); same as --set queue_fill=true. `fit` does this by default")
     p.add_argument("--eq8", action="store_true",
                    help="fit: the buffer overflows by the paper's Eq. (8), not at W = Cτ + β (docs/models.md)")
+    p.add_argument("--trajectory", action="store_true",
+                   help="fit: the window's trajectory after slow start (overshoot, loss burst, first epochs; H-TCP's "
+                        "RTT-scaled α): docs/models.md, \"What shallow buffers exercise\" (development, not frozen)")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
@@ -175,10 +178,14 @@ def _fit(args) -> int:
     from ..models import fit_profiles
     from ..models.diagnostics import BOUND_REL, LEVEL, short
 
+    if args.trajectory and args.eq8:
+        raise ValidationError("--trajectory", "not with --eq8: the trajectory's buffer overflows at W = Cτ + β")
     profiles, _ = _load(args)
     if args.queue_fill and args.eq8:
         raise ValidationError("--eq8", "not with --queue-fill: the buffer overflows one way or the other")
-    fits = fit_profiles(profiles, **({"queue_fill": False} if args.eq8 else {}))
+    fits = fit_profiles(profiles, **({"queue_fill": False} if args.eq8 else {}),
+                        **({"trajectory": True, "variant_params": {"htcp": {"rtt_scaling": True}}}
+                           if args.trajectory else {}))
     if args.json:
         json.dump([f.as_dict() for f in fits], sys.stdout, indent=1)
         print()
@@ -209,6 +216,7 @@ def _fit(args) -> int:
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
     print("fitted as measured (docs/models.md, \"Fitting measured runs\"): C = the link's payload ceiling; loss at "
           "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8 else " (--eq8: the paper's Eq. (8))")
+          + ("; the trajectory after slow start (--trajectory)" if args.trajectory else "")
           + "; d RTT = slow start's start-up lag, measured from the runs' first intervals (0: none measured); "
           "-t runs over iperf3's receiver interval T + τ + queue")
     for f in fits:

@@ -26,7 +26,7 @@ class CUBIC(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, c=0.4, b=0.3):
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, c=0.4, b=0.3):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -39,6 +39,7 @@ class CUBIC(FirstPrinciplesModel):
         self.startup_rtts = startup_rtts
         self.receiver_report = receiver_report
         self.send_backlog = send_backlog
+        self.trajectory = trajectory
         self.c = c
         self.b = b
 
@@ -84,6 +85,45 @@ class CUBIC(FirstPrinciplesModel):
         # d(Cτ + 3W)/(4τ) − C·d = 3c·d⁴/(4τ) = β ⇒ d = (4βτ/(3c))^{1/4} ⇒ W_m = Cτ + ⁴√(c(4βτ/3)³) > Cτ.
         wm = r.bdp + (r.ce * (4 * r.beta * r.tau / 3) ** 3) ** 0.25  # [bits]
         return np.where((1 - self.b) * wm < r.bdp, wm, np.nan)  # no Phase I: solved numerically
+
+    # -- trajectory (trajectory.py) ----------------------------------------------------------------
+    def _event_keep(self, j, r):
+        return 1 - self.b  # tcp_cubic.c cubictcp_recalc_ssthresh: ssthresh = cwnd·β/1024, β = 717 (b = 0.3)
+
+    def _first_epochs(self, P, W1, k, r):
+        """Epoch 1 from the burst's window W1 = P(1−b)^k, epoch 2 from (1−b)·W_o. tcp_cubic.c
+        cubictcp_recalc_ssthresh (fast convergence): last_max_cwnd = cwnd·(1024 + β)/2048 = cwnd·(2 − b)/2
+        when cwnd < the last last_max_cwnd, else cwnd. At the first loss last_max = 0 ⇒ W_max = P; at the
+        k-th cut cwnd = P(1−b)^{k−1} < the last ⇒ W_max = P(1−b)^{k−1}(2−b)/2. Epoch 1 ends at W_o: fast
+        convergence again when W_o < that W_max, giving epoch 2 its plateau W_o(2−b)/2 (the traces' 1,505 =
+        1,771·0.85 at 11.8 ms); its loss at W_o ≥ W_o(2−b)/2 leaves the framework's epochs (W_max = W_o)."""
+        b, Wo = self.b, r.bdp + r.beta
+        O1 = np.where(k >= 2, W1 / (1 - b) * (2 - b) / 2, P)  # P(1−b)^{k−1}(2−b)/2, W1 = P(1−b)^k  [bits]
+        O2 = np.where(Wo < O1, Wo * (2 - b) / 2, Wo)
+        W2 = (1 - b) * Wo
+        return [(W1, self._state(W1, O1, r)), (W2, self._state(W2, O2, r))]
+
+    def _state(self, Ws, O, r):
+        # bictcp_update: K = ∛((last_max_cwnd − cwnd)/c), origin last_max_cwnd; cwnd ≥ last_max: K = 0,
+        # origin = cwnd  [s], [bits]
+        return {"K": np.cbrt(np.maximum(O - Ws, 0.0) / r.ce), "O": np.maximum(O, Ws)}
+
+    def _kc(self, Ws, st, r):
+        return st["K"], st["O"]
+
+    def _t_to(self, Ws, st, W, r, tI):
+        K, O = self._kc(Ws, st, r)
+        return K + np.cbrt((W - O) / r.ce)  # Eq. (12) inverted: c(t − K)³ + W_max = W  [s]
+
+    def _t_bdp(self, Ws, st, r):
+        return np.where(Ws < r.bdp, self._t_to(Ws, st, r.bdp, r, 0.0), 0.0)
+
+    def _grow(self, Ws, st, t, r):
+        K, O = self._kc(Ws, st, r)
+        d, k2 = t - K, K * K
+        d2 = d * d
+        w = r.ce * d2 * d + O  # Eq. (12)  [bits]
+        return (O * t + r.ce * (d2 * d2 - k2 * k2) / 4) / r.tau, w  # (1/τ)∫_0^t w dt  [bits]
 
     def _wl_closed(self, target, r):
         # Eq. (12) is a function of time alone: with or without a queue the epoch that peaks at W lasts

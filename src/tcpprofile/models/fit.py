@@ -342,7 +342,8 @@ def _per_stream(n, M, P) -> dict[int, float]:
     return {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
 
 
-def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[DatasetFit]:
+def fit_profiles(table, *, heldout: bool = True, variant_params: dict | None = None, **model_params
+                 ) -> list[DatasetFit]:
     """Fit β and W_max per dataset (same variant, rate, buffer, socket buffer, transfer size or duration,
     loss, MTU) and report E per stream count, in-sample and leave-one-RTT-out. Rows with a variant that
     has no model are skipped. A configured buffer that changes with τ is fitted as a multiple of it.
@@ -351,25 +352,28 @@ def fit_profiles(table, *, heldout: bool = True, **model_params) -> list[Dataset
     the link's payload ceiling (capacity_bps: rate × MSS/(MTU + 38) on the emulated link, else the rate);
     loss at W = Cτ + β (queue_fill=True); the slow start's start-up lag measured from the runs' first
     intervals (startup_rtts); duration-mode runs as iperf3's receiver reports them (receiver_report=True).
-    model_params override any of these (e.g. queue_fill=False: the paper's Eq. (8)).
+    model_params override any of these (e.g. queue_fill=False: the paper's Eq. (8)); variant_params adds
+    parameters for one variant's datasets only ({"htcp": {"rtt_scaling": True}}).
 
     Held out (leave-one-RTT-out): the fold's fit reads only rows at the other RTTs — the lag pooled over
     the other datasets included — and predicts the held-out rows from their configuration alone."""
 
     cols = as_columns(table)
+    base_params = model_params
     lags = None if "startup_rtts" in model_params else _float_column(cols, "startup_rtts")
     rtt_all = cols["rtt_ms"].astype(float)
     fits = []
     for kd, idx in datasets(cols):
+        model_params = {**base_params, **(variant_params or {}).get(str(kd["variant"]).lower(), {})}
         tau = rtt_all[idx] / 1e3
         n = cols["streams"][idx].astype(float)
         M = cols["throughput_bps"][idx].astype(float)
         whole = fit_rows(cols, kd, idx, lags=lags, lag_pool=lags, **model_params)
         P = predict_rows(whole, cols, kd, idx, own_sizes=True)
 
-        def fold(train, held, kd=kd, idx=idx, relative=whole.multiple is not None):
+        def fold(train, held, kd=kd, idx=idx, relative=whole.multiple is not None, params=model_params):
             pool = None if lags is None else lags[~np.isin(rtt_all, rtt_all[idx[held]])]
-            part = fit_rows(cols, kd, idx[train], lags=lags, lag_pool=pool, relative=relative, **model_params)
+            part = fit_rows(cols, kd, idx[train], lags=lags, lag_pool=pool, relative=relative, **params)
             return predict_rows(part, cols, kd, idx[held])
 
         H = leave_one_out(tau, fold) if heldout else np.full(M.shape, np.nan)

@@ -46,6 +46,7 @@ import numpy as np
 from ..errors import ValidationError
 from .base import Constraint, Model, positive_array
 from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
+from .trajectory import Trajectory
 from .transient import Transient
 
 LN2 = math.log(2.0)
@@ -124,6 +125,9 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     "receiver_report": Constraint(bool),  # the rate iperf3's receiver reports (both modes); docs/models.md
     # size mode with receiver_report: data left unsent in the sender's socket buffer when iperf3 -n stops
     "send_backlog": Constraint(float, 0, 64, "both", "× (Cτ + β) (unsent socket-buffer data at the end)"),
+    # with queue_fill and no external loss: slow start's overshoot, the loss burst and the first epochs
+    # from the window it leaves (trajectory.py; docs/models.md "What shallow buffers exercise")
+    "trajectory": Constraint(bool),
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",
@@ -152,6 +156,11 @@ class FirstPrinciplesModel(Model):
 
     def _wm_closed(self, r):
         return np.full(r.tau.shape, np.nan)
+
+    def _first_epochs(self, P, W1, k, r):
+        """Trajectory: the epochs before the sustained ones, [(start window, state)] (default: one, from
+        the window the slow-start loss burst leaves)."""
+        return [(W1, {})]
 
     def _phase2_T(self, W, r):
         """T_m alone (variants whose N_m costs more than T_m override this)."""
@@ -393,6 +402,20 @@ class FirstPrinciplesModel(Model):
                 else:
                     F[tr] = Ns[tr] + tra.data(T[tr] - Ts[tr])
                     S[tr] = F[tr] / span[tr]
+            tj = (np.zeros(tau.shape, dtype=bool) if not (self.trajectory and self.queue_fill) else
+                  ~lossy & (case == 2) & (Wagg >= bdp + r.beta) & np.isfinite(F if duration is None else b(duration)))
+            if tj.any():  # slow start's overshoot, the loss burst, the first epochs (trajectory.py)
+                rt = r if tj.all() else r.take(tj)
+                tra = Trajectory(self, rt, sustained[tj], lag[tj] if np.ndim(lag) else lag, w0[tj])
+                if duration is None:
+                    S[tj] = F[tj] / tra.time(F[tj])
+                    in_ss[tj] = F[tj] <= tra.N_ss
+                else:
+                    in_ss[tj] = T[tj] <= tra.T_ss
+                    F[tj] = tra.data(T[tj])
+                    if self.receiver_report:
+                        span[tj] = np.where(in_ss[tj], T[tj] + tau[tj], span[tj])
+                    S[tj] = F[tj] / span[tj]
             if duration is None and self.receiver_report:
                 # The receiver counts the F − U bytes sent by the time t the last byte was written, over its
                 # own interval t + τ + q̄ (as in the duration mode; TEST_END queues behind them): S = F/(F/S + τ + q̄)

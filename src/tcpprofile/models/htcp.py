@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from .base import Constraint
+from ..errors import ValidationError
 from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel, Rows
 
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
@@ -36,12 +37,13 @@ class HTCP(FirstPrinciplesModel):
                         delta_l=Constraint(float, 0, math.inf, "left", "s"),
                         b=Constraint(float, 0.5, 0.8, "both", "fraction of the window kept"),
                         adaptive_backoff=Constraint(bool),
-                        tabulated=Constraint(bool))
+                        tabulated=Constraint(bool),
+                        rtt_scaling=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, delta_l=1.0, b=0.5,
-                 adaptive_backoff=True, tabulated=True):
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, delta_l=1.0, b=0.5,
+                 adaptive_backoff=True, tabulated=True, rtt_scaling=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -54,10 +56,12 @@ class HTCP(FirstPrinciplesModel):
         self.startup_rtts = startup_rtts
         self.receiver_report = receiver_report
         self.send_backlog = send_backlog
+        self.trajectory = trajectory
         self.delta_l = delta_l
         self.b = b
         self.adaptive_backoff = adaptive_backoff
         self.tabulated = tabulated
+        self.rtt_scaling = rtt_scaling
 
     def _prepare(self, r):
         if self.adaptive_backoff:
@@ -70,17 +74,27 @@ class HTCP(FirstPrinciplesModel):
             b = np.full(r.tau.shape, float(self.b))
         r["b"] = b
         r["s"] = 2 * (1 - b)  # α(t) = 2(1 − b)·a(t)
+        if self.rtt_scaling:
+            if not self.queue_fill:
+                raise ValidationError("rtt_scaling", "modelled with queue_fill=True only (Eq. (8) path: not yet)")
+            # htcp.bpf.c htcp_alpha_update: scale = (HZ << 3)/(10·minRTT), clamped to [4, 80]; factor·8/scale.
+            # minRTT = ⌈τ·HZ⌉ jiffies (tp_usecs_to_jiffies rounds up)  [dimensionless]
+            scale = np.clip(np.floor(8 * HZ / (10 * np.ceil(r.tau * HZ - 1e-9))), 4, 80)
+            rho = 8.0 / scale
+            u = np.maximum(-20.0 + np.sqrt(400.0 + 4.0 * (1.0 / rho - 1.0)), 0.0)  # 1 + 10u + u²/4 = 1/ρ  [s]
+            ts = np.where(rho >= 1, 0.0, self.delta_l + u)  # t*  [s]
+            r["rho"], r["ts"], r["Ats"], r["Bts"] = rho, ts, self._Ah(ts, 1.0), self._Bh(ts, 1.0)
 
     # A(t) = ∫_0^t α [segments·s/RTT], B(t) = ∫_0^t A; u = t − Δ_L.
-    def _A(self, t, s):
+    def _Ah(self, t, s):
         u = np.maximum(t - self.delta_l, 0.0)
         return s * (t + u * u * (5 + u / 12))  # ∫ Eq. (1a)/(1b) dt = t + 5u² + u³/12, times 2(1 − b)
 
-    def _B(self, t, s):
+    def _Bh(self, t, s):
         u = np.maximum(t - self.delta_l, 0.0)
         return s * (t * t / 2 + u * u * u * (5 / 3 + u / 48))  # t²/2 + 5u³/3 + u⁴/48
 
-    def _A_inv(self, y, s):
+    def _Ah_inv(self, y, s):
         """t ≥ 0 with A(t) = y (A increasing): linear below Δ_L; above, p(u) = u + 5u² + u³/12 = v, i.e.
         u³ + 60u² + 12u − 12v = 0, by Cardano: u = x − 20 with x³ − 1188x + 15760 − 12v = 0, whose largest
         root is x = 2√396·cos(arccos(t)/3), t = (12v − 15760)/(2·396^{3/2}) (cosh/arccosh for t > 1);
@@ -98,18 +112,47 @@ class HTCP(FirstPrinciplesModel):
             u = u - (u + 5 * uu + uu * u / 12 - v) / (1 + 10 * u + uu / 4)
         return np.where(z <= self.delta_l, z, self.delta_l + u)
 
+    # With RTT scaling (htcp.bpf.c htcp_alpha_update, use_rtt_scaling): α = 2(1 − β)·max(ρ·a(t), 1),
+    # ρ = 8/scale, scale = ⌊8·HZ/(10·minRTT)⌋ clamped to [4, 80] (minRTT in whole jiffies): ρ ≈ clamp(τ/100 ms,
+    # 0.1, 2). For ρ < 1, α = 2(1 − β) until ρ·a(t*) = 1, t* = Δ_L + u*, 1 + 10u* + u*²/4 = 1/ρ; for ρ ≥ 1, t* = 0.
+    # Then A = s·(min(t, t*) + ρ(Â(t) − Â(t*))), B = s·(m²/2 + t*·d + ρ(B̂(t) − B̂(t*) − Â(t*)·d)), m = min(t, t*),
+    # d = max(t − t*, 0) (derived here). rho None: Eq. (1) as printed.
+    def _sc(self, r):
+        """The per-row RTT-scaling constants (ρ, t*, Â(t*), B̂(t*)) of rows r, or None (Eq. (1) as printed)."""
+        return (r["rho"], r["ts"], r["Ats"], r["Bts"]) if "rho" in r else None
+
+    def _A(self, t, s, sc=None):
+        if sc is None:
+            return self._Ah(t, s)
+        rho, ts, Ats, _ = sc
+        return s * (np.minimum(t, ts) + rho * (self._Ah(np.maximum(t, ts), 1.0) - Ats))
+
+    def _B(self, t, s, sc=None):
+        if sc is None:
+            return self._Bh(t, s)
+        rho, ts, Ats, Bts = sc
+        m, d = np.minimum(t, ts), np.maximum(t - ts, 0.0)
+        return s * (m * m / 2 + ts * d + rho * (self._Bh(ts + d, 1.0) - Bts - Ats * d))
+
+    def _A_inv(self, y, s, sc=None):
+        if sc is None:
+            return self._Ah_inv(y, s)
+        rho, ts, Ats, _ = sc
+        z = y / s
+        return np.where(z <= ts, z, self._Ah_inv(Ats + np.maximum(z - ts, 0.0) / rho, 1.0))
+
     def _after_loss(self, W, r):
         return r.b * W
 
     def _t0(self, Ws, r):
         """T_0 and A(T_0) of Phase I: w_1/w_2(T_0) = bW_s + (nM/τ)·A(T_0) = Cτ  [s] (§IV-D rule 1: n·α)."""
         y = (r.bdp - r.b * Ws) * r.tau / (r.n * r.M)
-        return self._A_inv(y, r.s), y
+        return self._A_inv(y, r.s, self._sc(r)), y
 
     def _phase1(self, Ws, r):
         k = r.n * r.M / r.tau  # §IV-D rule 1: increase function × n; dw/dt = n·M·α(t)/τ  [bits/s per α]
         T0 = self._t0(Ws, r)[0]
-        N0 = (r.b * Ws * T0 + k * self._B(T0, r.s)) / r.tau  # N_0 = (1/τ)∫_0^{T_0} w dt  [bits]
+        N0 = (r.b * Ws * T0 + k * self._B(T0, r.s, self._sc(r))) / r.tau  # N_0 = (1/τ)∫_0^{T_0} w dt  [bits]
         return T0, N0
 
     def _phase2_times(self, W, r):
@@ -119,13 +162,13 @@ class HTCP(FirstPrinciplesModel):
         A2 = np.where(has1, A0, 0.0)  # A(t2)
         w2 = np.maximum(r.bdp, r.b * W)
         kk = 2 * r.M * r.C  # w_3(t)² = w2² + 2·M·C·(A(t) − A(t2))  (Eq. (5) with ∂w/∂A = α·M/w)
-        tm = self._A_inv(A2 + (W * W - w2 * w2) / kk, r.s)  # Eq. (6): w_3(T_m) = W  [s]
+        tm = self._A_inv(A2 + (W * W - w2 * w2) / kk, r.s, self._sc(r))  # Eq. (6): w_3(T_m) = W  [s]
         return t2, tm, w2, kk, A2
 
     def _epoch_parts(self, Ws, r):
         t2, tm = self._phase2_times(Ws, r)[:2]  # one T_0 for Phase I and Phase II
         k = r.n * r.M / r.tau
-        N0 = (r.b * Ws * t2 + k * self._B(t2, r.s)) / r.tau  # as _phase1 (unused where Phase I is empty)
+        N0 = (r.b * Ws * t2 + k * self._B(t2, r.s, self._sc(r))) / r.tau  # as _phase1 (unused where Phase I is empty)
         return t2, N0, tm - t2
 
     def _phase2_T(self, W, r):
@@ -166,6 +209,8 @@ class HTCP(FirstPrinciplesModel):
         return np.where(low, t2, tm), np.where(has1, N1, 0.0) + N2
 
     def _wl_closed(self, target, r):
+        if self._sc(r) is not None:
+            raise ValidationError("rtt_scaling", "not modelled with external loss (loss epochs use Eq. (1) as printed)")
         """Loss epoch below Cτ (Phase I only, derived here): w(T) = bW + (nM/τ)A(T) = W and
         N_ep = (bWT + (nM/τ)B(T))/τ = N·M give, with A = 2(1−b)Â, B = 2(1−b)B̂ (α without its factor),
         h(T) = 2b·Â(T)·T + 2(1−b)·B̂(T) = G := N·M·τ²/(nM)  [s²], then W = 2nM·Â(T)/τ and T_ep = T.
@@ -198,6 +243,31 @@ class HTCP(FirstPrinciplesModel):
         W = 2 * r.n * r.M * (T + 5 * u * u + u ** 3 / 12) / r.tau  # W = (nM/τ)·A(T)/(1 − b)  [bits]
         ok = W <= r.bdp
         return np.where(ok, W, np.nan), np.where(ok, T, np.nan)
+
+    # -- trajectory (trajectory.py) ----------------------------------------------------------------
+    def _event_keep(self, j, r):
+        """htcp.bpf.c htcp_beta_update (:157–179): the first congestion event fails the bandwidth switch
+        (old_maxB = 0) ⇒ β = BETA_MIN, modeswitch = 0; the second sets β = BETA_MIN whether the switch
+        fires (modeswitch = 0) or not (modeswitch was 0); from the third on, RTT_min/RTT_max (adaptive b)."""
+        return 0.5 if j <= 2 else r.b
+
+    def _first_epochs(self, P, W1, k, r):
+        # α = 2·factor·(1 − β) with the β of the last cut (htcp_alpha_update): s = 1 after a 0.5 cut
+        return [(W1, {"s": np.where(k <= 2, 1.0, r.s)})]
+
+    def _t_bdp(self, Ws, st, r):
+        y = np.maximum(r.bdp - Ws, 0.0) * r.tau / (r.n * r.M)  # w = W_s + (nM/τ)·A(t) = Cτ  [s]
+        return self._A_inv(y, st["s"], self._sc(r))
+
+    def _t_to(self, Ws, st, W, r, tI):
+        w2 = np.maximum(r.bdp, Ws)  # above Cτ each of n flows gains α·M per RTT = W/C: W² = w2² + 2nMC(A − A(t2))
+        sc = self._sc(r)
+        return self._A_inv(self._A(tI, st["s"], sc) + (W * W - w2 * w2) / (2 * r.n * r.M * r.C), st["s"], sc)  # [s]
+
+    def _grow(self, Ws, st, t, r):
+        k = r.n * r.M / r.tau
+        sc = self._sc(r)
+        return (Ws * t + k * self._B(t, st["s"], sc)) / r.tau, Ws + k * self._A(t, st["s"], sc)  # ∫w dt/τ, w [bits]
 
     def _wm_closed(self, r):
         nan = np.full(r.tau.shape, np.nan)

@@ -21,7 +21,7 @@ class Reno(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, a=1.0, b=0.5):
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, a=1.0, b=0.5):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -34,6 +34,7 @@ class Reno(FirstPrinciplesModel):
         self.startup_rtts = startup_rtts
         self.receiver_report = receiver_report
         self.send_backlog = send_backlog
+        self.trajectory = trajectory
         self.a = a
         self.b = b
 
@@ -52,6 +53,21 @@ class Reno(FirstPrinciplesModel):
         Tm = (W * W - w2 * w2) / (2 * k)  # Eq. (6)  [s]
         Nm = (W ** 3 - w2 ** 3) / (3 * k * r.tau)  # Eq. (7): (1/τ)∫w dt = (1/τ)∫w²/(aMC) dw  [bits]
         return Tm, Nm
+
+    # -- trajectory (trajectory.py) ----------------------------------------------------------------
+    def _event_keep(self, j, r):
+        return self.b
+
+    def _t_bdp(self, Ws, st, r):
+        return np.maximum(r.bdp - Ws, 0.0) * r.tau / (r.n * self.a * r.M)  # dw/dt = n·a·M/τ  [s]
+
+    def _t_to(self, Ws, st, W, r, tI):
+        w2 = np.maximum(r.bdp, Ws)  # above Cτ: each of n flows dw_i/dt = a·M·C/W ⇒ W² = w2² + 2naMC·t
+        return tI + (W * W - w2 * w2) / (2 * r.n * self.a * r.M * r.C)  # [s]
+
+    def _grow(self, Ws, st, t, r):
+        slope = r.n * self.a * r.M / r.tau  # [bits/s]
+        return (Ws * t + slope * t * t / 2) / r.tau, Ws + slope * t  # (1/τ)∫w dt, w  [bits]
 
     def _wm_closed(self, r):
         # Eq. (8) with w2 = Cτ and W = x·Cτ: (Cτ)²/(aM)·(x−1)²(2x+1)/6 = β, i.e. y²(2y+3) = q with

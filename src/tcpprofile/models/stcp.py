@@ -21,7 +21,7 @@ class STCP(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, a=0.01, b=0.875):
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, a=0.01, b=0.875):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -34,6 +34,7 @@ class STCP(FirstPrinciplesModel):
         self.startup_rtts = startup_rtts
         self.receiver_report = receiver_report
         self.send_backlog = send_backlog
+        self.trajectory = trajectory
         self.a = a
         self.b = b
 
@@ -51,6 +52,21 @@ class STCP(FirstPrinciplesModel):
         Tm = (W - w2) / (r.C * self.a)  # Eq. (9): w_2(t) = w2 + C·a·t  ⇒  T_m = (W_m − Cτ)/(Ca)  [s]
         Nm = (W * W - w2 * w2) / (2 * r.C * self.a * r.tau)  # Eq. (7): N_m = (W_m² − (Cτ)²)/(2Caτ)  [bits]
         return Tm, Nm
+
+    # -- trajectory (trajectory.py) ----------------------------------------------------------------
+    def _event_keep(self, j, r):
+        return self.b  # scalable.bpf.c scalable_ssthresh: cwnd − cwnd/8 (b = 0.875)
+
+    def _t_bdp(self, Ws, st, r):
+        return np.where(Ws < r.bdp, r.tau / (self.a * r.n) * np.log(r.bdp / Ws), 0.0)  # Eq. (10)  [s]
+
+    def _t_to(self, Ws, st, W, r, tI):
+        w2 = np.maximum(r.bdp, Ws)
+        return tI + (W - w2) / (r.C * self.a)  # Eq. (9): dW/dt = a·C above Cτ  [s]
+
+    def _grow(self, Ws, st, t, r):
+        w = Ws * np.exp(self.a * r.n * t / r.tau)  # Eq. (10): w(t) = W_s·e^{a n t/τ}  [bits]
+        return (w - Ws) / (self.a * r.n), w  # (1/τ)∫w dt  [bits]
 
     def _wm_closed(self, r):
         a, b, C, bdp, beta = self.a, self.b, r.C, r.bdp, r.beta

@@ -1,0 +1,177 @@
+"""The window's trajectory after slow start (models/trajectory.py, docs/models.md "What shallow buffers
+exercise"): the slow-start peak for a given Cτ + β, the loss burst's cuts, CUBIC's first epochs from an
+arbitrary start (closed form and fast convergence), H-TCP's RTT-scaled α, and the data/time round trip."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+
+from tcpprofile.errors import ValidationError
+from tcpprofile.models import make_model
+from tcpprofile.models.trajectory import Trajectory
+
+C = 10e9
+M_BYTES = 8948
+M = M_BYTES * 8.0  # one segment  [bits]
+VARIANTS = ["stcp", "cubic", "htcp", "reno"]
+TAU = np.array([0.0118, 0.0456, 0.0916, 0.183, 0.366])
+
+
+def _model(variant, **kw):
+    return make_model(variant, capacity_bps=C, mss_bytes=M_BYTES, queue_fill=True, trajectory=True, **kw)
+
+
+def _trajectory(variant, tau, beta_bdp=0.2, n=1, **kw):
+    model = _model(variant, **kw)
+    tau = np.atleast_1d(np.asarray(tau, float))
+    r = model._rows(tau, np.full(tau.shape, float(n)), beta_bdp * C * tau)
+    return model, r, Trajectory(model, r, np.full(tau.shape, 0.9 * C), 0.0 * tau, np.full(tau.shape, 10 * M))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_slow_start_peak_for_a_given_buffer(variant):
+    """The fluid, ACK-clocked overflow: the sending rate (twice the ACK rate) passes C at W = Cτ/(2 ln 2);
+    within the next RTT the queue holds Cτ((2^x − 1)/ln 2 − x), the drop at x_d, seen τ + β/C later:
+    P = Cτ/ln 2 + x_d·Cτ + β for β < (1/ln 2 − 1)Cτ, else 2(Cτ + β); the link carries C from W = Cτ
+    (x = log2(2 ln 2)) until then. Checked against brentq's x_d. Mutations that fail: x_d = 0, a detection
+    delay of τ (no β/C), P = 2(Cτ + β) at every β."""
+    from scipy.optimize import brentq
+    q1 = 1 / math.log(2) - 1
+    for beta in (0.05, 0.2, 0.4, 0.5, 1.0):
+        _, r, tr = _trajectory(variant, TAU, beta)
+        if beta < q1:
+            xd = brentq(lambda x: (2 ** x - 1) / math.log(2) - x - beta, 0, 1)
+            P, seen = C * TAU * (1 / math.log(2) + xd + beta), 1 + xd + beta
+        else:
+            P, seen = 2 * C * TAU * (1 + beta), 2 + 2 * beta - q1
+        np.testing.assert_allclose(tr.P, P, rtol=1e-10)
+        kind, dur, data = tr.pieces[0]
+        np.testing.assert_allclose(dur, (seen - math.log2(2 * math.log(2))) * TAU, rtol=1e-10)
+        np.testing.assert_allclose(data, C * dur, rtol=1e-12)
+    # continuous where the drop moves past the first RTT: both forms give 2Cτ/ln 2
+    _, _, lo = _trajectory(variant, TAU, q1 * (1 - 1e-9))
+    _, _, hi = _trajectory(variant, TAU, q1)
+    np.testing.assert_allclose(lo.P, hi.P, rtol=1e-8)
+    np.testing.assert_allclose(hi.P, 2 * C * TAU / math.log(2), rtol=1e-12)
+
+
+def test_the_burst_keeps_two_cuts_then_cuts_while_the_window_overflows():
+    """Two congestion events after slow start (CUBIC 0.7², H-TCP 0.5² by htcp_beta_update's first two
+    events), then on while W ≥ W_o (STCP: P = 1.95·W_o at β = 0.2 × BDP, 0.875⁶·1.95 < 1 ≤ 0.875⁵·1.95).
+    Mutations that fail: one cut only; SS_EVENTS = 1 (H-TCP's 0.5·P = 0.98·W_o stops after one);
+    H-TCP's adaptive β on the first events (0.8 at 183 ms)."""
+    for variant, keep, k in (("cubic", 0.7 ** 2, 2), ("htcp", 0.25, 2), ("stcp", 0.875 ** 6, 6)):
+        _, _, tr = _trajectory(variant, [0.0456, 0.183])
+        np.testing.assert_allclose(tr.W1 / tr.P, keep, rtol=1e-12)
+        np.testing.assert_array_equal(tr.cuts, k)
+
+
+def test_cubic_epoch_from_a_given_start_is_the_closed_form():
+    """bictcp_update from cwnd W_s with last_max_cwnd O: W(t) = c(t − K)³ + O, K = ∛((O − W_s)/c), and the
+    data (1/τ)∫w dt by quadrature. Mutations: origin at W_s (no plateau), the −K⁴ term dropped."""
+    model = _model("cubic")
+    tau = np.array([0.0456])
+    r = model._rows(tau, np.ones(1), np.array([0.2 * C * 0.0456]))
+    Ws, O = np.array([1000 * M]), np.array([1200 * M])
+    st = model._state(Ws, O, r)
+    K = (200 / 0.4) ** (1 / 3)  # [s]
+    np.testing.assert_allclose(st["K"], K, rtol=1e-12)
+    for t in (0.0, 1.0, K, 12.0):
+        D, w = model._grow(Ws, st, np.array([t]), r)
+        np.testing.assert_allclose(w, (0.4 * (t - K) ** 3 + 1200) * M, rtol=1e-12)
+        ref = quad(lambda x: (0.4 * (x - K) ** 3 + 1200) * M / 0.0456, 0, t)[0]
+        np.testing.assert_allclose(D, ref, rtol=1e-9, atol=1e-6)
+    t_end = model._t_to(Ws, st, np.array([1300 * M]), r, 0.0)
+    np.testing.assert_allclose(t_end, K + (100 / 0.4) ** (1 / 3), rtol=1e-12)
+
+
+def test_cubic_first_epochs_use_fast_convergence():
+    """cubictcp_recalc_ssthresh: at the 2nd cut cwnd = 0.7P < last_max = P ⇒ W_max = 0.7P·(1 + 0.7)/2; epoch 1
+    ends at W_o < that ⇒ epoch 2's W_max = W_o·0.85. Mutation: fast convergence off (W_max = cwnd) fails."""
+    model, r, tr = _trajectory("cubic", [0.0118, 0.183])
+    (W1, s1), (W2, s2) = model._first_epochs(tr.P, tr.W1, tr.cuts, r)
+    Wo = r.bdp + r.beta
+    np.testing.assert_allclose(s1["O"], 0.7 * tr.P * 0.85, rtol=1e-12)
+    np.testing.assert_allclose(W2, 0.7 * Wo, rtol=1e-12)
+    np.testing.assert_allclose(s2["O"], 0.85 * Wo, rtol=1e-12)
+
+
+def test_htcp_alpha_is_scaled_by_the_rtt_in_jiffies():
+    """htcp_alpha_update: factor·8/scale, scale = ⌊8·HZ/(10·⌈τ·HZ⌉)⌋ ∈ [4, 80] at HZ = 250: ρ = 8/66 at
+    11.8 ms (3 jiffies), 2 at 183 ms; α = 2(1 − β)·max(ρ·a(t), 1). With β = 0.5 (s = 1): one segment per
+    RTT at 11.8 ms while ρ·a < 1 (to t* = 1 + u*, 1 + 10u* + u*²/4 = 66/8), 2·a(t) per RTT at 183 ms.
+    Mutations: τ/100 ms instead of whole jiffies (ρ = 0.118), the floor max(·, 1) dropped, no scaling."""
+    model = _model("htcp", rtt_scaling=True)
+    r = model._rows(np.array([0.0118, 0.183]), np.ones(2), 0.2 * C * np.array([0.0118, 0.183]))
+    np.testing.assert_allclose(r["rho"], [8 / 66, 2.0], rtol=1e-15)
+    sc, s = model._sc(r), np.ones(2)
+    u_star = -20 + math.sqrt(400 + 4 * (66 / 8 - 1))
+    t = np.array([1.0 + u_star, 1.0 + u_star])
+    A = model._A(t, s, sc)
+    np.testing.assert_allclose(A[0], t[0], rtol=1e-12)  # α = 1 per RTT up to t*
+    a_int = t[1] + 5 * u_star ** 2 + u_star ** 3 / 12  # ∫ a(t) dt, Eq. (1)
+    np.testing.assert_allclose(A[1], 2 * a_int, rtol=1e-12)  # ρ = 2
+    later = np.array([6.0, 6.0])
+    A6 = model._A(later, s, sc)
+    np.testing.assert_allclose(A6[0] - A[0], (8 / 66) * quad(lambda x: 1 + 10 * (x - 1) + (x - 1) ** 2 / 4,
+                                                             t[0], 6.0)[0], rtol=1e-12)
+    np.testing.assert_allclose(model._A_inv(A6, s, sc), later, rtol=1e-10)  # A⁻¹(A(t)) = t
+    B = model._B(later, s, sc)
+    ref = [quad(lambda x, i=i: model._A(np.array([x, x]), s, sc)[i], 0, 6.0)[0] for i in range(2)]
+    np.testing.assert_allclose(B, ref, rtol=1e-9)
+
+
+def test_rtt_scaling_needs_queue_fill():
+    with pytest.raises(ValidationError, match="rtt_scaling"):
+        make_model("htcp", capacity_bps=C, rtt_scaling=True).predict(0.05, buffer=1e6, wmax=1e9, size=1e9)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_data_and_time_are_inverse_through_every_piece(variant):
+    """time(data(T)) = T from slow start through the first epochs to the sustained rate (Newton inside the
+    Phase I pieces). Mutation: the Phase I inversion taken as linear in time fails."""
+    kw = {"rtt_scaling": True} if variant == "htcp" else {}
+    _, _, tr = _trajectory(variant, TAU, 0.2, n=4, **kw)
+    for T in (0.05, 0.3, 1.0, 3.0, 8.0, 20.0, 60.0):
+        T = np.full(TAU.shape, T)
+        D = tr.data(T)
+        np.testing.assert_allclose(tr.time(D), T, rtol=1e-9)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_trajectory_rate_tends_to_the_sustained_rate_and_is_off_by_default(variant):
+    """F → ∞: the rate tends to the framework's sustained rate; trajectory=False is the framework as before."""
+    kw = dict(receiver_report=True, buffer=None)
+    base = make_model(variant, capacity_bps=C, mss_bytes=M_BYTES, queue_fill=True, receiver_report=True)
+    traj = _model(variant, receiver_report=True)
+    buf = 0.2 * C * TAU / 8
+    kw = dict(n=1, buffer=buf, wmax=2 ** 30)
+    big = 1e15
+    np.testing.assert_allclose(traj.predict(TAU, size=big, **kw), base.predict(TAU, size=big, **kw), rtol=2e-3)
+    assert not np.allclose(traj.predict(TAU, size=1e10, **kw), base.predict(TAU, size=1e10, **kw), rtol=1e-3)
+    assert make_model(variant).trajectory is False
+
+
+def test_fit_profiles_takes_per_variant_parameters():
+    """model fit --trajectory: trajectory=True for every variant, rtt_scaling=True for H-TCP only
+    (variant_params). Profiles generated by those models are fitted back within 0.5 %; H-TCP fitted without
+    its RTT scaling misses them. Mutation: variant_params ignored (H-TCP fitted unscaled) fails."""
+    from tcpprofile.models import fit_profiles
+    rows = []
+    for variant, extra in (("cubic", {}), ("htcp", {"rtt_scaling": True})):
+        m = _model(variant, receiver_report=True, **extra)
+        for n in (1, 4):
+            buf = 0.3 * C * TAU / 8
+            for tau, b, th in zip(TAU, buf, m.predict(TAU, n=n, buffer=0.5 * buf, wmax=1e9, size=1e10)):
+                rows.append(dict(variant=variant, streams=n, rtt_ms=tau * 1e3, rate_bps=C, buffer="0.3xBDP",
+                                 configured_buffer_bytes=b, transfer_bytes=1e10, throughput_bps=th,
+                                 mtu=9000))
+    table = {k: np.array([r[k] for r in rows]) for k in rows[0]}
+    fits = fit_profiles(table, heldout=False, trajectory=True, variant_params={"htcp": {"rtt_scaling": True}})
+    assert {f.key["variant"]: f.model.get_params().get("rtt_scaling") for f in fits} == {"cubic": None, "htcp": True}
+    for f in fits:
+        assert max(f.errors.values()) < 0.5, (f.key["variant"], f.errors)
+    plain = [f for f in fit_profiles(table, heldout=False, trajectory=True) if f.key["variant"] == "htcp"][0]
+    assert max(plain.errors.values()) > 1.0
