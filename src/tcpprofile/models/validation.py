@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dimensions import BUFFER_SQL, FLAGGED_SQL
-from ..store.expressions import TAU_MS_SQL
 from .diagnostics import short
 from ..framing import TCP_IP_HEADERS
-from ..store.reads import CAMPAIGN_WHERE
+from ..store import reads
 from .fit import (DATASET_KEYS, _float_column, _missing,
                   _positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
@@ -84,21 +82,9 @@ def load_traces(con, cols, *, campaigns=None, exclude_flagged: bool = False) -> 
     """Per row of the profile table: the aggregate (all streams) iperf3 interval rates [bit/s] of each of
     its runs, with the interval length dt [s] — (rates, dt) pairs. The final interval is dropped when
     shorter than half of dt (a partial one). Empty where the store keeps no intervals."""
-    tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
-    if "intervals" not in tables or "links" not in tables:
-        return {}
-    where = " AND NOT " + FLAGGED_SQL if exclude_flagged else ""
-    campaign = CAMPAIGN_WHERE.replace(" WHERE ", " AND ", 1) if campaigns else ""
-    sql = f"""SELECT r.variant, r.streams, {TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
-        r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, coalesce(l.loss_mode, 'none'),
-        coalesce(l.loss_rate, 0.0)::DOUBLE, l.mtu,
-        list(i.end_s - i.start_s ORDER BY i.start_s), list(i.bytes ORDER BY i.start_s), r.run_id
-        FROM runs r JOIN links l ON r.link_id = l.link_id JOIN intervals i ON i.run_id = r.run_id AND i.stream IS NULL
-        WHERE r.status = 'ok' AND r.throughput_bps > 0{where}{campaign}
-        GROUP BY ALL"""
     index = {_row_key(cols[k][i] for k in ROW_KEYS): i for i in range(len(cols["variant"]))}
     out: dict[int, list] = {}
-    for row in con.execute(sql, [list(campaigns)] if campaigns else []).fetchall():
+    for row in reads.run_interval_lists(con, campaigns=campaigns, exclude_flagged=exclude_flagged):
         i = index.get(_row_key(row[:len(ROW_KEYS)]))
         lens, data = np.asarray(row[-3], float), np.asarray(row[-2], float)
         if i is None or lens.size < 2:

@@ -9,8 +9,7 @@ import numpy as np
 
 from .. import analysis
 from .. import select as sel
-from ..dimensions import FLAGGED_SQL
-from ..store import TAU_MS_SQL, Store
+from ..store import Store, reads
 
 
 @dataclass
@@ -68,11 +67,7 @@ class ReportData:
 
     # -- traces ----------------------------------------------------------------------------------
     def runs_with_intervals(self, run_ids: list[str]) -> set[str]:
-        if not run_ids:
-            return set()
-        rows = self.store.con.execute(
-            "SELECT DISTINCT run_id FROM intervals WHERE run_id IN (SELECT unnest(?))", [run_ids]).fetchall()
-        return {r[0] for r in rows}
+        return reads.runs_with_intervals(self.store, run_ids)
 
     def traces(self, run_id: str) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
         """(interval start times, per-stream [[start_s, bits/s], ...], aggregate bits/s) of one run, read by
@@ -86,30 +81,17 @@ class ReportData:
         return agg.start_s, per, agg.bps
 
     def cwnd_runs(self, limit: int) -> list[str]:
-        unflagged = f"AND NOT {FLAGGED_SQL}" if self.exclude_flagged else ""
-        rows = self.store.con.execute(
-            "SELECT c.run_id FROM cwnd c JOIN runs r USING (run_id) LEFT JOIN links l USING (link_id) "
-            f"WHERE r.status = 'ok' {unflagged} GROUP BY c.run_id ORDER BY c.run_id LIMIT ?", [limit]).fetchall()
-        return [r[0] for r in rows]
+        return reads.cwnd_run_ids(self.store, limit, exclude_flagged=self.exclude_flagged)
 
     def cwnd(self, run_id: str) -> dict[int, np.ndarray]:
-        rows = self.store.con.execute(
-            "SELECT stream, t_s, snd_cwnd FROM cwnd WHERE run_id = ? ORDER BY stream, t_s", [run_id]).fetchall()
         out: dict[int, list] = {}
-        for s, t, w in rows:
+        for s, t, w in reads.cwnd_samples(self.store, run_id):
             out.setdefault(s, []).append((t, w))
         return {s: np.array(v, float) for s, v in out.items()}
 
     def run_info(self, run_id: str) -> dict:
-        return self.store.query(
-            "SELECT r.run_id, r.variant, r.streams, r.socket_buffer_bytes, r.throughput_bps, r.repetition, "
-            f"{TAU_MS_SQL} AS rtt_ms FROM runs r LEFT JOIN links l USING (link_id) "
-            "WHERE r.run_id = ?", [run_id])[0]
+        return reads.run_summary(self.store, run_id)
 
     # -- calibration -----------------------------------------------------------------------------
     def links(self) -> list[dict]:
-        return self.store.query(
-            "SELECT l.*, count(r.run_id) FILTER (WHERE r.status = 'ok') AS ok_runs, "
-            f"count(r.run_id) FILTER (WHERE r.status = 'ok' AND {FLAGGED_SQL}) AS flagged_runs, "
-            "count(r.run_id) FILTER (WHERE r.status = 'failed') AS failed_runs "
-            "FROM links l LEFT JOIN runs r USING (link_id) GROUP BY ALL ORDER BY l.kind, l.rtt_ms, l.link_id")
+        return reads.links_with_run_counts(self.store)
