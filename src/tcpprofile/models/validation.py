@@ -26,8 +26,8 @@ import numpy as np
 from .diagnostics import short
 from ..framing import TCP_IP_HEADERS
 from ..store import reads
-from .fit import (DATASET_KEYS, _float_column, _missing,
-                  _positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
+from .fit import (DATASET_KEYS, float_column, is_missing,
+                  positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
 from .generic import GenericModel, transfer_throughput
 
@@ -69,12 +69,12 @@ def _finite(errors: dict[str, float]) -> dict[str, float | None]:
 
 
 def _label(v) -> str:
-    return "none" if _missing(v) else str(v)
+    return "none" if is_missing(v) else str(v)
 
 
 def _row_key(values) -> tuple:
     """Configuration values comparable between the profile table and SQL rows (numbers as rounded floats)."""
-    return tuple(None if _missing(v) else round(float(v), 9) if isinstance(v, (int, float, np.integer, np.floating))
+    return tuple(None if is_missing(v) else round(float(v), 9) if isinstance(v, (int, float, np.integer, np.floating))
                  else str(v) for v in values)
 
 
@@ -105,16 +105,16 @@ def _baseline(cols, kd, train, held, traces) -> np.ndarray:
         return np.full(held.size, np.nan)
     n = int(cols["streams"][train[0]])
     mtu = kd.get("mtu")
-    cap = _positive_column(cols, "capacity_bps", train)
+    cap = positive_column(cols, "capacity_bps", train)
     model = GenericModel(capacity_bps=float(np.mean(cap)) if cap is not None else float(kd["rate_bps"]),
-                         mss_bytes=1448 if _missing(mtu) else int(mtu) - TCP_IP_HEADERS, initial_window=10 * n)
+                         mss_bytes=1448 if is_missing(mtu) else int(mtu) - TCP_IP_HEADERS, initial_window=10 * n)
     model.fit(np.array([r[0] for r in runs]), [r[1] for r in runs], dt=float(np.median([r[2] for r in runs])))
     tau = cols["rtt_ms"][held].astype(float) / 1e3
     dur = kd.get("duration_target_s")
-    if not _missing(dur):
+    if not is_missing(dur):
         model.duration_s_ = float(dur)            # T_O is the configured duration
         return model.predict(tau)
-    size = _float_column(cols, "transfer_bytes", held)
+    size = float_column(cols, "transfer_bytes", held)
     if not np.all(np.isfinite(size)):             # no configured size: the training runs' median
         size = np.where(np.isfinite(size), size, np.median(cols["size_bytes"][train].astype(float)))
     return transfer_throughput(model, tau, size)
@@ -152,7 +152,7 @@ def validate(table, traces: dict | None = None) -> Validation:
     rows = len(cols["variant"])
     P = {m: np.full(rows, np.nan) for m in MODES}
     B = {m: np.full(rows, np.nan) for m in MODES}
-    lags = _float_column(cols, "startup_rtts")
+    lags = float_column(cols, "startup_rtts")
     buf = np.array([_label(b) for b in cols.get("buffer", cols.get("buffer_bytes", np.full(rows, None)))])
     rtt = cols["rtt_ms"].astype(float)
     params: dict[tuple, list] = {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
@@ -10,6 +10,15 @@ import numpy as np
 from .. import analysis
 from .. import select as sel
 from ..store import Store, reads
+
+
+def loss_free(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Rows of a fit table (store.reads.fit_table) of loss-free transfers of a known size or duration: what the
+    model figures draw."""
+    keep = np.array([(m in (None, "none")) and (t is not None or (d is not None and d == d))
+                     for m, t, d in zip(table["loss_mode"], table["transfer_bytes"], table["duration_target_s"])],
+                    dtype=bool)
+    return {k: v[keep] for k, v in table.items()}
 
 
 @dataclass
@@ -37,6 +46,7 @@ class ReportData:
     exclude_flagged: bool = False
     flagged: int = 0             # flagged runs (dimensions.FLAGGED_SQL) the report could draw on
     candidates: int = 0          # ok runs with a throughput and an RTT, flagged or not
+    _model_fits: dict = field(default_factory=dict, init=False, repr=False)   # model_fit's, by row indices
 
     @classmethod
     def load(cls, store: Store, *, exclude_flagged: bool = False) -> "ReportData":
@@ -55,6 +65,28 @@ class ReportData:
         figure (the model figure and the papers' Figs. 6–8)."""
         from ..models import fit_table_from_store
         return fit_table_from_store(self.store.con, exclude_flagged=self.exclude_flagged)
+
+    @cached_property
+    def model_table(self) -> dict:
+        """The loss-free rows of fit_table (loss_free): what the model figures draw."""
+        return loss_free(self.fit_table)
+
+    @cached_property
+    def model_datasets(self) -> list[tuple[dict, np.ndarray]]:
+        """model_table's datasets as `model fit` forms them (models.fit.datasets): (key, row indices)."""
+        from ..models.fit import datasets
+        return datasets(self.model_table) if self.model_table["variant"].size else []
+
+    def model_fit(self, idx: np.ndarray):
+        """`model fit`'s in-sample fit (models.fit_profiles, heldout=False) of the rows `idx` of model_table (one
+        dataset), computed once for every figure that draws that dataset (the model figure, the papers' Figs.
+        6–8)."""
+        key = tuple(int(i) for i in idx)
+        if key not in self._model_fits:
+            from ..models import fit_profiles
+            (self._model_fits[key],) = fit_profiles({k: v[idx] for k, v in self.model_table.items()},
+                                                    heldout=False)
+        return self._model_fits[key]
 
     def flag_note(self) -> str:
         """The header line: whether flagged runs were left out, and how many."""
