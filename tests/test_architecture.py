@@ -34,6 +34,29 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+def _import_nodes():
+    """(module, its path, the package a relative import starts from, ImportFrom node) of every `from … import`."""
+    mods = _modules()
+    for mod, path in mods.items():
+        package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                yield mod, package, node
+
+
+def _target(package: list[str], node: ast.ImportFrom) -> str:
+    base = (package[: len(package) - node.level + 1] if node.level else [])
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def private_imports() -> list[str]:
+    """`from M import _name` where M is another tcpprofile module: a helper private to M used elsewhere."""
+    mods = _modules()
+    return sorted(f"{mod}: {target}.{alias.name}" for mod, package, node in _import_nodes()
+                  if (target := _target(package, node)) in mods and target != mod
+                  for alias in node.names if alias.name.startswith("_") and not alias.name.startswith("__"))
+
+
 def import_graph() -> dict[str, set[str]]:
     """module -> the tcpprofile modules it imports (a `from package import name` names the submodule when
     `name` is one, else the package)."""
@@ -43,8 +66,7 @@ def import_graph() -> dict[str, set[str]]:
         package = mod.split(".") if path.name == "__init__.py" else mod.split(".")[:-1]
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
-                base = (package[: len(package) - node.level + 1] if node.level else [])
-                target = ".".join(base + ([node.module] if node.module else []))
+                target = _target(package, node)
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"
                     name = sub if sub in mods else target
@@ -106,6 +128,10 @@ def test_no_import_circle():
 
 def test_no_import_from_a_lower_layer_to_a_higher_one():
     assert upward(import_graph()) == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    assert private_imports() == []
 
 
 def test_the_checks_see_a_circle_and_an_upward_arrow():

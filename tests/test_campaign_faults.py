@@ -3,7 +3,8 @@ engine killed.  The faulted attempt fails with a reason naming the part, the run
 link when a part of the link failed), every other run is untouched, and the links are gone afterwards.
 
 Each test runs the campaign in this process with the real `campaign.emulated` environment, wrapped so
-that an injector can reach the link; low rate (200 Mbit/s, 2 ms), 2 s runs.
+that an injector can reach the link; low rate (200 Mbit/s, 2 ms), 1 s runs (2 s where the engine is killed
+half a second into a run: the failure must be found while the client still runs).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ buffer = "BDP"
 [transfer]
 variant = ["cubic"]
 streams = [1]
-duration = "2s"
+duration = "{duration}"
 """
 INJECT_TIMEOUT_S = 120
 
@@ -73,7 +74,7 @@ def campaign_client(link) -> int | None:
     return next((pid for pid, argv in procs(link.ns_sender) if "--get-server-output" in argv), None)
 
 
-def run_with(tmp_path, inject, on_setup=None):
+def run_with(tmp_path, inject, on_setup=None, duration="1s"):
     """Run SPEC with links handed to on_setup(link) as they come up, and inject(links, t) in a thread
     (it appends the kill time to t).  Returns (summary, store rows, links, kill times, output)."""
     links, kills, errors = [], [], []
@@ -95,7 +96,8 @@ def run_with(tmp_path, inject, on_setup=None):
     thread.start()
     out = Clock()
     with Store.open(tmp_path / "f.duckdb") as store:
-        summary = campaign.run_campaign(spec.parse(SPEC), store, out=out, environments=factory)
+        summary = campaign.run_campaign(spec.parse(SPEC.format(duration=duration)), store, out=out,
+                                        environments=factory)
         thread.join(timeout=5)
         assert not errors, errors
         runs = store.query("SELECT * FROM runs ORDER BY seq")
@@ -177,7 +179,7 @@ def test_delay_engine_killed(tmp_path):
         engine.append(link.engine_pids()["forward"])
         os.kill(engine[0], signal.SIGKILL)
         kills.append(time.monotonic())
-    summary, runs, link_rows, intervals, links, kills, out = run_with(tmp_path, inject)
+    summary, runs, link_rows, intervals, links, kills, out = run_with(tmp_path, inject, duration="2s")
     retried = check_one_retried(summary, runs, intervals, f"delay engine (forward, pid {engine[0]}) is not running")
     assert len(link_rows) == 2 and len(links) == 2
     new_link = next(r["link_id"] for r in link_rows if r["tag"] == links[1].tag)

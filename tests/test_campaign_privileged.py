@@ -141,7 +141,7 @@ def _check_resumed(db: Path, before: list[dict], expected: int):
 
 
 def test_resume_after_sigkill_remote(remote_pair, tmp_path):
-    spec_path = remote_spec(remote_pair, tmp_path)
+    spec_path = remote_spec(remote_pair, tmp_path, duration="1s")   # resume does not depend on a run's length
     db = tmp_path / "k.duckdb"
     cmd = tcpprofile_in(remote_pair["client"], "run", str(spec_path), "--db", str(db))
     _kill_after_first_run(cmd)
@@ -273,7 +273,7 @@ def test_emulated_end_to_end_against_calibration(tmp_path):
 def test_resume_after_sigkill_emulated(tmp_path):
     testbed = _testbed()
     db = tmp_path / "k.duckdb"
-    cmd = TCPPROFILE + ["run", str(emulated_spec(tmp_path, duration="2s", reps=3)), "--db", str(db)]
+    cmd = TCPPROFILE + ["run", str(emulated_spec(tmp_path, duration="1s", reps=3)), "--db", str(db)]
     try:
         _kill_after_first_run(cmd)
         killed = stored_link_namespaces(db)

@@ -16,8 +16,8 @@ from synthetic_store import (BBR_AT_500, BBR_SHARE, LOSS_RTTS, PAPERS_RTTS, STCP
 from test_report import CHROMIUM, _artifacts, chromium_page
 from tcpprofile import analysis
 from tcpprofile.cli import main
-from tcpprofile.report import Figure, Note, Table, build_report
-from tcpprofile.report import papers
+from tcpprofile.report import Figure, Note, Table
+from tcpprofile.report import html, papers
 from tcpprofile.report.data import ReportData
 from tcpprofile.report.profiles import SigmoidFits
 from tcpprofile.store import Store
@@ -34,10 +34,20 @@ def papers_db(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def section(papers_db, tmp_path_factory):
+def papers_page(papers_db, tmp_path_factory):
+    """The papers section drawn once from the papers' store, and the report's page (report.html.page) holding
+    it, beside its figures: (section, index.html)."""
     out = tmp_path_factory.mktemp("papers-out")
     with Store.open(papers_db, read_only=True) as s:
-        return papers.side_by_side(ReportData.load(s), out, SigmoidFits())
+        sec = papers.side_by_side(ReportData.load(s), out, SigmoidFits())
+    index = out / "index.html"
+    index.write_text(html.page("tcpprofile report", [], [sec]))
+    return sec, index
+
+
+@pytest.fixture(scope="module")
+def section(papers_page):
+    return papers_page[0]
 
 
 def _item(section, id_, kind=Table):
@@ -223,12 +233,10 @@ def test_a_store_without_the_runs_says_what_to_run(tmp_path):
 
 # -- headless Chromium -------------------------------------------------------------------------------
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium (scripts/bootstrap installs it)")
-def test_papers_section_renders_in_chromium(papers_db, tmp_path):
-    with Store.open(papers_db, read_only=True) as s:
-        report = build_report(s, tmp_path / "report")
-    sec = next(s for s in report.sections if s.id == "papers")
+def test_papers_section_renders_in_chromium(papers_page):
+    sec, index = papers_page
     shots = _artifacts()
-    with chromium_page(report.index) as (page, errors, failed):
+    with chromium_page(index) as (page, errors, failed):
         got = page.evaluate("""() => { const s = document.querySelector('section#papers');
             return {imgs: Array.from(s.querySelectorAll('img')).map(i => ({w: i.naturalWidth,
                       shown: i.getBoundingClientRect().width})),

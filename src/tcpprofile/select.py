@@ -23,9 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import decide, ping
-from .dimensions import BUFFER_SQL, FLAGGED_SQL
 from .errors import TcpProfileError, ValidationError
-from .store import TAU_MS_SQL, Store
+from .store import Store, reads
 from .tolerance import rtt_tolerance_ms
 from .testbed.netns import in_ns, netns_list
 
@@ -37,17 +36,6 @@ CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "r
                     "link_kind")
 TIE_BREAK = "fewest streams, then smallest socket buffer (autotuning first), then builtin variant"
 
-_RUNS_SQL = f"""
-SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name, r.streams,
-       r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
-       coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
-       l.rate_bps, {BUFFER_SQL} AS link_buffer, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
-       {TAU_MS_SQL} AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
-FROM runs r JOIN links l USING (link_id)
-WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
-  AND {TAU_MS_SQL} IS NOT NULL
-ORDER BY r.run_id
-"""
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -129,7 +117,7 @@ def cluster_rtts(values: list[float]) -> list[list[float]]:
 def condition_groups(store: Store, *, exclude_flagged: bool = False) -> dict[tuple, int]:
     """Comparable groups present in the store (conditions -> ok runs; without flagged runs if asked)."""
     counts: dict[tuple, int] = defaultdict(int)
-    for row in store.query(_RUNS_SQL):
+    for row in reads.profile_runs(store):
         if not (exclude_flagged and row["flagged"]):
             counts[_condition_key(row)] += 1
     return dict(counts)
@@ -137,7 +125,7 @@ def condition_groups(store: Store, *, exclude_flagged: bool = False) -> dict[tup
 
 def flagged_candidates(store: Store) -> tuple[int, int]:
     """(flagged, all) ok runs with a throughput and an RTT: what select and the report can draw on."""
-    rows = store.query(_RUNS_SQL)
+    rows = reads.profile_runs(store)
     return sum(1 for r in rows if r["flagged"]), len(rows)
 
 
@@ -170,7 +158,7 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
     Flagged runs (dimensions.FLAGGED_SQL) are included and counted per RTT (Profile.flagged), or
     left out with exclude_flagged (counted in ProfileSet.flagged_left_out).
     """
-    rows = store.query(_RUNS_SQL)
+    rows = reads.profile_runs(store)
     conditions = conditions or {}
     rows = [r for r in rows if all(_same(r[k], v) for k, v in conditions.items())]
     if variants:

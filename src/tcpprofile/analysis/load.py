@@ -15,13 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dimensions import DIMENSIONS, FLAGGED_SQL, check_by
-from ..store.expressions import TAU_MS_SQL
-
-
-def connection(con):
-    """Accept a Store or a DuckDB connection."""
-    return getattr(con, "con", con)
+from ..dimensions import DIMENSIONS, check_by
+from ..store import reads
 
 
 @dataclass(frozen=True)
@@ -48,15 +43,7 @@ class Runs:
 
 
 def load_runs(con, *, exclude_flagged: bool = False) -> Runs:
-    con = connection(con)
-    dims = ", ".join(f"{sql} AS {name}" for name, sql in DIMENSIONS.items())
-    rows = con.execute(f"""
-        SELECT r.run_id, {TAU_MS_SQL}, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
-               {FLAGGED_SQL},
-               {dims}
-        FROM runs r JOIN links l USING (link_id)
-        WHERE r.status = 'ok' AND {TAU_MS_SQL} IS NOT NULL AND r.throughput_bps IS NOT NULL
-        ORDER BY r.run_id""").fetchall()
+    rows = reads.analysed_runs(con)
     if exclude_flagged:
         rows = [r for r in rows if not r[4]]
     cols = list(zip(*rows)) if rows else [()] * (5 + len(DIMENSIONS))
@@ -85,18 +72,7 @@ def load_traces(con, run_ids: Sequence[str] | None = None, *, per_stream: bool =
                 ) -> dict[tuple[str, int | None], Trace]:
     """Traces keyed by (run_id, stream); stream None is the aggregate (iperf3's sum, or the sum of the
     streams when the sum rows are absent). Omitted (warm-up) intervals are skipped."""
-    con = connection(con)
-    where = "WHERE coalesce(omitted, false) = false"
-    if run_ids is not None:
-        con.register("_tcpp_analysis_ids", {"run_id": np.asarray(list(run_ids), dtype=object)})
-        where += " AND run_id IN (SELECT run_id FROM _tcpp_analysis_ids)"
-    try:
-        data = con.execute(f"""
-            SELECT run_id, coalesce(stream, -1) AS stream, start_s, end_s, bits_per_second
-            FROM intervals {where} ORDER BY run_id, stream, start_s""").fetchnumpy()
-    finally:
-        if run_ids is not None:
-            con.unregister("_tcpp_analysis_ids")
+    data = reads.interval_columns(con, run_ids)
     rid = np.asarray(data["run_id"], dtype=object)
     stream = np.asarray(data["stream"], dtype=np.int64)
     start, end = np.asarray(data["start_s"], float), np.asarray(data["end_s"], float)

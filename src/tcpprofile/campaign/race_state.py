@@ -27,7 +27,8 @@ class RaceState:
                                                   # every survivor); None: choose() decides on the means
 
 
-def _mean(xs) -> float:
+def mean_or_minus_inf(xs) -> float:
+    """The mean of the values present (None: not run), −inf with none (ranks below every measured one)."""
     v = [x for x in xs if x is not None]
     return float(np.mean(v)) if v else float("-inf")
 
@@ -37,5 +38,5 @@ def choose(st: RaceState, values: dict, margin: float, simplicity: Callable) -> 
     best survivor's mean."""
     if st.chosen is not None:
         return st.chosen
-    means = {c: _mean(values[c]) for c in st.alive}
+    means = {c: mean_or_minus_inf(values[c]) for c in st.alive}
     return min(decide.ties(means, margin), key=simplicity)

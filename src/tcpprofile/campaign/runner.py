@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from ..dimensions import FLAGGED_SQL
+from ..store import reads
 from ..spec import CampaignSpec
 from ..store.db import Store
 from . import policies
@@ -117,17 +117,8 @@ def _show(progress: Progress, event) -> None:
 
 def summarise(store: Store, campaign_id: str, seed: int | None, total: int, skipped: int,
               remaining: int = 0, notes: tuple[str, ...] = ()) -> Summary:
-    counts = store.query(   # flagged: as analyze, select and report count them (dimensions.FLAGGED_SQL)
-        "SELECT count(*) FILTER (WHERE r.status = 'ok') AS ok, count(*) FILTER (WHERE r.status = 'failed') AS failed, "
-        f"count(*) FILTER (WHERE r.status = 'ok' AND {FLAGGED_SQL}) AS flagged "
-        "FROM runs r LEFT JOIN links l USING (link_id) WHERE r.campaign_id = ?", [campaign_id])[0]
-    table = store.query(
-        "SELECT l.kind, l.host, l.rate_bps, l.rtt_ms, l.buffer_bytes, l.loss_mode, l.loss_rate, r.variant, r.streams, "
-        "r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, count(*) AS runs, "
-        "count(r.throughput_bps) AS ok, avg(r.throughput_bps) AS mean_bps, stddev_samp(r.throughput_bps) AS sd_bps "
-        "FROM runs r JOIN links l USING (link_id) WHERE r.campaign_id = ? AND r.status <> 'running' "
-        "GROUP BY ALL ORDER BY l.rtt_ms, l.rate_bps, l.buffer_bytes, l.loss_rate, r.variant, r.streams, "
-        "r.socket_buffer_bytes NULLS FIRST, r.transfer_bytes, r.duration_target_s", [campaign_id])
+    counts = reads.campaign_counts(store, campaign_id)   # flagged: as analyze, select and report count them
+    table = reads.campaign_table(store, campaign_id)
     return Summary(campaign_id, seed, total, skipped, counts["ok"], counts["failed"], counts["flagged"], table,
                    remaining, notes)
 

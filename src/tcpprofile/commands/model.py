@@ -162,7 +162,7 @@ def _load(args, *, traces: bool = False):
 
     if not args.db:
         raise ValidationError("--db", f"required for {args.action} (a tcpprofile store)")
-    try:
+    try:   # DuckDB directly, not Store.open: fit and validate also read flat `runs` tables (store.reads.fit_table)
         con = duckdb.connect(args.db, read_only=True)
     except duckdb.Error as err:
         raise ValidationError("--db", f"cannot open {args.db!r} as a DuckDB store: {err}") from None

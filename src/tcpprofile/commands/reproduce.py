@@ -68,6 +68,7 @@ def _plan(mode: str) -> str:
 def main(args: argparse.Namespace) -> int:
     from .. import campaign
     from ..reproduce import campaigns, findings, standard
+    from ..store import reads
     from ..store.db import Store
     from .run import cluster_executor
 
@@ -103,8 +104,7 @@ def main(args: argparse.Namespace) -> int:
             which = "every reproduce-* campaign" if ids is None else f"{args.mode} campaigns"
             print(f"Findings of the papers on {args.db} ({which}, {level:.4g} intervals):")
             print(findings.format_table(result))
-            counted = ids if ids is not None else [r[0] for r in store.con.execute(
-                "SELECT campaign_id FROM campaigns WHERE name LIKE ?", [campaigns.PREFIX + "%"]).fetchall()]
+            counted = ids if ids is not None else reads.campaign_ids_named(store, campaigns.PREFIX + "%")
             if flagged := findings.flagged_runs(store, counted):
                 print(f"{flagged} flagged runs " + ("left out (--exclude-flagged)" if args.exclude_flagged
                                                     else "included; --exclude-flagged leaves them out"))

@@ -45,7 +45,7 @@ def register(sub) -> None:
 def main(args: argparse.Namespace) -> int:
     from .. import decide, select as sel, spec as specs, tune, units
     from ..errors import ValidationError
-    from ..store import Store
+    from ..store import Store, reads
     from .run import cluster_executor
     from .select import print_settings
 
@@ -77,11 +77,9 @@ def main(args: argparse.Namespace) -> int:
                         rule=rule, out=sys.stderr, executor=cluster_executor(s, args.cluster))
         settings = applied = None
         if res.chosen:
-            kernel = store.query("SELECT any_value(cc_kernel_name) AS k, any_value(cc_impl) AS i FROM runs "
-                                 "WHERE campaign_id = ? AND variant = ?", [res.campaign_id, res.chosen["variant"]])[0]
+            kernel = reads.variant_kernel(store, res.campaign_id, res.chosen["variant"])
             rtt_ms = (s.links[0].rtt_s * 1e3 if s.links[0].rtt_s else
-                      store.query("SELECT avg(rtt_measured_ms) AS r FROM links WHERE campaign_id = ?",
-                                  [res.campaign_id])[0]["r"] or 0.0)
+                      reads.mean_measured_rtt_ms(store, res.campaign_id) or 0.0)
             cfg = sel.Config(res.chosen["variant"], kernel["i"] or "", res.chosen["streams"],
                              res.chosen["socket_buffer_bytes"])
             est = sel.Estimate(cfg, res.chosen["mean_bps"], res.chosen["ci_low_bps"], res.chosen["ci_high_bps"],

@@ -133,7 +133,8 @@ class DatasetFit:
                 "flagged": bool(self.flags), "flags": self.flags, "residual_structure": self.structure}
 
 
-def _missing(v) -> bool:
+def is_missing(v) -> bool:
+    """A value the table lacks: NULL (None) or nan."""
     return v is None or (isinstance(v, float) and np.isnan(v))
 
 
@@ -143,16 +144,16 @@ def _mode(cols, idx, kd, size=None) -> dict:
     duration where no size was configured)."""
     kw, params = {}, {}
     dur = kd.get("duration_target_s")
-    if not _missing(dur):
+    if not is_missing(dur):
         kw["duration"] = np.full(idx.size, float(dur))
     else:
         kw["size"] = (cols["size_bytes" if "size_bytes" in cols else "transfer_bytes"][idx].astype(float)
                       if size is None else size)
     rate = kd.get("loss_rate")
-    if not _missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none"):
+    if not is_missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none"):
         kw["loss"] = np.full(idx.size, float(rate))  # uniform p: by its mean, 1 in 1/p (framework.py)
     mtu = kd.get("mtu")
-    if not _missing(mtu):
+    if not is_missing(mtu):
         params["mss_bytes"] = int(mtu) - TCP_IP_HEADERS
     return kw | {"_params": params}
 
@@ -218,23 +219,23 @@ def fixed_wmax_bounds(wmax_bytes: float) -> tuple[float, float]:
     return (wmax_bytes * (1 - WMAX_KNOWN_REL), wmax_bytes)
 
 
-def _float_column(cols, name, idx=slice(None)) -> np.ndarray | None:
+def float_column(cols, name, idx=slice(None)) -> np.ndarray | None:
     """An optional per-row column of the rows idx as floats (nan where missing), None without the column."""
     if name not in cols:
         return None
-    return np.array([np.nan if _missing(x) else float(x) for x in cols[name][idx]])
+    return np.array([np.nan if is_missing(x) else float(x) for x in cols[name][idx]])
 
 
-def _positive_column(cols, name, idx) -> np.ndarray | None:
+def positive_column(cols, name, idx) -> np.ndarray | None:
     """An optional per-row column [bytes] of the dataset's rows, when every row has a positive value."""
-    v = _float_column(cols, name, idx)
+    v = float_column(cols, name, idx)
     return v if v is not None and np.all(np.isfinite(v) & (v > 0)) else None
 
 
 def _known_wmax(cols, idx) -> float | None:
     """W_max per flow [bytes] when the dataset's window limit is known (autotuned buffers: the kernel's
     maximum, window_limit_bytes; at least half of it is window), else None (fitted)."""
-    lim = _positive_column(cols, "window_limit_bytes", idx)
+    lim = positive_column(cols, "window_limit_bytes", idx)
     return None if lim is None else float(lim.min()) / 2
 
 
@@ -248,7 +249,7 @@ def startup_rtts_of(per_row) -> float:
 
 def _relative_scale(cols, idx) -> np.ndarray | None:
     """The configured buffer per row [bytes] when it changes across the rows (k×BDP), else None."""
-    cfg = _positive_column(cols, "configured_buffer_bytes", idx)
+    cfg = positive_column(cols, "configured_buffer_bytes", idx)
     return None if cfg is None or np.ptp(cfg) <= 1e-9 * cfg.max() else cfg
 
 
@@ -292,14 +293,14 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
         startup = startup_rtts_of(own if np.isfinite(own).any() else lag_pool)
     params = {**kw.pop("_params"), "queue_fill": True, "receiver_report": True,   # -t and -n: iperf3's receiver
               **({} if startup is None else {"startup_rtts": startup}), **model_params}
-    cap = _positive_column(cols, "capacity_bps", rows)
+    cap = positive_column(cols, "capacity_bps", rows)
     capacity = float(np.mean(cap)) if cap is not None else float(kd["rate_bps"])
     model = make_model(str(kd["variant"]), capacity_bps=capacity, **params)
     tau = cols["rtt_ms"][rows].astype(float) / 1e3
     n = cols["streams"][rows].astype(float)
     M = cols["throughput_bps"][rows].astype(float)
     scale = (_relative_scale(cols, rows) if relative is None
-             else _positive_column(cols, "configured_buffer_bytes", rows) if relative else None)
+             else positive_column(cols, "configured_buffer_bytes", rows) if relative else None)
     known = _known_wmax(cols, rows)
     wb = WMAX_BOUNDS if known is None else fixed_wmax_bounds(known)
     if scale is None:
@@ -318,8 +319,8 @@ def predict_rows(fit: RowsFit, cols, kd, rows, *, own_sizes: bool = False) -> np
     configured buffer, the configured size or duration, loss. A row without a configured size (size
     measured as throughput × duration) takes the fit's median training size, unless own_sizes (in-sample)."""
     size = None
-    if _missing(kd.get("duration_target_s")) and not own_sizes:
-        size = _float_column(cols, "transfer_bytes", rows)
+    if is_missing(kd.get("duration_target_s")) and not own_sizes:
+        size = float_column(cols, "transfer_bytes", rows)
         size = np.where(np.isfinite(size), size, fit.size_bytes)
     kw = _mode(cols, rows, kd, size=size)
     kw.pop("_params")
@@ -360,7 +361,7 @@ def fit_profiles(table, *, heldout: bool = True, variant_params: dict | None = N
 
     cols = as_columns(table)
     base_params = model_params
-    lags = None if "startup_rtts" in model_params else _float_column(cols, "startup_rtts")
+    lags = None if "startup_rtts" in model_params else float_column(cols, "startup_rtts")
     rtt_all = cols["rtt_ms"].astype(float)
     fits = []
     for kd, idx in datasets(cols):

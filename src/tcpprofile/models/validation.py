@@ -23,13 +23,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dimensions import BUFFER_SQL, FLAGGED_SQL
-from ..store.expressions import TAU_MS_SQL
 from .diagnostics import short
 from ..framing import TCP_IP_HEADERS
-from ..store.reads import CAMPAIGN_WHERE
-from .fit import (DATASET_KEYS, _float_column, _missing,
-                  _positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
+from ..store import reads
+from .fit import (DATASET_KEYS, float_column, is_missing,
+                  positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
 from .generic import GenericModel, transfer_throughput
 
@@ -71,12 +69,12 @@ def _finite(errors: dict[str, float]) -> dict[str, float | None]:
 
 
 def _label(v) -> str:
-    return "none" if _missing(v) else str(v)
+    return "none" if is_missing(v) else str(v)
 
 
 def _row_key(values) -> tuple:
     """Configuration values comparable between the profile table and SQL rows (numbers as rounded floats)."""
-    return tuple(None if _missing(v) else round(float(v), 9) if isinstance(v, (int, float, np.integer, np.floating))
+    return tuple(None if is_missing(v) else round(float(v), 9) if isinstance(v, (int, float, np.integer, np.floating))
                  else str(v) for v in values)
 
 
@@ -84,21 +82,9 @@ def load_traces(con, cols, *, campaigns=None, exclude_flagged: bool = False) -> 
     """Per row of the profile table: the aggregate (all streams) iperf3 interval rates [bit/s] of each of
     its runs, with the interval length dt [s] — (rates, dt) pairs. The final interval is dropped when
     shorter than half of dt (a partial one). Empty where the store keeps no intervals."""
-    tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
-    if "intervals" not in tables or "links" not in tables:
-        return {}
-    where = " AND NOT " + FLAGGED_SQL if exclude_flagged else ""
-    campaign = CAMPAIGN_WHERE.replace(" WHERE ", " AND ", 1) if campaigns else ""
-    sql = f"""SELECT r.variant, r.streams, {TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
-        r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, coalesce(l.loss_mode, 'none'),
-        coalesce(l.loss_rate, 0.0)::DOUBLE, l.mtu,
-        list(i.end_s - i.start_s ORDER BY i.start_s), list(i.bytes ORDER BY i.start_s), r.run_id
-        FROM runs r JOIN links l ON r.link_id = l.link_id JOIN intervals i ON i.run_id = r.run_id AND i.stream IS NULL
-        WHERE r.status = 'ok' AND r.throughput_bps > 0{where}{campaign}
-        GROUP BY ALL"""
     index = {_row_key(cols[k][i] for k in ROW_KEYS): i for i in range(len(cols["variant"]))}
     out: dict[int, list] = {}
-    for row in con.execute(sql, [list(campaigns)] if campaigns else []).fetchall():
+    for row in reads.run_interval_lists(con, campaigns=campaigns, exclude_flagged=exclude_flagged):
         i = index.get(_row_key(row[:len(ROW_KEYS)]))
         lens, data = np.asarray(row[-3], float), np.asarray(row[-2], float)
         if i is None or lens.size < 2:
@@ -119,16 +105,16 @@ def _baseline(cols, kd, train, held, traces) -> np.ndarray:
         return np.full(held.size, np.nan)
     n = int(cols["streams"][train[0]])
     mtu = kd.get("mtu")
-    cap = _positive_column(cols, "capacity_bps", train)
+    cap = positive_column(cols, "capacity_bps", train)
     model = GenericModel(capacity_bps=float(np.mean(cap)) if cap is not None else float(kd["rate_bps"]),
-                         mss_bytes=1448 if _missing(mtu) else int(mtu) - TCP_IP_HEADERS, initial_window=10 * n)
+                         mss_bytes=1448 if is_missing(mtu) else int(mtu) - TCP_IP_HEADERS, initial_window=10 * n)
     model.fit(np.array([r[0] for r in runs]), [r[1] for r in runs], dt=float(np.median([r[2] for r in runs])))
     tau = cols["rtt_ms"][held].astype(float) / 1e3
     dur = kd.get("duration_target_s")
-    if not _missing(dur):
+    if not is_missing(dur):
         model.duration_s_ = float(dur)            # T_O is the configured duration
         return model.predict(tau)
-    size = _float_column(cols, "transfer_bytes", held)
+    size = float_column(cols, "transfer_bytes", held)
     if not np.all(np.isfinite(size)):             # no configured size: the training runs' median
         size = np.where(np.isfinite(size), size, np.median(cols["size_bytes"][train].astype(float)))
     return transfer_throughput(model, tau, size)
@@ -166,7 +152,7 @@ def validate(table, traces: dict | None = None) -> Validation:
     rows = len(cols["variant"])
     P = {m: np.full(rows, np.nan) for m in MODES}
     B = {m: np.full(rows, np.nan) for m in MODES}
-    lags = _float_column(cols, "startup_rtts")
+    lags = float_column(cols, "startup_rtts")
     buf = np.array([_label(b) for b in cols.get("buffer", cols.get("buffer_bytes", np.full(rows, None)))])
     rtt = cols["rtt_ms"].astype(float)
     params: dict[tuple, list] = {}

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from .. import analysis
 from .. import select as sel
-from ..dimensions import FLAGGED_SQL
-from ..store import TAU_MS_SQL, Store
+from ..store import Store, reads
+
+
+def loss_free(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Rows of a fit table (store.reads.fit_table) of loss-free transfers of a known size or duration: what the
+    model figures draw."""
+    keep = np.array([(m in (None, "none")) and (t is not None or (d is not None and d == d))
+                     for m, t, d in zip(table["loss_mode"], table["transfer_bytes"], table["duration_target_s"])],
+                    dtype=bool)
+    return {k: v[keep] for k, v in table.items()}
 
 
 @dataclass
@@ -38,6 +46,7 @@ class ReportData:
     exclude_flagged: bool = False
     flagged: int = 0             # flagged runs (dimensions.FLAGGED_SQL) the report could draw on
     candidates: int = 0          # ok runs with a throughput and an RTT, flagged or not
+    _model_fits: dict = field(default_factory=dict, init=False, repr=False)   # model_fit's, by row indices
 
     @classmethod
     def load(cls, store: Store, *, exclude_flagged: bool = False) -> "ReportData":
@@ -57,6 +66,28 @@ class ReportData:
         from ..models import fit_table_from_store
         return fit_table_from_store(self.store.con, exclude_flagged=self.exclude_flagged)
 
+    @cached_property
+    def model_table(self) -> dict:
+        """The loss-free rows of fit_table (loss_free): what the model figures draw."""
+        return loss_free(self.fit_table)
+
+    @cached_property
+    def model_datasets(self) -> list[tuple[dict, np.ndarray]]:
+        """model_table's datasets as `model fit` forms them (models.fit.datasets): (key, row indices)."""
+        from ..models.fit import datasets
+        return datasets(self.model_table) if self.model_table["variant"].size else []
+
+    def model_fit(self, idx: np.ndarray):
+        """`model fit`'s in-sample fit (models.fit_profiles, heldout=False) of the rows `idx` of model_table (one
+        dataset), computed once for every figure that draws that dataset (the model figure, the papers' Figs.
+        6–8)."""
+        key = tuple(int(i) for i in idx)
+        if key not in self._model_fits:
+            from ..models import fit_profiles
+            (self._model_fits[key],) = fit_profiles({k: v[idx] for k, v in self.model_table.items()},
+                                                    heldout=False)
+        return self._model_fits[key]
+
     def flag_note(self) -> str:
         """The header line: whether flagged runs were left out, and how many."""
         what = ("flagged: link calibration missed, or the run carries flags such as host_contended, "
@@ -68,11 +99,7 @@ class ReportData:
 
     # -- traces ----------------------------------------------------------------------------------
     def runs_with_intervals(self, run_ids: list[str]) -> set[str]:
-        if not run_ids:
-            return set()
-        rows = self.store.con.execute(
-            "SELECT DISTINCT run_id FROM intervals WHERE run_id IN (SELECT unnest(?))", [run_ids]).fetchall()
-        return {r[0] for r in rows}
+        return reads.runs_with_intervals(self.store, run_ids)
 
     def traces(self, run_id: str) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
         """(interval start times, per-stream [[start_s, bits/s], ...], aggregate bits/s) of one run, read by
@@ -86,30 +113,17 @@ class ReportData:
         return agg.start_s, per, agg.bps
 
     def cwnd_runs(self, limit: int) -> list[str]:
-        unflagged = f"AND NOT {FLAGGED_SQL}" if self.exclude_flagged else ""
-        rows = self.store.con.execute(
-            "SELECT c.run_id FROM cwnd c JOIN runs r USING (run_id) LEFT JOIN links l USING (link_id) "
-            f"WHERE r.status = 'ok' {unflagged} GROUP BY c.run_id ORDER BY c.run_id LIMIT ?", [limit]).fetchall()
-        return [r[0] for r in rows]
+        return reads.cwnd_run_ids(self.store, limit, exclude_flagged=self.exclude_flagged)
 
     def cwnd(self, run_id: str) -> dict[int, np.ndarray]:
-        rows = self.store.con.execute(
-            "SELECT stream, t_s, snd_cwnd FROM cwnd WHERE run_id = ? ORDER BY stream, t_s", [run_id]).fetchall()
         out: dict[int, list] = {}
-        for s, t, w in rows:
+        for s, t, w in reads.cwnd_samples(self.store, run_id):
             out.setdefault(s, []).append((t, w))
         return {s: np.array(v, float) for s, v in out.items()}
 
     def run_info(self, run_id: str) -> dict:
-        return self.store.query(
-            "SELECT r.run_id, r.variant, r.streams, r.socket_buffer_bytes, r.throughput_bps, r.repetition, "
-            f"{TAU_MS_SQL} AS rtt_ms FROM runs r LEFT JOIN links l USING (link_id) "
-            "WHERE r.run_id = ?", [run_id])[0]
+        return reads.run_summary(self.store, run_id)
 
     # -- calibration -----------------------------------------------------------------------------
     def links(self) -> list[dict]:
-        return self.store.query(
-            "SELECT l.*, count(r.run_id) FILTER (WHERE r.status = 'ok') AS ok_runs, "
-            f"count(r.run_id) FILTER (WHERE r.status = 'ok' AND {FLAGGED_SQL}) AS flagged_runs, "
-            "count(r.run_id) FILTER (WHERE r.status = 'failed') AS failed_runs "
-            "FROM links l LEFT JOIN runs r USING (link_id) GROUP BY ALL ORDER BY l.kind, l.rtt_ms, l.link_id")
+        return reads.links_with_run_counts(self.store)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..store import Store
+from ..store import Store, reads
 from .common import Note, Section, Table
 
 
@@ -19,7 +19,7 @@ def verdicts(store: Store, *, exclude_flagged: bool = False) -> Section:
     from ..reproduce.findings import check_findings
 
     title, paper = "Findings of the papers, checked on this data", "HPDC'17 §2-3; eleven-variants slides"
-    has = store.query("SELECT count(*) AS n FROM campaigns WHERE name LIKE ?", [PREFIX + "%"])[0]["n"]
+    has = len(reads.campaign_ids_named(store, PREFIX + "%"))
     if not has:
         return Section("findings", title, paper, [Note(
             "Verdicts", "no reproduce-* campaign in this store (run `tcpprofile reproduce --quick --db DB`)")])

@@ -12,19 +12,10 @@ import numpy as np
 
 from .. import models
 from .. import select as sel
-from ..models.fit import datasets
 from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, subplots
 from .data import ReportData
 
 MAX_DATASETS = 6     # model fits cost ~1 s each: the datasets with the most runs
-
-
-def _loss_free(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Rows of loss-free transfers of a known size or duration (what the figure draws)."""
-    keep = np.array([(m in (None, "none")) and (t is not None or (d is not None and d == d))
-                     for m, t, d in zip(table["loss_mode"], table["transfer_bytes"], table["duration_target_s"])],
-                    dtype=bool)
-    return {k: v[keep] for k, v in table.items()}
 
 
 def _grid_inputs(fit, table, tau_ms, grid_ms) -> dict:
@@ -50,7 +41,7 @@ def model_curve(fit, rows: dict, n: int, points: int = 80):
                                                                             **_grid_inputs(fit, one, tau, grid))
 
 
-def _link_buffer(key) -> str:
+def link_buffer(key) -> str:
     """The bottleneck buffer as the spec wrote it ("BDP") or, for a byte count, in bytes."""
     b = str(key.get("buffer"))
     return sel.fmt_bytes(int(b)) if b.isdigit() else b
@@ -58,7 +49,7 @@ def _link_buffer(key) -> str:
 
 def _beta(fit, key) -> str:
     if fit.buffer_multiple is not None:
-        return f"β={fit.buffer_multiple:.3g}×{_link_buffer(key)}"
+        return f"β={fit.buffer_multiple:.3g}×{link_buffer(key)}"
     return f"β={sel.fmt_bytes(fit.model.buffer_bytes_)}"
 
 
@@ -70,9 +61,9 @@ def _verdict(fit) -> str:
 
 
 def model_vs_measurement(data: ReportData, out: Path) -> Section:
-    table = _loss_free(data.fit_table)
+    table = data.model_table
     candidates = []   # (runs, key, row indices) of datasets with at least 3 RTTs
-    for key, idx in (datasets(table) if table["variant"].size else []):
+    for key, idx in data.model_datasets:
         if np.unique(table["rtt_ms"][idx]).size >= 3:
             candidates.append((int(table["runs"][idx].sum()), key, idx))
     known = {str(v).lower() for v in table["variant"]} & set(models.MODELS)
@@ -88,7 +79,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
     errors, runs = [], 0
     for ax, (n_runs, key, idx) in zip(axes, chosen):
         rows = {k: v[idx] for k, v in table.items()}
-        (fit,) = models.fit_profiles(rows, heldout=False)    # `model fit`'s path, this dataset's rows
+        fit = data.model_fit(idx)    # `model fit`'s path, this dataset's rows (fitted once per report)
         runs += n_runs
         n = rows["streams"].astype(int)
         for k, s in enumerate(pick(set(n.tolist()), 4)):
@@ -98,7 +89,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
         sock = sel.fmt_buffer(None if key.get("socket_buffer_bytes") is None
                               or key["socket_buffer_bytes"] != key["socket_buffer_bytes"]
                               else int(key["socket_buffer_bytes"]))
-        label(ax, f"{key['variant']}, B={sock}, link β={_link_buffer(key)}" + (" — FLAGGED" if fit.flags else ""),
+        label(ax, f"{key['variant']}, B={sock}, link β={link_buffer(key)}" + (" — FLAGGED" if fit.flags else ""),
               "RTT (ms)", "throughput (Gbit/s)", zero=True)
         ax.legend(fontsize=6)
         d = fit.as_dict()

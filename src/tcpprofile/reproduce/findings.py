@@ -31,6 +31,7 @@ from ..analysis.dynamics import ramp_up
 from ..analysis.load import Runs, load_runs, load_traces
 from ..analysis.regions import classify_regions
 from ..analysis.sigmoid import fit_dual_sigmoid
+from ..store import reads
 from ..store.reads import flagged_ok_runs
 from . import stats
 from .campaigns import PREFIX
@@ -89,16 +90,11 @@ class Data:
     def load(cls, con, campaign_ids: Sequence[str] | None = None, *, exclude_flagged: bool = False) -> "Data":
         con = getattr(con, "con", con)
         runs = load_runs(con, exclude_flagged=exclude_flagged)
-        if campaign_ids is None:
-            rows = con.execute("SELECT run_id FROM runs r JOIN campaigns c USING (campaign_id) "
-                               "WHERE c.name LIKE ?", [PREFIX + "%"]).fetchall()
-        else:
-            rows = con.execute("SELECT run_id FROM runs WHERE campaign_id IN (SELECT unnest(?))",
-                               [list(campaign_ids)]).fetchall()
-        keep = np.isin(runs.run_id, np.asarray([r[0] for r in rows], dtype=object))
+        ids = reads.run_ids_of_campaigns(con, campaign_ids=campaign_ids, named=PREFIX + "%")
+        keep = np.isin(runs.run_id, np.asarray(ids, dtype=object))
         sub = Runs(runs.run_id[keep], runs.tau_ms[keep], runs.throughput_bps[keep], runs.capacity_bps[keep],
                    runs.flagged[keep], {k: v[keep] for k, v in runs.dims.items()})
-        took = dict(con.execute("SELECT run_id, duration_s FROM runs WHERE status = 'ok'").fetchall())
+        took = reads.ok_run_durations(con)
         duration = np.array([math.nan if took.get(r) is None else float(took[r]) for r in sub.run_id], float)
         return cls(con, sub, duration)
 

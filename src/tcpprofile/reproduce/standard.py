@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ..spec import CampaignSpec
+from ..store import reads
 from . import stats
 from .campaigns import DESIGNS, Design
 
@@ -113,8 +114,7 @@ def spent(store, specs: Iterable[CampaignSpec]) -> dict[str, float]:
     names = {d.name for d in DESIGNS}
     for s in specs:
         design = next(n for n in sorted(names, key=len, reverse=True) if s.name.startswith(f"reproduce-standard-{n}-"))
-        got = con.execute("SELECT coalesce(sum(duration_s), 0) FROM runs WHERE campaign_id = ? AND status = 'ok'",
-                          [s.campaign_id]).fetchone()[0]
+        got = reads.ok_seconds(con, s.campaign_id)
         by_design[design] = by_design.get(design, 0.0) + float(got)
     out = {f: 0.0 for f in ("i", "ii", "iii", "iv", "v")}
     for d in DESIGNS:

@@ -6,16 +6,27 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..dimensions import BUFFER_SQL, FLAGGED_SQL, NOTE_FLAGS
+from ..dimensions import BUFFER_SQL, DIMENSIONS, FLAGGED_SQL, NOTE_FLAGS
 from ..errors import ValidationError
 from .expressions import TAU_MS_SQL
+
+
+def _con(con):
+    """A Store or a DuckDB connection: the connection."""
+    return getattr(con, "con", con)
+
+
+def _dicts(con, sql: str, params: list | None = None) -> list[dict]:
+    """The rows of a query as dicts keyed by column name (as Store.query)."""
+    cur = _con(con).execute(sql, params or [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r)) for r in cur.fetchall()]
 
 
 def flagged_ok_runs(con, campaign_ids: Sequence[str]) -> list[dict]:
     """The ok runs of these campaigns that the instrument flagged (dimensions.FLAGGED_SQL): variant, streams,
     socket_buffer_bytes and `flags`, the run's and its link's flags without the notes (NOTE_FLAGS)."""
-    con = getattr(con, "con", con)
-    rows = con.execute(
+    rows = _con(con).execute(
         f"SELECT r.variant, r.streams, r.socket_buffer_bytes, coalesce(r.flags, '') || ',' || coalesce(l.flags, '') "
         f"FROM runs r LEFT JOIN links l ON r.link_id = l.link_id "
         f"WHERE r.status = 'ok' AND r.campaign_id IN (SELECT unnest(?)) AND {FLAGGED_SQL}",
@@ -104,3 +115,184 @@ def fit_table(con, *, campaigns=None, exclude_flagged: bool = False, initial_win
     names = [d[0] for d in cur.description]
     rows = cur.fetchall()
     return {name: np.asarray([row[i] for row in rows]) for i, name in enumerate(names)}
+
+
+def run_interval_lists(con, *, campaigns=None, exclude_flagged: bool = False) -> list[tuple]:
+    """Per ok run with a positive throughput and aggregate intervals (of the campaigns matching CAMPAIGN_WHERE's
+    patterns, if given; without flagged runs if asked): its configuration as PROFILE_SQL groups it (variant,
+    streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s, loss_mode,
+    loss_rate, mtu), then the list of its interval lengths [s] and the list of their bytes (by start), and its
+    run_id. Empty for a table without intervals or links (a flat runs table)."""
+    tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
+    if "intervals" not in tables or "links" not in tables:
+        return []
+    where = " AND NOT " + FLAGGED_SQL if exclude_flagged else ""
+    campaign = CAMPAIGN_WHERE.replace(" WHERE ", " AND ", 1) if campaigns else ""
+    sql = f"""SELECT r.variant, r.streams, {TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
+        r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, coalesce(l.loss_mode, 'none'),
+        coalesce(l.loss_rate, 0.0)::DOUBLE, l.mtu,
+        list(i.end_s - i.start_s ORDER BY i.start_s), list(i.bytes ORDER BY i.start_s), r.run_id
+        FROM runs r JOIN links l ON r.link_id = l.link_id JOIN intervals i ON i.run_id = r.run_id AND i.stream IS NULL
+        WHERE r.status = 'ok' AND r.throughput_bps > 0{where}{campaign}
+        GROUP BY ALL"""
+    return con.execute(sql, [list(campaigns)] if campaigns else []).fetchall()
+
+
+# -- analysis (analysis/load.py) ------------------------------------------------------------------------
+def analysed_runs(con) -> list[tuple]:
+    """The ok runs with a throughput and a τ, in run_id order, one tuple each: run_id, τ [ms] (TAU_MS_SQL),
+    throughput [bit/s], capacity [bit/s] (the link's goodput ceiling if measured, else its configured rate),
+    flagged (FLAGGED_SQL), then the grouping dimensions in dimensions.DIMENSIONS order."""
+    dims = ", ".join(f"{sql} AS {name}" for name, sql in DIMENSIONS.items())
+    return _con(con).execute(f"""
+        SELECT r.run_id, {TAU_MS_SQL}, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
+               {FLAGGED_SQL},
+               {dims}
+        FROM runs r JOIN links l USING (link_id)
+        WHERE r.status = 'ok' AND {TAU_MS_SQL} IS NOT NULL AND r.throughput_bps IS NOT NULL
+        ORDER BY r.run_id""").fetchall()
+
+
+def interval_columns(con, run_ids: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+    """The not-omitted iperf3 intervals (of these runs, or of all) as numpy columns run_id, stream (-1: the
+    sum over the streams), start_s, end_s, bits_per_second, ordered by run, stream and start."""
+    con = _con(con)
+    where = "WHERE coalesce(omitted, false) = false"
+    if run_ids is not None:
+        con.register("_tcpp_analysis_ids", {"run_id": np.asarray(list(run_ids), dtype=object)})
+        where += " AND run_id IN (SELECT run_id FROM _tcpp_analysis_ids)"
+    try:
+        return con.execute(f"""
+            SELECT run_id, coalesce(stream, -1) AS stream, start_s, end_s, bits_per_second
+            FROM intervals {where} ORDER BY run_id, stream, start_s""").fetchnumpy()
+    finally:
+        if run_ids is not None:
+            con.unregister("_tcpp_analysis_ids")
+
+
+# -- select and the report's profiles (select.py) ---------------------------------------------------------
+PROFILE_RUNS_SQL = f"""
+SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name, r.streams,
+       r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
+       coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
+       l.rate_bps, {BUFFER_SQL} AS link_buffer, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
+       {TAU_MS_SQL} AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
+FROM runs r JOIN links l USING (link_id)
+WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
+  AND {TAU_MS_SQL} IS NOT NULL
+ORDER BY r.run_id
+"""
+
+
+def profile_runs(con) -> list[dict]:
+    """The ok runs with a throughput and a τ, in run_id order, as dicts: the configuration (variant, cc_impl,
+    cc_kernel_name, streams, buffer_bytes: the socket buffer), the conditions (transfer_bytes, duration_s,
+    loss_mode, loss_rate, rate_bps, link_buffer as the spec wrote it, reverse, link_kind), rtt_ms (TAU_MS_SQL),
+    throughput_bps and flagged (FLAGGED_SQL)."""
+    return _dicts(con, PROFILE_RUNS_SQL)
+
+
+# -- the report (report/data.py) -------------------------------------------------------------------------
+def runs_with_intervals(con, run_ids: Sequence[str]) -> set[str]:
+    """Those of these runs that have interval rows."""
+    if not run_ids:
+        return set()
+    rows = _con(con).execute(
+        "SELECT DISTINCT run_id FROM intervals WHERE run_id IN (SELECT unnest(?))", [run_ids]).fetchall()
+    return {r[0] for r in rows}
+
+
+def cwnd_run_ids(con, limit: int, *, exclude_flagged: bool = False) -> list[str]:
+    """The first `limit` ok runs (by run_id) with a cwnd trace; without flagged runs (FLAGGED_SQL) if asked."""
+    unflagged = f"AND NOT {FLAGGED_SQL}" if exclude_flagged else ""
+    rows = _con(con).execute(
+        "SELECT c.run_id FROM cwnd c JOIN runs r USING (run_id) LEFT JOIN links l USING (link_id) "
+        f"WHERE r.status = 'ok' {unflagged} GROUP BY c.run_id ORDER BY c.run_id LIMIT ?", [limit]).fetchall()
+    return [r[0] for r in rows]
+
+
+def cwnd_samples(con, run_id: str) -> list[tuple]:
+    """A run's cwnd trace: (stream, t_s, snd_cwnd) rows ordered by stream and time."""
+    return _con(con).execute(
+        "SELECT stream, t_s, snd_cwnd FROM cwnd WHERE run_id = ? ORDER BY stream, t_s", [run_id]).fetchall()
+
+
+def run_summary(con, run_id: str) -> dict:
+    """One run's run_id, variant, streams, socket_buffer_bytes, throughput_bps, repetition and rtt_ms
+    (TAU_MS_SQL)."""
+    return _dicts(
+        con, "SELECT r.run_id, r.variant, r.streams, r.socket_buffer_bytes, r.throughput_bps, r.repetition, "
+        f"{TAU_MS_SQL} AS rtt_ms FROM runs r LEFT JOIN links l USING (link_id) "
+        "WHERE r.run_id = ?", [run_id])[0]
+
+
+def links_with_run_counts(con) -> list[dict]:
+    """Every link's row with ok_runs, flagged_runs (ok and FLAGGED_SQL) and failed_runs, ordered by kind,
+    configured RTT and link_id."""
+    return _dicts(
+        con, "SELECT l.*, count(r.run_id) FILTER (WHERE r.status = 'ok') AS ok_runs, "
+        f"count(r.run_id) FILTER (WHERE r.status = 'ok' AND {FLAGGED_SQL}) AS flagged_runs, "
+        "count(r.run_id) FILTER (WHERE r.status = 'failed') AS failed_runs "
+        "FROM links l LEFT JOIN runs r USING (link_id) GROUP BY ALL ORDER BY l.kind, l.rtt_ms, l.link_id")
+
+
+# -- campaigns by name (reproduce, its report section) ----------------------------------------------------
+def campaign_ids_named(con, pattern: str) -> list[str]:
+    """The ids of the campaigns whose name matches the SQL LIKE pattern (% any text)."""
+    return [r[0] for r in _con(con).execute("SELECT campaign_id FROM campaigns WHERE name LIKE ?",
+                                             [pattern]).fetchall()]
+
+
+def run_ids_of_campaigns(con, *, campaign_ids: Sequence[str] | None = None, named: str | None = None) -> list[str]:
+    """The ids of every run (any status) of these campaigns, or of the campaigns whose name matches the SQL
+    LIKE pattern `named`."""
+    if campaign_ids is None:
+        rows = _con(con).execute("SELECT run_id FROM runs r JOIN campaigns c USING (campaign_id) "
+                                 "WHERE c.name LIKE ?", [named]).fetchall()
+    else:
+        rows = _con(con).execute("SELECT run_id FROM runs WHERE campaign_id IN (SELECT unnest(?))",
+                                 [list(campaign_ids)]).fetchall()
+    return [r[0] for r in rows]
+
+
+def ok_run_durations(con) -> dict[str, float | None]:
+    """run_id -> duration_s [s] of every ok run."""
+    return dict(_con(con).execute("SELECT run_id, duration_s FROM runs WHERE status = 'ok'").fetchall())
+
+
+def ok_seconds(con, campaign_id: str) -> float:
+    """The measured transfer seconds (sum of duration_s) of a campaign's ok runs; 0 without any."""
+    return _con(con).execute("SELECT coalesce(sum(duration_s), 0) FROM runs WHERE campaign_id = ? AND status = 'ok'",
+                             [campaign_id]).fetchone()[0]
+
+
+# -- one campaign (the run's summary, tune) ----------------------------------------------------------------
+def campaign_counts(con, campaign_id: str) -> dict:
+    """A campaign's ok, failed and flagged (ok and FLAGGED_SQL: as analyze, select and report count them) runs."""
+    return _dicts(
+        con, "SELECT count(*) FILTER (WHERE r.status = 'ok') AS ok, count(*) FILTER (WHERE r.status = 'failed') AS failed, "
+        f"count(*) FILTER (WHERE r.status = 'ok' AND {FLAGGED_SQL}) AS flagged "
+        "FROM runs r LEFT JOIN links l USING (link_id) WHERE r.campaign_id = ?", [campaign_id])[0]
+
+
+def campaign_table(con, campaign_id: str) -> list[dict]:
+    """A campaign's finished runs per link and configuration: the link (kind, host, rate_bps, rtt_ms,
+    buffer_bytes, loss_mode, loss_rate), the configuration, runs, ok (with a throughput), mean_bps, sd_bps."""
+    return _dicts(
+        con, "SELECT l.kind, l.host, l.rate_bps, l.rtt_ms, l.buffer_bytes, l.loss_mode, l.loss_rate, r.variant, r.streams, "
+        "r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, count(*) AS runs, "
+        "count(r.throughput_bps) AS ok, avg(r.throughput_bps) AS mean_bps, stddev_samp(r.throughput_bps) AS sd_bps "
+        "FROM runs r JOIN links l USING (link_id) WHERE r.campaign_id = ? AND r.status <> 'running' "
+        "GROUP BY ALL ORDER BY l.rtt_ms, l.rate_bps, l.buffer_bytes, l.loss_rate, r.variant, r.streams, "
+        "r.socket_buffer_bytes NULLS FIRST, r.transfer_bytes, r.duration_target_s", [campaign_id])
+
+
+def variant_kernel(con, campaign_id: str, variant: str) -> dict:
+    """The kernel name (k) and implementation (i) a campaign's runs of a variant used (any one of them)."""
+    return _dicts(con, "SELECT any_value(cc_kernel_name) AS k, any_value(cc_impl) AS i FROM runs "
+                       "WHERE campaign_id = ? AND variant = ?", [campaign_id, variant])[0]
+
+
+def mean_measured_rtt_ms(con, campaign_id: str) -> float | None:
+    """The mean measured RTT [ms] of a campaign's links (links.rtt_measured_ms); None without one."""
+    return _dicts(con, "SELECT avg(rtt_measured_ms) AS r FROM links WHERE campaign_id = ?", [campaign_id])[0]["r"]

@@ -14,7 +14,7 @@ from ... import decide
 from ...spec import CampaignSpec, RunPoint
 from ..executor import Block, RunDone
 from ..policy import BasePolicy, blocks_of, config_key
-from ..race_state import RaceState, _mean, choose
+from ..race_state import RaceState, mean_or_minus_inf, choose
 from ..recorder import Recorder
 from ..rules import DEFAULT_RULE, RULES
 
@@ -110,7 +110,7 @@ class Racing(BasePolicy):
     def stops(self, recorder: Recorder) -> list[dict]:
         d = self.decision(recorder)
         st, values, chosen = d["state"], d["values"], d["chosen"]
-        survivors = {c: _mean(values[c]) for c in st.alive}
+        survivors = {c: mean_or_minus_inf(values[c]) for c in st.alive}
         if st.chosen is not None:        # 'confirm' decided: the others are shown not better by more than the margin
             tied, tie_detail = st.ties, f"not better than the decision by more than {self.margin * 100:g}% (shown)"
         else:

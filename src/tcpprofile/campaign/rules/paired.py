@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ... import decide
-from ..race_state import RaceState, _mean
+from ..race_state import RaceState, mean_or_minus_inf
 
 NAME = "paired"
 DESCRIPTION = "paired t intervals"
@@ -59,7 +59,7 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
 
 
 def _test(st: RaceState, values: dict, r: int, margin: float, confidence: float, simplicity: Callable) -> None:
-    means = {c: _mean(values[c][: r + 1]) for c in st.alive}
+    means = {c: mean_or_minus_inf(values[c][: r + 1]) for c in st.alive}
     leader = max(st.alive, key=lambda c: (means[c], str(c)))
     m = margin * abs(means[leader])
 

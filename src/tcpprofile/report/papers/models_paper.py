@@ -9,12 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import models
 from ... import select as sel
-from ...models.fit import datasets
 from ..common import G, Figure, Table, label, pick, runs_phrase, save, subplots
 from ..data import ReportData
-from ..models import _link_buffer, _loss_free, model_curve
+from ..models import link_buffer, model_curve
 from .common import MODELS_SPEC, conditions, gbit, lacks, ns_text, rtts_text, size_text, versus
 
 FIG3 = "Models paper Fig. 3: CUBIC and H-TCP against STCP as n grows"
@@ -102,9 +100,9 @@ def variants_by_streams(data: ReportData, out: Path) -> list:
 
 
 def model_vs_measurement(data: ReportData, out: Path) -> list:
-    table = _loss_free(data.fit_table)
+    table = data.model_table
     chosen = {}
-    for key, idx in (datasets(table) if table["variant"].size else []):
+    for key, idx in data.model_datasets:
         v = str(key["variant"])
         if v in PAPER_FITS and np.unique(table["rtt_ms"][idx]).size >= 3:
             rank = (np.unique(table["streams"][idx]).size, int(table["runs"][idx].sum()))
@@ -120,7 +118,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> list:
     for ax, v in zip(axes, order):
         _, key, idx = chosen[v]
         ds = {k: c[idx] for k, c in table.items()}
-        (fit,) = models.fit_profiles(ds, heldout=False)      # `model fit`'s path, this dataset's rows
+        fit = data.model_fit(idx)      # `model fit`'s path, this dataset's rows (fitted once per report)
         where, paper_ns, paper_e = PAPER_FITS[v]
         n = ds["streams"].astype(int)
         measured = sorted(set(n.tolist()))
@@ -147,7 +145,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> list:
                      f"{sel.fmt_buffer(None if sock is None or sock != sock else int(sock))}, "   # nan: autotuned
                      + (f"F = {size_text(size)}" if size is not None and size == size
                         else f"{float(key['duration_target_s']):g} s runs")
-                     + f", C = {float(key['rate_bps']) / 1e9:g} Gbit/s, link β = {_link_buffer(key)}, loss-free")
+                     + f", C = {float(key['rate_bps']) / 1e9:g} Gbit/s, link β = {link_buffer(key)}, loss-free")
     for v in PAPER_FITS:
         if v not in chosen:
             compare_rows.append([f"{v}: E over RTTs and n", f"§V, {PAPER_FITS[v][0]}", f"{PAPER_FITS[v][2]:g} %",
