@@ -110,3 +110,17 @@ def test_separated_tie_and_not_separated_in_words(tmp_path, capsys):
             k = _runs_needed(SD2, SD2, m - d)
             assert (f"not separated: the interval is neither above +{m / G:.3f} nor inside ±{m / G:.3f}, so no tie "
                     f"is shown either; about {k} repetitions of each (now 2) would show them within the margin") in line
+
+
+def test_not_separated_beyond_the_repetition_cap_says_more_than_the_cap():
+    """runs_to_decide None with a decision still reachable: the words name the cap (select.MAX_RUNS_TO_DECIDE).
+    Fails on the undefined name this branch once used (NameError)."""
+    from types import SimpleNamespace
+    from tcpprofile.commands.select import verdict
+    c = sel.Comparison(difference_bps=0.0, ci_low_bps=-1.0, ci_high_bps=1.0, p_value=None, decision="unresolved",
+                       margin_bps=0.09 * G, runs_to_decide=None, decides_as="tie")
+    run = SimpleNamespace(repetitions=[2, 2])
+    choice = SimpleNamespace(comparison=c, best=run, ranking=[run, run])
+    words = verdict(choice)
+    assert f"more than {sel.MAX_RUNS_TO_DECIDE} repetitions of each would be needed to show them within the margin" \
+        in words

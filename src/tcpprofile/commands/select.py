@@ -208,7 +208,8 @@ def verdict(choice) -> str:
         return f"{said}; the difference lies on the margin's edge, where no number of runs decides"
     would = "show them within the margin" if c.decides_as == "tie" else "separate them"
     if c.runs_to_decide is None:
-        return (f"{said}; more than {sel.MAX_RUNS_TO_DECIDE} repetitions of each would be needed to "
+        from ..select import MAX_RUNS_TO_DECIDE
+        return (f"{said}; more than {MAX_RUNS_TO_DECIDE} repetitions of each would be needed to "
                 f"{would} (the difference is that close to the margin's edge)")
     return (f"{said}; about {c.runs_to_decide} repetitions of each (now {now}) would {would}, "
             f"if the means and spread stay as observed")
