@@ -88,6 +88,26 @@ def test_link_state_traffic_and_teardown():
     assert set(link.final_engine_stats) == {"forward", "reverse"}
 
 
+def test_engines_scheduling_read_back_from_the_kernel_matches_the_design():
+    """Both delay engines SCHED_FIFO at one priority (10), pinned to the engines' CPU, the applications
+    elsewhere (docs/testbed.md, "Why releases stalled": a normal-priority forward engine waited behind
+    the FIFO reverse one)."""
+    cfg = LinkConfig.checked(rate_bps="1Gbit", rtt_s="2ms", buffer_bytes="1MB")
+    with EmulatedLink(cfg, tag=tag()) as link:
+        pids = link.engine_pids()
+        assert set(pids) == {"forward", "reverse"}
+        for pid in pids.values():
+            assert os.sched_getscheduler(pid) == os.SCHED_FIFO
+            assert os.sched_getparam(pid).sched_priority == 10
+            assert os.sched_getaffinity(pid) == link.engine_cpus
+        if len(os.sched_getaffinity(0)) > 1:
+            assert not link.engine_cpus & link.app_cpus
+        server = link.popen("receiver", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert os.sched_getaffinity(server.pid) == link.app_cpus
+        assert os.sched_getscheduler(server.pid) == os.SCHED_OTHER
+        link.stop_process(server)
+
+
 def test_rate_calibration_at_a_low_rate_reads_what_crossed_the_link():
     # 20 Mbit/s: the probe's socket buffers hold seconds of data, so only the receiver's count is the rate.
     cfg = LinkConfig.checked(rate_bps="20Mbit", rtt_s="20ms", buffer_bytes="30KB")
