@@ -14,6 +14,11 @@ runs each configuration with n parallel streams, --buffer bdp sets beta = BDP (d
 Each run prints the release lateness per direction: mean, 99th and 99.9th percentile (upper edges of
 delayd's histogram buckets) and maximum, and what limited the sender (fidelity.limited_by from the
 tcp_info chrono counters busy / rwnd_limited / sndbuf_limited and app_limited, sampled every second).
+The engines' lateness periods are collected every second (a period's stall log keeps its last 32);
+--probe samples the kernel's counters every 10 ms (stall_probe.py) and explains each engine's longest
+stalls (who ran, steal, softirqs); --forward-policy / --reverse-policy fifo:P | other:N run an engine in
+another scheduling class than the link's (experiments of issue 21; docs/testbed.md, "Why releases
+stalled"); each run prints the engines' CPU per packet, ENOBUFS, minor faults and policy.
 
 Needs root: without it (or without the testbed's tools) it exits 2, because it measured nothing.
     .venv/bin/python benchmarks/bench_link.py [--rtts 0.4,45.6] [--modes per-packet,offload] [--scale 1]
@@ -23,6 +28,7 @@ Needs root: without it (or without the testbed's tools) it exits 2, because it m
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import secrets
@@ -34,7 +40,11 @@ import time
 from tcpprofile import ping
 from tcpprofile.fidelity import THRESHOLDS, HostSampler, limited_by, parse_ss, sender_limits
 from tcpprofile.testbed import EmulatedLink, LinkConfig, netns
+from tcpprofile.testbed.engine import late_quantile_ns
 from tcpprofile.testbed.netns import process_cpu_seconds
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stall_probe  # noqa: E402  (beside this file)
 
 RTTS_MS = (0.4, 11.8, 45.6, 91.6, 183.0, 366.0)
 SECONDS = {0.4: 10, 11.8: 15, 45.6: 20, 91.6: 20, 183.0: 30, 366.0: 40}   # slow start ends by the last half
@@ -105,6 +115,11 @@ def sched_counters(pid: int) -> dict:
             "nvcsw": int(status["voluntary_ctxt_switches"]), "nivcsw": int(status["nonvoluntary_ctxt_switches"])}
 
 
+def minor_faults(pid: int) -> int:
+    """Page faults served without I/O so far (/proc/PID/stat field 10)."""
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[7])
+
+
 def steal_ms(cpus) -> float:
     """Time the hypervisor ran something else on these (virtual) CPUs: /proc/stat steal [ms]."""
     tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
@@ -116,9 +131,44 @@ def steal_ms(cpus) -> float:
     return total * tick_ms
 
 
+class PeriodSum:
+    """The engines' lateness periods of one run, collected every second (a period's stall log keeps
+    only its last 32 stalls) and summed: histogram, maximum, stall count and every logged stall."""
+
+    def __init__(self):
+        self.hist, self.late_max, self.stalls, self.log = {}, {}, {}, {}
+
+    def add(self, stats: dict) -> None:
+        for k, s in stats.items():
+            h = self.hist.setdefault(k, [0] * len(s.period_late_hist))
+            self.hist[k] = [a + b for a, b in zip(h, s.period_late_hist)]
+            if s.released:
+                self.late_max[k] = max(self.late_max.get(k, s.period_late_max_ns), s.period_late_max_ns)
+            self.stalls[k] = self.stalls.get(k, 0) + s.period_stalls
+            self.log.setdefault(k, []).extend(s.period_stall_log)
+
+    def quantile_us(self, k: str, q: float) -> float:
+        return (late_quantile_ns(self.hist.get(k, []), q) or 0) / 1e3
+
+
+def set_policy(pid: int, policy: str) -> None:
+    """Experiment (issue 21): 'fifo:P' SCHED_FIFO P; 'other:N' SCHED_OTHER at nice N (and its session's
+    autogroup at nice N: delayd runs in its own session, and CFS shares the CPU between autogroups)."""
+    kind, _, value = policy.partition(":")
+    if kind == "fifo":
+        os.sched_setscheduler(pid, os.SCHED_FIFO, os.sched_param(int(value)))
+    elif kind == "other":
+        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+        os.setpriority(os.PRIO_PROCESS, pid, int(value or 0))
+        with open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(int(value or 0)))
+    else:
+        raise ValueError(f"policy must be fifo:P or other:N, got {policy!r}")
+
+
 def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, float] = ("none", 0.0),
-             streams: int = 1, buffer_bdp: bool = False, reverse_fifo: bool = True,
-             forward_fifo: int = 0) -> dict:
+             streams: int = 1, buffer_bdp: bool = False, forward_policy: str = "",
+             reverse_policy: str = "", probe: bool = False) -> dict:
     bdp = int(RATE * rtt_ms / 1e3 / 8)
     cfg = LinkConfig.checked(rate_bps=RATE, rtt_s=rtt_ms / 1e3, buffer_bytes=bdp if buffer_bdp else max(bdp, 4 << 20),
                              mtu=MTU, offloads=offloads, loss_mode=loss[0], loss_rate=loss[1])
@@ -128,26 +178,33 @@ def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, flo
                             stderr=subprocess.DEVNULL)
         link.wait_listening("receiver", 5201)
         pids = link.engine_pids()
-        if not reverse_fifo:      # experiment (issue 21, stalls): both engines in the fair class
-            os.sched_setscheduler(pids["reverse"], os.SCHED_OTHER, os.sched_param(0))
-        if forward_fifo:          # experiment: the forward engine real-time too, below the reverse one
-            os.sched_setscheduler(pids["forward"], os.SCHED_FIFO, os.sched_param(forward_fifo))
+        for name, policy in (("forward", forward_policy), ("reverse", reverse_policy)):
+            if policy:            # experiments (issue 21, stalls): another scheduling class for an engine
+                set_policy(pids[name], policy)
+        policies = {k: (os.sched_getscheduler(p), os.getpriority(os.PRIO_PROCESS, p)) for k, p in pids.items()}
         cpu0 = {k: process_cpu_seconds(p) for k, p in pids.items()}
+        minflt0 = {k: minor_faults(p) for k, p in pids.items()}
         sched0 = {k: sched_counters(p) for k, p in pids.items()}
         steal0 = steal_ms(link.engine_cpus)
-        link.engine_stats(period=True)
+        first = link.engine_stats(period=True)
         # iperf3's JSON goes to a file: -P 8 writes more than a pipe holds while we sample (it blocked)
         report = tempfile.TemporaryFile(mode="w+")
         proc = link.popen("sender", ["iperf3", "-c", link.receiver_addr, "-J", "-C", "cubic", "-t", str(seconds),
                                      "-P", str(streams)], stdout=report, stderr=subprocess.DEVNULL, text=True)
         t0 = time.monotonic()
         conns = []
-        with HostSampler(cpus=link.app_cpus) as host:
+        periods = PeriodSum()
+        watched = {**{f"delayd-{k}": p for k, p in pids.items()}, "iperf3-c": proc.pid, "iperf3-s": server.pid,
+                   **stall_probe.kernel_threads_of_cpu(min(link.engine_cpus))}
+        with HostSampler(cpus=link.app_cpus) as host, \
+                (stall_probe.Probe(watched) if probe else contextlib.nullcontext()) as prober:
             while proc.poll() is None:
                 conns += parse_ss(link.run("sender", ["ss", "-tinH", "state", "established", "dport = :5201"],
                                            check=False, timeout=10).stdout)
+                periods.add(link.engine_stats(period=True))
                 time.sleep(1.0)
             proc.wait()
+            periods.add(link.engine_stats(period=True))
         report.seek(0)
         out = report.read()
         loaded = [c.min_rtt_ms for c in conns if c.min_rtt_ms is not None]
@@ -155,20 +212,68 @@ def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, flo
         wall = time.monotonic() - t0
         cpu = {k: (process_cpu_seconds(p) - cpu0[k]) / wall for k, p in pids.items()}
         sched = {k: {c: v - sched0[k][c] for c, v in sched_counters(p).items()} for k, p in pids.items()}
-        stats = link.engine_stats(period=True)
+        stats = link.engine_stats()
+        per_packet = {k: ((s.cpu_user_s - first[k].cpu_user_s) / max(s.packets - first[k].packets, 1) * 1e6,
+                          (s.cpu_sys_s - first[k].cpu_sys_s) / max(s.packets - first[k].packets, 1) * 1e6,
+                          (s.packets - first[k].packets) / wall) for k, s in stats.items()}
+        minflt = {k: minor_faults(p) - minflt0[k] for k, p in pids.items()}
         link.stop_process(server)
         whole, last = throughput(json.loads(out))
         return {"whole": whole, "last": last, "cpu": cpu, "idle": idle, "loaded": min(loaded) if loaded else None,
                 "cal_rate": link.calibration.rate_measured_bps / 1e9, "busy": host.result().busy_share,
                 "late_mean": {k: s.late_mean_ns / 1e3 for k, s in stats.items()},
-                "late_max": {k: s.period_late_max_ns / 1e3 for k, s in stats.items()},
-                "late_p99": {k: (s.period_late_quantile_ns(0.99) or 0) / 1e3 for k, s in stats.items()},
-                "late_p999": {k: (s.period_late_quantile_ns(0.999) or 0) / 1e3 for k, s in stats.items()},
+                "late_max": {k: periods.late_max.get(k, 0) / 1e3 for k in stats},
+                "late_p99": {k: periods.quantile_us(k, 0.99) for k in stats},
+                "late_p999": {k: periods.quantile_us(k, 0.999) for k in stats},
+                "enobufs": {k: s.enobufs for k, s in stats.items()}, "minflt": minflt, "policies": policies,
+                "per_packet": per_packet,
+                "probe": prober, "engine_cpu": min(link.engine_cpus), "skip": set(watched.values()) | {os.getpid()},
                 "drops": stats["forward"].bottleneck_drops, "loss_dropped": stats["forward"].loss_dropped,
                 "app_busy": host.result().cpus_busy_share, "limits": limits,
                 "limited_by": limited_by(limits, THRESHOLDS), "sched": sched, "wall": wall,
                 "steal_ms": steal_ms(link.engine_cpus) - steal0,
-                "stalls": {k: (s.period_stalls, s.period_stall_log) for k, s in stats.items()}}
+                "stalls": {k: (periods.stalls.get(k, 0), periods.log.get(k, [])) for k in stats}}
+
+
+def report_stalls(r: dict, show: int = 6) -> None:
+    """Each engine's longest logged stalls with what the kernel's counters did meanwhile, and a tally
+    of all logged stalls by what coincided with them (stall_probe.Probe.explain)."""
+    probe = r["probe"]
+    for d in ("forward", "reverse"):
+        log = r["stalls"][d][1]
+        tally = {"steal": 0, "other engine ran > half": 0, "foreign task ran > 0.5 ms (may run on the engine CPU)": 0,
+                 "softirq/irq on engine CPU": 0, "none of these": 0}
+        explained = []
+        prev = None
+        for e in log:
+            kind, at, dur = e[0], e[1], e[2]
+            # delayd before issue 21's fix logged a long 'w' a second time, as the next iteration's 's'
+            # (its timer target was already past): count the 'w' only
+            echo = kind == "s" and prev is not None and prev[0] == "w" and abs(prev[1] - at) < 200_000
+            prev = e
+            if echo:
+                continue
+            x = probe.explain(at - dur, at, engine_cpu=r["engine_cpu"], skip=r["skip"])
+            other = "delayd-reverse" if d == "forward" else "delayd-forward"
+            causes = {"steal": max(x["steal_ms"]) > 0,
+                      "other engine ran > half": x["tasks_us_run_wait"].get(other, (0, 0))[0] > 0.5 * x["window_ms"] * 1e3,
+                      "foreign task ran > 0.5 ms (may run on the engine CPU)":
+                          any(us > 500 and may for _, us, may in x["others_us"]),
+                      "softirq/irq on engine CPU": x["engine_cpu_softirq_irq_ms"] > 0}
+            for cause, present in causes.items():
+                tally[cause] += present
+            hit = any(causes.values())
+            if not hit:
+                tally["none of these"] += 1
+            explained.append((dur, kind, at, x))
+        print(f"        {d}: {len(explained)} logged stalls > 1 ms (echo 's' left out), coinciding with: {tally}")
+        for dur, kind, at, x in sorted(explained, key=lambda t: t[0], reverse=True)[:show]:
+            tasks = {k: f"{v[0]:.0f}/{v[1]:.0f}" for k, v in x["tasks_us_run_wait"].items() if v[0] or v[1]}
+            print(f"          {kind} {dur / 1e6:.1f} ms at {at / 1e9:.3f}: window {x['window_ms']:.0f} ms, steal "
+                  f"{x['steal_ms']} ms, engine CPU softirq+irq {x['engine_cpu_softirq_irq_ms']:.0f} ms idle "
+                  f"{x['engine_cpu_idle_ms']:.0f} ms, softirqs {x['softirqs_engine_cpu']}, irqs {x['irqs_engine_cpu']}, "
+                  f"psi {x['psi_ms']:.1f} ms; µs run/wait {tasks}; others ({x['others_window_ms']:.0f} ms) "
+                  f"{x['others_us']}")
 
 
 def main() -> int:
@@ -181,10 +286,14 @@ def main() -> int:
     ap.add_argument("--streams", default="1", help="comma-separated stream counts, e.g. 1,4,8")
     ap.add_argument("--buffer", choices=("4MB", "bdp"), default="4MB", help="beta: max(BDP, 4 MB) or BDP")
     ap.add_argument("--no-raw", action="store_true", help="skip the raw veth reference")
-    ap.add_argument("--forward-fifo", type=int, default=0, metavar="PRIO",
-                    help="experiment: run the forward engine SCHED_FIFO PRIO (default: SCHED_OTHER)")
-    ap.add_argument("--reverse-cfs", action="store_true",
-                    help="experiment: run the reverse engine SCHED_OTHER like the forward one (default FIFO 10)")
+    ap.add_argument("--forward-policy", default="", metavar="fifo:P|other:N",
+                    help="experiment: the forward engine's scheduling instead of the link's (SCHED_FIFO P, or "
+                         "SCHED_OTHER at nice N with its autogroup at nice N)")
+    ap.add_argument("--reverse-policy", default="", metavar="fifo:P|other:N", help="the same for the reverse engine")
+    ap.add_argument("--probe", action="store_true",
+                    help="sample the kernel's counters every 10 ms and explain each engine stall (stall_probe.py)")
+    ap.add_argument("--pin-self", action="store_true",
+                    help="experiment: pin this process (and so everything it starts) to the application CPUs")
     args = ap.parse_args()
     loss = ("none", 0.0)
     if args.loss != "none":
@@ -197,6 +306,9 @@ def main() -> int:
         print("bench_link: FAILED: needs root (network namespaces); nothing was measured", file=sys.stderr)
         return 2
     rtts = [float(x) for x in args.rtts.split(",")]
+    if args.pin_self:
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, set(cpus[:-1]) or set(cpus))
     modes = args.modes.split(",")
     if loss[0] != "none" and "offload" in modes:
         ap.error("--loss needs --modes per-packet (loss acts per wire packet)")
@@ -204,8 +316,8 @@ def main() -> int:
     for mode in modes:
         raw = float("nan") if args.no_raw else raw_veth(MODES[mode])
         print(f"\n{mode} (MTU {MTU}, offloads {MODES[mode]}, loss {args.loss}, buffer {args.buffer}, reverse engine "
-              f"{'SCHED_OTHER' if args.reverse_cfs else 'SCHED_FIFO'}, forward "
-              f"{f'SCHED_FIFO {args.forward_fifo}' if args.forward_fifo else 'SCHED_OTHER'}): raw veth, "
+              f"{args.reverse_policy or 'as the link sets it'}, forward {args.forward_policy or 'as the link sets it'}"
+              f"{', this process pinned to the application CPUs' if args.pin_self else ''}): raw veth, "
               f"1 cubic stream, {RAW_SECONDS} s: {raw:.2f} Gbit/s (last half)")
         print(f"{'tau ms':>7} {'n':>2} {'ping -U':>8} {'minrtt':>8} {'whole':>6} {'last½':>6} {'÷10G':>5} "
               f"{'÷raw':>5} {'cal':>5} {'fwd cpu':>7} {'rev cpu':>7} {'fwd late µs mean/p99/p99.9/max':>32} "
@@ -215,7 +327,8 @@ def main() -> int:
             for n in streams:
                 seconds = args.seconds or max(5, int(SECONDS.get(rtt, 20) * args.scale))
                 r = emulated(rtt, MODES[mode], seconds, loss=loss, streams=n, buffer_bdp=args.buffer == "bdp",
-                             reverse_fifo=not args.reverse_cfs, forward_fifo=args.forward_fifo)
+                             forward_policy=args.forward_policy, reverse_policy=args.reverse_policy,
+                             probe=args.probe)
                 loaded = f"{r['loaded']:.3f}" if r["loaded"] is not None else "-"
                 late = {d: f"{r['late_mean'][d]:.0f}/{r['late_p99'][d]:.0f}/{r['late_p999'][d]:.0f}/"
                            f"{r['late_max'][d]:.0f}" for d in ("forward", "reverse")}
@@ -241,7 +354,13 @@ def main() -> int:
                     long = [f"{e[0]} {e[2] / 1e6:.1f} ms at {e[1] / 1e9:.3f} s" for e in log if e[2] >= 2e6]
                     if long:
                         print(f"          stalls >= 2 ms (kind, length, CLOCK_MONOTONIC): {'; '.join(long)}")
-                print(f"        hypervisor steal on the engines' CPU during the run: {r['steal_ms']:.0f} ms", flush=True)
+                pp = r["per_packet"]
+                print("        engine CPU per packet, user/sys µs (sys includes the stack work after each verdict), "
+                      "packets/s: " + "; ".join(f"{d} {u:.2f}/{y:.2f} at {n / 1e3:.0f} k/s" for d, (u, y, n) in pp.items()))
+                print(f"        hypervisor steal on the engines' CPU during the run: {r['steal_ms']:.0f} ms; ENOBUFS "
+                      f"{r['enobufs']}; minor faults {r['minflt']}; policy, nice {r['policies']}", flush=True)
+                if r["probe"] is not None:
+                    report_stalls(r)
     print("\nGbit/s of iperf3 goodput (the line rate's goodput ceiling at MTU 9000 is 9.94); ÷10G and ÷raw: last "
           "half over 10 Gbit/s and over raw veth in the same mode; cal: calibration's measured rate; cpu: share "
           "of one core; late: release lateness per direction (p99/p99.9: upper edges of delayd's log buckets); drops: "

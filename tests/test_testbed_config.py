@@ -113,3 +113,13 @@ def test_owner_record_reserves_a_tag(tmp_path, monkeypatch):
         state.claim_owner("dead", {"owner": state.me()})
     state.remove_owner("abc")
     state.claim_owner("abc", {"owner": state.me()})
+
+
+def test_engines_take_turns_only_when_both_fifo_at_one_priority():
+    from tcpprofile.testbed.link import ENGINE_POLICY, engines_take_turns
+    assert engines_take_turns({"forward": ("SCHED_FIFO", 10), "reverse": ("SCHED_FIFO", 10)})
+    assert not engines_take_turns({"forward": ("SCHED_FIFO", 9), "reverse": ("SCHED_FIFO", 10)})
+    assert not engines_take_turns({"forward": ("SCHED_OTHER", 0), "reverse": ("SCHED_FIFO", 10)})
+    assert not engines_take_turns({"forward": ("SCHED_OTHER", 0), "reverse": ("SCHED_OTHER", 0)})
+    assert not engines_take_turns({"forward": ("SCHED_FIFO", 10), "reverse": ("SCHED_OTHER", 10)})
+    assert engines_take_turns() is engines_take_turns(ENGINE_POLICY) is False   # the shipped design

@@ -88,6 +88,29 @@ def test_link_state_traffic_and_teardown():
     assert set(link.final_engine_stats) == {"forward", "reverse"}
 
 
+def test_engines_scheduling_read_back_from_the_kernel_matches_the_design():
+    """The reverse (ACK) engine SCHED_FIFO 10, the forward engine in the fair class, both pinned to the
+    engines' CPU, the applications elsewhere; delayd takes turns (--turns) only when both are FIFO at
+    one priority (docs/testbed.md, "Why releases stalled")."""
+    cfg = LinkConfig.checked(rate_bps="1Gbit", rtt_s="2ms", buffer_bytes="1MB")
+    with EmulatedLink(cfg, tag=tag()) as link:
+        pids = link.engine_pids()
+        assert set(pids) == {"forward", "reverse"}
+        assert os.sched_getscheduler(pids["reverse"]) == os.SCHED_FIFO
+        assert os.sched_getparam(pids["reverse"]).sched_priority == 10
+        assert os.sched_getscheduler(pids["forward"]) == os.SCHED_OTHER
+        for pid in pids.values():
+            assert os.sched_getaffinity(pid) == link.engine_cpus
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            assert (b"--turns" in argv) is False
+        if len(os.sched_getaffinity(0)) > 1:
+            assert not link.engine_cpus & link.app_cpus
+        server = link.popen("receiver", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        assert os.sched_getaffinity(server.pid) == link.app_cpus
+        assert os.sched_getscheduler(server.pid) == os.SCHED_OTHER
+        link.stop_process(server)
+
+
 def test_rate_calibration_at_a_low_rate_reads_what_crossed_the_link():
     # 20 Mbit/s: the probe's socket buffers hold seconds of data, so only the receiver's count is the rate.
     cfg = LinkConfig.checked(rate_bps="20Mbit", rtt_s="20ms", buffer_bytes="30KB")

@@ -30,7 +30,13 @@
  *    configured and lowers nothing (testbed/calibrate.py).
  *  - With other processes competing for the 2 cores, wake-ups were late by 0.7-1.9 ms on average
  *    (load 4-7); --rt-priority runs the engine SCHED_FIFO so that the emulated wire does not wait for
- *    the CPU (the kernel's RT throttling still leaves 5 % to everything else).
+ *    the CPU (the kernel's RT throttling still leaves 5 % to everything else).  --turns (issue 21),
+ *    for both directions' engines SCHED_FIFO at one priority on one CPU: neither preempts the other;
+ *    a wake-up that would not sleep yields first (sched_yield), so they take turns one batch each, as
+ *    one engine serving both directions would; the timer is aimed early by at most G/2 while
+ *    coalescing and learns only from real sleeps; what is due is released before the drain.  Without
+ *    it a FIFO engine whose learnt lateness reached G never slept and starved the other one for
+ *    milliseconds (see "Release timing").  Without --turns the timing is as before issue 21.
  *  - The caller raises the IPv4 GSO size of the link's devices (BIG TCP, up to 400 kB) when
  *    offloads are on: 2-4x fewer packets through this program and the stacks (measured: engine CPU
  *    halved, 10 Gbit/s at 45.6 ms reached under load where 64 KiB GSO did not).
@@ -62,7 +68,10 @@
  * packet has its own due time once serialisation is modelled; one wake-up per packet would cost a
  * syscall each), and the timer is set that much plus the running mean of the measured wake-up
  * lateness early, so releases centre on their due times under any load (lateness is reported
- * signed: negative = early).
+ * signed: negative = early).  With --turns it is aimed early by at most G/2 while coalescing: a learnt
+ * lateness of G or more put the target before the last wake-up, ppoll got no timeout and the engine
+ * never slept (measured, both engines FIFO: the other one waited 31-49 % of a run, releases up to
+ * 39 ms late).
  *
  * The loss stage (--loss-every N | --loss-rate P): a packet can be lost *before* the bottleneck, so a
  * lost packet never occupies the modelled buffer (an NF_DROP verdict at once).  Periodic: every N-th
@@ -81,7 +90,7 @@
  * Interface:
  *   delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] [--granularity-ns G]
  *          [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES]
- *          [--rt-priority P] [--control-stdin]
+ *          [--rt-priority P] [--turns] [--control-stdin]
  *   stdout: "ready queue=Q ..." once bound; "stats {json}" on exit, on SIGUSR1 and on the stdin
  *   command "stats"; "period {json}" (the same counters, then the period's lateness extremes are
  *   reset) on the stdin command "period".  stdin commands (with --control-stdin): "delay NS",
@@ -129,6 +138,7 @@ static struct {
 	uint64_t delay_ns, granularity_ns, buffer_bytes;
 	double rate_bps;
 	int rcvbuf, control_stdin;
+	int turns;                   /* --turns: share the CPU with an equal-priority FIFO engine (see main) */
 	uint64_t loss_every;         /* periodic loss: every N-th packet (0: not periodic) */
 	double loss_rate;            /* uniform loss: probability per packet (0: not uniform) */
 } opt = { .copy_range = 1, .maxlen = 1u << 16, .rcvbuf = 256 << 20, .granularity_ns = 40000,
@@ -586,7 +596,7 @@ static int on_command(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] "
-			"[--granularity-ns G] [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] "
+			"[--granularity-ns G] [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] [--turns] "
 			"[--control-stdin]\n");
 	exit(2);
 }
@@ -600,7 +610,7 @@ static void parse_args(int argc, char **argv)
 		{ "control-stdin", no_argument, 0, 'i' }, { "rate-bps", required_argument, 0, 'R' },
 		{ "buffer-bytes", required_argument, 0, 'B' }, { "mss", required_argument, 0, 'M' },
 		{ "granularity-ns", required_argument, 0, 'g' }, { "loss-every", required_argument, 0, 'L' },
-		{ "loss-rate", required_argument, 0, 'P' }, { 0 } };
+		{ "loss-rate", required_argument, 0, 'P' }, { "turns", no_argument, 0, 't' }, { 0 } };
 	int c, have_queue = 0, have_delay = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -617,6 +627,7 @@ static void parse_args(int argc, char **argv)
 		case 'g': opt.granularity_ns = strtoull(optarg, NULL, 10); break;
 		case 'L': opt.loss_every = strtoull(optarg, NULL, 10); break;
 		case 'P': opt.loss_rate = strtod(optarg, NULL); break;
+		case 't': opt.turns = 1; break;
 		default: usage();
 		}
 	}
@@ -698,11 +709,21 @@ int main(int argc, char **argv)
 	while (!stop) {
 		struct timespec ts, *timeout = NULL;
 		uint64_t target = wake_target(coalescing, last_wake, g);
+		int ahead = 0;                         /* the target was still ahead: a real sleep until it */
 		pfd[0].fd = coalescing ? -1 : fd;      /* poll() ignores negative descriptors */
 		if (target) {
-			uint64_t early = (uint64_t)st.wake_late_ewma_ns;   /* the usual lateness of a wake-up */
+			/* Aim early by the usual lateness of a wake-up, but while coalescing by at most G/2: the
+			 * wake-up is then at least G/2 after the last one.  (Uncapped, a learnt lateness >= G
+			 * put the target before the last wake-up: the engine never slept again while it had
+			 * packets, and under SCHED_FIFO the other direction's engine on this CPU never ran.) */
+			uint64_t early = (uint64_t)st.wake_late_ewma_ns;
+			if (opt.turns && coalescing && early > g / 2)
+				early = g / 2;
 			uint64_t aim = target > early ? target - early : 0, now = now_ns();
 			uint64_t wait = aim > now ? aim - now : 0;
+			ahead = target > now;
+			if (opt.turns && !wait) /* no sleep: let the other direction's engine (same priority) go first */
+				sched_yield();
 			ts = (struct timespec){ wait / 1000000000ull, wait % 1000000000ull };
 			timeout = &ts;
 		}
@@ -711,14 +732,20 @@ int main(int argc, char **argv)
 			die("ppoll");
 		uint64_t now = now_ns();
 		st.wakeups++;
-		if (r == 0 && target && now > target + STALL_NS)
+		/* A sleep that overran.  Not when the target had already passed (the previous iteration's
+		 * work ran past it: that stall is logged once, as 'w'). */
+		if (r == 0 && ahead && now > target + STALL_NS)
 			log_stall('s', now, now - target);
-		if (r == 0 && target) {         /* a timer wake-up: learn how late it was */
+		if (r == 0 && target && (ahead || !opt.turns)) {   /* a timer wake-up: learn how late it was */
 			int64_t late = (int64_t)(now - target) + st.wake_late_ewma_ns;
 			if (late > LATE_COMP_MAX_NS) late = LATE_COMP_MAX_NS;
 			if (late < 0) late = 0;
 			st.wake_late_ewma_ns += (late - st.wake_late_ewma_ns) >> LATE_EWMA_SHIFT;
 		}
+		/* What is due goes first: draining a backlog (up to DRAIN_ROUNDS x VLEN messages) after a
+		 * late wake-up must not make it later still. */
+		if (opt.turns)
+			release_due(now, now + g / 2, 0);
 		coalescing = drain(fd, msgs, coalescing ? last_wake : 0) > 0;
 		last_wake = now;
 		if (r > 0 && opt.control_stdin && (pfd[1].revents & (POLLIN | POLLHUP)))

@@ -131,7 +131,7 @@ class DelayEngine:
 
     def __init__(self, ns: str, *, queue: int, delay_ns: int, maxlen: int, rcvbuf: int, log_path,
                  rt_priority: int = 0, rate_bps: float = 0.0, buffer_bytes: int = 0, mss: int = 1448,
-                 loss_every: int = 0, loss_rate: float = 0.0):
+                 loss_every: int = 0, loss_rate: float = 0.0, turns: bool = False):
         self.ns, self.queue = ns, queue
         self._lock = threading.Lock()
         self._buf = b""
@@ -142,6 +142,8 @@ class DelayEngine:
             argv += ["--rate-bps", repr(float(rate_bps)), "--buffer-bytes", str(int(buffer_bytes))]
         if rt_priority:
             argv += ["--rt-priority", str(rt_priority)]
+        if turns:                           # share the CPU with an equal-priority FIFO engine (delayd.c)
+            argv += ["--turns"]
         if loss_every:                      # the loss stage, off until set_loss(True)
             argv += ["--loss-every", str(int(loss_every))]
         elif loss_rate:

@@ -14,8 +14,9 @@ router namespace, second veth hop or qdisc: per packet (offloads off, MTU 9000, 
 namespace design with tbf held 6.9 Gbit/s because the extra hop and forwarding cost the CPU the engines
 need (docs/testbed.md has the budget). CPUs (cpu_plan): both engines share one CPU, the applications
 (iperf3, ping) and RPS-steered packet processing use the others; the reverse (ACK) engine runs
-SCHED_FIFO, the forward engine at normal priority (two FIFO engines on one CPU hit the kernel's RT
-throttling: releases up to 45 ms late).
+SCHED_FIFO, the forward engine at normal priority (ENGINE_POLICY; issue 21: the engines' core is
+saturated at 10 Gbit/s per packet, and no policy of two engines on it keeps releases within 0.5 ms:
+see docs/testbed.md, "Why releases stalled").
 Per-namespace sysctls: tcp_rmem/tcp_wmem max 2 GiB (autotuning; see set_tcp_buffer_max),
 tcp_no_metrics_save=1. The default congestion control is inherited from the host and cannot be changed
 inside a namespace to a restricted algorithm: runs must choose theirs (iperf3 -C). The global
@@ -53,9 +54,20 @@ NS_RE = re.compile(rf"{PREFIX}-([a-z0-9]{{1,8}})-(snd|rtr|rcv)")   # rtr: leftov
 SENDER_ADDR, RECEIVER_ADDR = "10.77.1.1", "10.77.1.2"
 QUEUE = 0                      # NFQUEUE numbers are per namespace; each engine has its own namespace
 STOP_TIMEOUT_S = 5.0
-ENGINE_RT_PRIORITY = 10        # SCHED_FIFO for delayd: the emulated wire should not wait for the CPU;
-                               # the reverse (ACK) engine one higher: it needs little CPU and must not
-                               # wait behind the forward engine on their shared CPU (cpu_plan)
+ENGINE_RT_PRIORITY = 10        # SCHED_FIFO for the reverse (ACK) engine: it must not wait behind the forward one
+# Scheduling of each engine (policy, SCHED_FIFO priority). Measured alternative (issue 21): both
+# ("SCHED_FIFO", 10), which makes delayd take turns (--turns): the forward engine's release p99 fell
+# 14-90x in bench runs, but at full rate the pair exhausts the kernel's real-time budget and freezes
+# ~50 ms; in the acceptance campaign at 183 ms its largest releases (median 51 ms) were no better than
+# this design's (median 43 ms) and 3 of 10 runs were application-limited below 9.5 Gbit/s (this: none).
+ENGINE_POLICY = {"forward": ("SCHED_OTHER", 0), "reverse": ("SCHED_FIFO", ENGINE_RT_PRIORITY)}
+
+
+def engines_take_turns(policy: dict | None = None) -> bool:
+    """Both engines SCHED_FIFO at one priority (default: ENGINE_POLICY): neither preempts the other, so
+    each must yield (delayd --turns)."""
+    (pf, rf), (pr, rr) = (policy or ENGINE_POLICY)["forward"], (policy or ENGINE_POLICY)["reverse"]
+    return pf == pr == "SCHED_FIFO" and rf == rr
 TCP_BUFFER_MAX = 2147483647    # tcp_rmem/tcp_wmem max: autotuning as large as the kernel allows
 def cpu_plan() -> tuple[set[int], set[int]]:
     """(CPUs for both delay engines, CPUs for everything the link runs: iperf3, ping). Measured per
@@ -204,7 +216,8 @@ class EmulatedLink:
                     "loss_rate": cfg.loss_rate if cfg.loss_mode == "uniform" else 0.0} if bottleneck else {}
             self._engines[name] = DelayEngine(
                 ns, queue=QUEUE, delay_ns=int(cfg.rtt_s / 2 * 1e9), maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf,
-                rt_priority=0 if bottleneck else ENGINE_RT_PRIORITY, log_path=log_dir / f"{self.tag}-{name}.log",
+                rt_priority=ENGINE_POLICY[name][1] if ENGINE_POLICY[name][0] == "SCHED_FIFO" else 0,
+                turns=engines_take_turns(), log_path=log_dir / f"{self.tag}-{name}.log",
                 rate_bps=cfg.rate_bps if bottleneck else 0.0, buffer_bytes=cfg.buffer_bytes, mss=cfg.mss_bytes,
                 **loss)
             self._record["pids"].append([self._engines[name].pid, netns.process_start_time(self._engines[name].pid)])
