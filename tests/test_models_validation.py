@@ -158,7 +158,8 @@ def test_cli_and_benchmark_name_and_use_the_trajectory_configuration(trajectory_
     bench.loader.exec_module(module)
     assert module.main(["--db", trajectory_store, "--trajectory"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "model configuration: trajectory (trajectory=True; htcp: rtt_scaling=True)"
+    assert lines[0] == ("model configuration: trajectory (trajectory=True; htcp: rtt_scaling=True; "
+                        "htcp: flows_phase2=True; reno: flows_phase2=True)")
     row = lines[3].split("|")
     assert [float(x) for x in row[1].split()] == pytest.approx([doc[0]["E_model_percent"][m] for m in MODES],
                                                                 abs=0.006)

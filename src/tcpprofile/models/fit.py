@@ -346,8 +346,10 @@ def _per_stream(n, M, P) -> dict[int, float]:
 # parameters) on top of fit_rows' defaults (queue_fill, receiver_report, the measured start-up lag).
 CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
     "default": ({}, {}),
-    # slow start's overshoot, the loss burst and the first epochs (trajectory.py); H-TCP's RTT-scaled α
-    "trajectory": ({"trajectory": True}, {"htcp": {"rtt_scaling": True}}),
+    # slow start's overshoot, the loss burst and the first epochs (trajectory.py); H-TCP's RTT-scaled α; n flows'
+    # Phase II growing n× for the per-RTT increases (H-TCP, Reno: flows_phase2, docs/models.md)
+    "trajectory": ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True},
+                                          "reno": {"flows_phase2": True}}),
 }
 
 
