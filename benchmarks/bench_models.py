@@ -6,7 +6,7 @@ run as a second baseline, with the table's build time and its largest error agai
 Modes, every variant, on the same configurations, each against the clean-link size mode measured in the same
 run: duration mode (8 s); size mode of 10 GB as iperf3's receiver reports it (receiver_report, queue_fill: what
 model fit predicts for -n runs), and the same with the trajectory after slow start (trajectory, H-TCP's
-rtt_scaling; models/trajectory.py) in size mode (10 GB) and duration mode (8 s); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
+rtt_scaling and flows_phase2, Reno's flows_phase2: models.fit.CONFIGURATIONS; models/trajectory.py) in size mode (10 GB) and duration mode (8 s); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
 N = 1/p), in size mode (F = ∞: the steady state) and in duration mode (8 s: slow start, the transient,
 then the steady state). The loss-limited epoch has a closed form (STCP, Reno, CUBIC; H-TCP below Cτ) and
 is solved numerically elsewhere; the reference path (exact_loss = True: every epoch solved numerically;
@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from tcpprofile.models import make_model
+from tcpprofile.models.fit import configuration
 
 
 def configs(count: int, seed: int = 0):
@@ -64,8 +65,8 @@ def bench(variant: str, vector_count: int, loop_count: int, **params) -> tuple[f
 def bench_mode(variant: str, count: int, exact: bool = False, report: bool = False, trajectory: bool = False,
                **kw) -> float:
     model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report, trajectory=trajectory)
-    if trajectory and variant == "htcp":
-        model.set_params(rtt_scaling=True)
+    if trajectory:  # the configuration `model fit --trajectory` uses (H-TCP: rtt_scaling, flows_phase2; Reno: flows_phase2)
+        model.set_params(**configuration("trajectory")[1].get(variant, {}))
     tau, n, beta, wmax, _ = configs(count)
     return rate(lambda: model.predict(tau, n=n, buffer=beta, wmax=wmax, **kw), count)
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from tcpprofile.models import GenericModel, make_model
+from tcpprofile.models.fit import configuration
 from tcpprofile.models.generic import transfer_throughput
 from tcpprofile.store import Store
 
@@ -45,10 +46,12 @@ def _trace(total_bits: float, duration: float, ramp_s: float, ramp_rate: float) 
 
 def build(store: Store, *, truth: str = "model", variants=("cubic",), streams=(1, 4), multiples=MULTIPLES,
           rtts=RTTS, reps: int = 2, seed: int = 2020, noise: float = 0.02, m_true=1.0,
-          distort=None, campaign: str = "models-validation") -> int:
+          distort=None, campaign: str = "models-validation", config: str = "default") -> int:
     """Write a campaign; truth 'model' (the first-principles model of each variant, β = m_true × the
     configured buffer; m_true may be a dict per multiple) or 'generic' (GENERIC_TRUTH). distort: a factor
-    per RTT position applied to the truth. Returns the number of runs."""
+    per RTT position applied to the truth. config: the first-principles truth's model configuration
+    (models.fit.CONFIGURATIONS). Returns the number of runs."""
+    params, per_variant = configuration(config)
     rng = np.random.default_rng(seed)
     store.insert_campaign({"campaign_id": "v1", "name": campaign, "mode": "emulated"})
     for rtt, k in itertools.product(rtts, multiples):
@@ -62,7 +65,8 @@ def build(store: Store, *, truth: str = "model", variants=("cubic",), streams=(1
         cfg = k * RATE * tau / 8
         if truth == "model":
             m = m_true[k] if isinstance(m_true, dict) else m_true
-            model = make_model(v, capacity_bps=CEILING, mss_bytes=MSS, queue_fill=True, receiver_report=True)   # as model fit models -n
+            model = make_model(v, capacity_bps=CEILING, mss_bytes=MSS, queue_fill=True, receiver_report=True,
+                               **params, **per_variant.get(v, {}))   # as model fit models -n
             thr = float(model.predict(tau, n=n, size=SIZE, buffer=m * cfg, wmax=LIMIT / 2))
             ramp_s, ramp_rate = tau * math.log2(CEILING * tau / (8 * n * 10 * MSS)), None
         else:

@@ -79,8 +79,9 @@ def test_model_fit_reads_store(tmp_path, capsys, eq8):
     assert main(["model", "fit", "--db", db] + (["--eq8"] if eq8 else [])) == 0
     table = capsys.readouterr().out.splitlines()
     flags = len(fit["flags"])       # one line each, after the notes
-    assert len(table) == 6 + flags and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
-    assert table[4].startswith("fitted as measured") and table[5 + flags].startswith("flags:")
+    assert len(table) == 7 + flags and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
+    assert table[4] == "model configuration: default (no parameter changed)" + (" with --eq8" if eq8 else "")
+    assert table[5].startswith("fitted as measured") and table[6 + flags].startswith("flags:")
     assert math.isfinite(float(table[1].split()[-2])) and math.isfinite(float(table[1].split()[-3]))
     assert table[1].split()[-1] == table[2].split()[-1] == "-" and flags == 0  # the model's own profile
 

@@ -50,8 +50,9 @@ def register(subparsers) -> None:
     p.add_argument("--eq8", action="store_true",
                    help="fit: the buffer overflows by the paper's Eq. (8), not at W = Cτ + β (docs/models.md)")
     p.add_argument("--trajectory", action="store_true",
-                   help="fit: the window's trajectory after slow start (overshoot, loss burst, first epochs; H-TCP's "
-                        "RTT-scaled α): docs/models.md, \"What shallow buffers exercise\" (development, not frozen)")
+                   help="fit, validate: the model configuration 'trajectory' — the window's trajectory after slow start "
+                        "(overshoot, loss burst, first epochs; H-TCP's RTT-scaled α): docs/models.md, \"What shallow "
+                        "buffers exercise\"; without it, 'default'")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
@@ -174,8 +175,14 @@ def _load(args, *, traces: bool = False):
         con.close()
 
 
+def _config(args) -> str:
+    """The model configuration (models.fit.CONFIGURATIONS) the flags select."""
+    return "trajectory" if args.trajectory else "default"
+
+
 def _fit(args) -> int:
     from ..models import fit_profiles
+    from ..models.fit import configuration, describe_configuration
     from ..models.diagnostics import BOUND_REL, LEVEL, short
 
     if args.trajectory and args.eq8:
@@ -183,9 +190,9 @@ def _fit(args) -> int:
     profiles, _ = _load(args)
     if args.queue_fill and args.eq8:
         raise ValidationError("--eq8", "not with --queue-fill: the buffer overflows one way or the other")
-    fits = fit_profiles(profiles, **({"queue_fill": False} if args.eq8 else {}),
-                        **({"trajectory": True, "variant_params": {"htcp": {"rtt_scaling": True}}}
-                           if args.trajectory else {}))
+    params, variant_params = configuration(_config(args))
+    fits = fit_profiles(profiles, **({"queue_fill": False} if args.eq8 else {}), variant_params=variant_params,
+                        **params)
     if args.json:
         json.dump([f.as_dict() for f in fits], sys.stdout, indent=1)
         print()
@@ -214,6 +221,7 @@ def _fit(args) -> int:
                   f"{_wmax(d):>12} {d['startup_rtts']:5.2f} {s:3d} {e:6.2f} {held:12.2f}  "
                   f"{short(f.flags, f.structure)}")
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
+    print(describe_configuration(_config(args)) + (" with --eq8" if args.eq8 else ""))
     print("fitted as measured (docs/models.md, \"Fitting measured runs\"): C = the link's payload ceiling; loss at "
           "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8 else " (--eq8: the paper's Eq. (8))")
           + ("; the trajectory after slow start (--trajectory)" if args.trajectory else "")
@@ -243,19 +251,23 @@ def _params(p: dict) -> str:
 
 
 def _validate(args) -> int:
+    from ..models.fit import describe_configuration
     from ..models.validation import validate
 
     if args.eq8 or args.queue_fill:
-        raise ValidationError("--eq8", "validate fits as `model fit` does by default (the frozen models)")
+        raise ValidationError("--eq8", "validate fits as `model fit` does (default, or --trajectory: the frozen models)")
     profiles, traces = _load(args, traces=True)
-    cells = validate(profiles, traces).cells
+    config = _config(args)
+    cells = validate(profiles, traces, config=config).cells
     if args.json:
-        json.dump([c.as_dict() for c in cells], sys.stdout, indent=1, default=_clean)
+        json.dump([{**c.as_dict(), "model_configuration": config} for c in cells], sys.stdout, indent=1,
+                  default=_clean)
         print()
         return 0
     if not cells:
         print("no successful runs of a modelled variant in the store")
         return 0
+    print(describe_configuration(config))
     print("E % in-sample / leave-one-RTT-out / leave-one-buffer-out: the first-principles model (fitted as "
           "`model fit` fits) and the generic ramp-up/sustainment model (HPDC'17 §3), the baseline to beat")
     print(f"{'variant':>8} {'n':>3} {'size':>7} {'buffers':>24} {'RTTs':>4} {'cfgs':>4} {'runs':>4} | "

@@ -343,6 +343,38 @@ def _per_stream(n, M, P) -> dict[int, float]:
     return {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
 
 
+# The model configurations `model fit` and `model validate` offer (docs/models.md): (model parameters, per-variant
+# parameters) on top of fit_rows' defaults (queue_fill, receiver_report, the measured start-up lag).
+CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
+    "default": ({}, {}),
+    # slow start's overshoot, the loss burst and the first epochs (trajectory.py); H-TCP's RTT-scaled α; n flows'
+    # Phase II growing n× for the per-RTT increases (H-TCP, Reno: flows_phase2, docs/models.md)
+    "trajectory": ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True},
+                                          "reno": {"flows_phase2": True}}),
+}
+
+
+def configuration(name: str) -> tuple[dict, dict]:
+    """(model_params, variant_params) of a named configuration (CONFIGURATIONS)."""
+    if name not in CONFIGURATIONS:
+        raise ValidationError("configuration", f"one of {sorted(CONFIGURATIONS)}, got {name!r}")
+    params, per_variant = CONFIGURATIONS[name]
+    return dict(params), {k: dict(v) for k, v in per_variant.items()}
+
+
+def describe_configuration(name: str) -> str:
+    """One line naming a configuration and every parameter it sets, e.g. for a table's header."""
+    params, per_variant = configuration(name)
+    words = [f"{k}={v}" for k, v in params.items()] + [f"{var}: {k}={v}" for var, d in per_variant.items()
+                                                        for k, v in d.items()]
+    return f"model configuration: {name}" + (f" ({'; '.join(words)})" if words else " (no parameter changed)")
+
+
+def params_for(kd: dict, model_params: dict, variant_params: dict | None) -> dict:
+    """The parameters of a dataset's model: model_params, then its variant's own (variant_params)."""
+    return {**model_params, **(variant_params or {}).get(str(kd["variant"]).lower(), {})}
+
+
 def fit_profiles(table, *, heldout: bool = True, variant_params: dict | None = None, **model_params
                  ) -> list[DatasetFit]:
     """Fit β and W_max per dataset (same variant, rate, buffer, socket buffer, transfer size or duration,
@@ -365,7 +397,7 @@ def fit_profiles(table, *, heldout: bool = True, variant_params: dict | None = N
     rtt_all = cols["rtt_ms"].astype(float)
     fits = []
     for kd, idx in datasets(cols):
-        model_params = {**base_params, **(variant_params or {}).get(str(kd["variant"]).lower(), {})}
+        model_params = params_for(kd, base_params, variant_params)
         tau = rtt_all[idx] / 1e3
         n = cols["streams"][idx].astype(float)
         M = cols["throughput_bps"][idx].astype(float)

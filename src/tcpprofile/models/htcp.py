@@ -24,6 +24,10 @@ class HTCP(FirstPrinciplesModel):
     ((t−Δ_L)/2)² (Eq. (1)), t = seconds since the last loss. Backoff b = RTT_min/RTT_max ∈ [0.5, 0.8]:
     with adaptive_backoff, RTT_max = τ + β/C (full buffer), else b is fixed.
 
+    flows_phase2: n flows' aggregate grows n× as fast in Phase II as one flow's (each adds α per RTT: its
+    C/n ACKs/s at w_i = W/n add α·M²/w_i each), as in Phase I (§IV-D rule 1); False: §IV-D as printed, Phase II
+    unchanged with n ("ACKs continue to arrive at a constant rate"), the paper's reproduction (docs/models.md).
+
     Corrections to the printed §IV-C3: (i) the window after Δ_L is w_1(Δ_L) + (M/τ)∫α, the integral of
     the increase, not α(t)·t/τ; (ii) in Phase II the per-ACK increase is α·M/w (α per RTT, as in Phase I
     and Reno), so w·dw/dt = α(t)·M·C, not dw/dt = α(t)·C (which is α segments per ACK).
@@ -38,12 +42,13 @@ class HTCP(FirstPrinciplesModel):
                         b=Constraint(float, 0.5, 0.8, "both", "fraction of the window kept"),
                         adaptive_backoff=Constraint(bool),
                         tabulated=Constraint(bool),
-                        rtt_scaling=Constraint(bool))
+                        rtt_scaling=Constraint(bool),
+                        flows_phase2=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, delta_l=1.0, b=0.5,
-                 adaptive_backoff=True, tabulated=True, rtt_scaling=False):
+                 adaptive_backoff=True, tabulated=True, rtt_scaling=False, flows_phase2=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -62,6 +67,7 @@ class HTCP(FirstPrinciplesModel):
         self.adaptive_backoff = adaptive_backoff
         self.tabulated = tabulated
         self.rtt_scaling = rtt_scaling
+        self.flows_phase2 = flows_phase2
 
     def _prepare(self, r):
         if self.adaptive_backoff:
@@ -161,7 +167,9 @@ class HTCP(FirstPrinciplesModel):
         t2 = np.where(has1, T0, 0.0)  # Phase II starts at T_0 (or at 0 without Phase I)
         A2 = np.where(has1, A0, 0.0)  # A(t2)
         w2 = np.maximum(r.bdp, r.b * W)
-        kk = 2 * r.M * r.C  # w_3(t)² = w2² + 2·M·C·(A(t) − A(t2))  (Eq. (5) with ∂w/∂A = α·M/w)
+        # w_3(t)² = w2² + 2·M·C·(A(t) − A(t2))  (Eq. (5) with ∂w/∂A = α·M/w; §IV-D: Phase II unchanged with n);
+        # flows_phase2: × n — each of n flows gets C/n ACKs/s at w_i = W/n and adds α·M per RTT (docs/models.md)
+        kk = 2 * r.M * r.C * (r.n if self.flows_phase2 else 1.0)
         tm = self._A_inv(A2 + (W * W - w2 * w2) / kk, r.s, self._sc(r))  # Eq. (6): w_3(T_m) = W  [s]
         return t2, tm, w2, kk, A2
 

@@ -29,7 +29,7 @@ LN_TAU = np.sort(np.concatenate([_LN_UNIFORM, [math.log(0.012), math.log(0.012) 
 H_Q = math.log(4.0) / 8                                            # q grid lines on 1/4 and 1
 LN_Q = H_Q * np.arange(round(math.log(1e-4) / H_Q), round(math.log(100.0) / H_Q) + 1)
 N_MAX = 10
-KEY = ("capacity_bps", "mss_bytes", "delta_l", "b", "adaptive_backoff")  # what Eq. (8) depends on
+KEY = ("capacity_bps", "mss_bytes", "delta_l", "b", "adaptive_backoff", "flows_phase2")  # what Eq. (8) depends on
 
 
 @functools.lru_cache(maxsize=8)

@@ -12,16 +12,20 @@ from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel
 
 class Reno(FirstPrinciplesModel):
     """Phase I (no queue, RTT = τ): dw/dt = n·a·M/τ. Phase II (queue, RTT = w/C): each ACK adds a·M²/w
-    bits at C/M ACKs per second, so dw/dt = a·M·C/w  (Eq. (4)–(5) with ∂w/∂A = a·M/w)."""
+    bits at C/M ACKs per second, so dw/dt = a·M·C/w  (Eq. (4)–(5) with ∂w/∂A = a·M/w), for the aggregate of
+    n flows as printed in §IV-D (Phase II unchanged with n). flows_phase2: n× that — each flow gets C/n
+    ACKs/s at w_i = W/n, so dW/dt = n·a·M·C/W (docs/models.md)."""
 
     name = "reno"
     _constraints = dict(COMMON_CONSTRAINTS,
                         a=Constraint(float, 0, math.inf, "neither", "segments per RTT"),
-                        b=Constraint(float, 0, 1, "neither", "fraction of the window kept"))
+                        b=Constraint(float, 0, 1, "neither", "fraction of the window kept"),
+                        flows_phase2=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, a=1.0, b=0.5):
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, a=1.0, b=0.5,
+                 flows_phase2=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -37,6 +41,7 @@ class Reno(FirstPrinciplesModel):
         self.trajectory = trajectory
         self.a = a
         self.b = b
+        self.flows_phase2 = flows_phase2
 
     def _after_loss(self, W, r):
         return self.b * W
@@ -47,9 +52,13 @@ class Reno(FirstPrinciplesModel):
         N0 = (self.b * Ws * T0 + slope * T0 * T0 / 2) / r.tau  # N_0 = (1/τ)∫_0^{T_0} w dt  [bits]
         return T0, N0
 
+    def _na(self, r):
+        """The aggregate's Phase II increase in segments per RTT: a, or n·a with flows_phase2."""
+        return self.a * r.n if self.flows_phase2 else self.a
+
     def _phase2(self, W, r):
         w2 = np.maximum(r.bdp, self.b * W)
-        k = self.a * r.M * r.C  # Eq. (5) for Reno: w·dw/dt = a·M·C ⇒ w² = w2² + 2aMC·t
+        k = self._na(r) * r.M * r.C  # Eq. (5) for Reno: w·dw/dt = a·M·C ⇒ w² = w2² + 2aMC·t
         Tm = (W * W - w2 * w2) / (2 * k)  # Eq. (6)  [s]
         Nm = (W ** 3 - w2 ** 3) / (3 * k * r.tau)  # Eq. (7): (1/τ)∫w dt = (1/τ)∫w²/(aMC) dw  [bits]
         return Tm, Nm
@@ -73,7 +82,7 @@ class Reno(FirstPrinciplesModel):
         # Eq. (8) with w2 = Cτ and W = x·Cτ: (Cτ)²/(aM)·(x−1)²(2x+1)/6 = β, i.e. y²(2y+3) = q with
         # y = x − 1, q = 6βaM/(Cτ)². Its root y ≥ 0 is y = z − 1/2 with z = cos(arccos(2q−1)/3) for q ≤ 1
         # and z = cosh(arccosh(2q−1)/3) for q > 1 (trigonometric / hyperbolic Cardano).
-        q = 6 * r.beta * self.a * r.M / (r.bdp * r.bdp)
+        q = 6 * r.beta * self._na(r) * r.M / (r.bdp * r.bdp)
         u = 2 * q - 1
         z = np.where(q <= 1, np.cos(np.arccos(np.clip(u, -1, 1)) / 3), np.cosh(np.arccosh(np.maximum(u, 1)) / 3))
         wm = (z + 0.5) * r.bdp  # [bits]
@@ -85,6 +94,6 @@ class Reno(FirstPrinciplesModel):
         # (a cubic in W) nan: solved numerically.
         a, b, bdp = self.a, self.b, r.bdp
         low = np.sqrt(2 * r.n * a * r.M * target / (1 - b * b))  # [bits]
-        high = np.cbrt(3 * a * r.M * r.C * r.tau * target / (1 - b ** 3))  # [bits]
+        high = np.cbrt(3 * self._na(r) * r.M * r.C * r.tau * target / (1 - b ** 3))  # [bits]
         W = np.where(low <= bdp, low, np.where(b * high >= bdp, high, np.nan))
         return W, self._epoch(W, r)[0]

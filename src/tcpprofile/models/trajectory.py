@@ -97,7 +97,7 @@ class Trajectory:
 
     def time(self, F):
         """Time [s] to send F bits (from t = 0, the lag included)."""
-        r, tau = self.r, self.r.tau
+        tau = self.r.tau
         with np.errstate(all="ignore"):
             t = self.lag + tau * np.log2(1.0 + F * LN2 / self.nw0)  # Eq. (3) inverted, within slow start
         done = F <= self.N_ss

@@ -26,7 +26,7 @@ import numpy as np
 from .diagnostics import short
 from ..framing import TCP_IP_HEADERS
 from ..store import reads
-from .fit import (DATASET_KEYS, float_column, is_missing,
+from .fit import (DATASET_KEYS, float_column, is_missing, configuration, params_for,
                   positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
 from .generic import GenericModel, transfer_throughput
@@ -143,10 +143,14 @@ class Validation:
     cells: list[Cell]
     model: dict[str, np.ndarray]
     baseline: dict[str, np.ndarray]
+    configuration: str = "default"
 
 
-def validate(table, traces: dict | None = None) -> Validation:
-    """The validation table of a profile table (fit_table_from_store) and its runs' traces (load_traces)."""
+def validate(table, traces: dict | None = None, *, config: str = "default") -> Validation:
+    """The validation table of a profile table (fit_table_from_store) and its runs' traces (load_traces),
+    every first-principles fit (in-sample, leave-one-RTT-out, leave-one-buffer-out) with the model
+    configuration `config` (fit.CONFIGURATIONS: "default", "trajectory")."""
+    model_params, variant_params = configuration(config)
     cols = as_columns(table)
     traces = traces or {}
     rows = len(cols["variant"])
@@ -157,7 +161,7 @@ def validate(table, traces: dict | None = None) -> Validation:
     rtt = cols["rtt_ms"].astype(float)
     params: dict[tuple, list] = {}
     flags: dict[tuple, list] = {}
-    fits = fit_profiles(cols)
+    fits = fit_profiles(cols, variant_params=variant_params, **model_params)
     for f in fits:
         P["in"][f.rows], P["rtt"][f.rows] = f.predicted_bps, f.heldout_bps
         g = _row_key(f.key.get(k) for k in GROUP_KEYS if k in cols)
@@ -175,16 +179,17 @@ def validate(table, traces: dict | None = None) -> Validation:
     cells = []
     for kd, idx in datasets(cols, CELL_KEYS):
         g = _row_key(kd.get(k) for k in GROUP_KEYS if k in cols)
+        mparams = params_for(kd, model_params, variant_params)
 
-        def fold(train, held, kd=kd, idx=idx):
+        def fold(train, held, kd=kd, idx=idx, mparams=mparams):
             pool = None if lags is None else lags[buf != buf[idx[held]][0]]
-            part = fit_rows(cols, kd, idx[train], lags=lags, lag_pool=pool, relative=True)
+            part = fit_rows(cols, kd, idx[train], lags=lags, lag_pool=pool, relative=True, **mparams)
             return predict_rows(part, cols, kd, idx[held])
 
         P["buffer"][idx] = leave_one_out(buf[idx], fold, minimum=2)
         B["buffer"][idx] = _per_n(buf[idx], idx, cols, lambda tr, he, kd=kd: _baseline(cols, kd, tr, he, traces),
                                   minimum=2)
-        pooled = fit_rows(cols, kd, idx, lags=lags, lag_pool=lags, relative=True)
+        pooled = fit_rows(cols, kd, idx, lags=lags, lag_pool=lags, relative=True, **mparams)
         M = cols["throughput_bps"][idx].astype(float)
         n = cols["streams"][idx].astype(float)
         pooled_flags, structure = fit_flags(pooled, rtt[idx] / 1e3, (M - predict_rows(pooled, cols, kd, idx,
@@ -210,4 +215,4 @@ def validate(table, traces: dict | None = None) -> Validation:
                               sorted(set(rtt[sel].tolist())), {m: E(P[m]) for m in MODES},
                               {m: E(B[m]) for m in MODES}, params.get(g, []) + [shared], words, codes))
     cells.sort(key=lambda c: (tuple(str(c.key.get(k)) for k in GROUP_KEYS), c.streams))
-    return Validation(cells, P, B)
+    return Validation(cells, P, B, config)
