@@ -115,9 +115,11 @@ def run_until(cmd, env, kill: tuple[str, float] | None, sig: int, watch: Watch) 
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     started = time.monotonic()
     seen: dict[str, float] = {"start": started}
+    tail: list[str] = []
 
     def read_progress():
         for line in proc.stderr:
+            tail[:] = (tail + [line.rstrip()])[-15:]
             if line.startswith("link calibrated"):
                 seen.setdefault("calibrated", time.monotonic())
     reader = threading.Thread(target=read_progress, daemon=True)
@@ -142,7 +144,7 @@ def run_until(cmd, env, kill: tuple[str, float] | None, sig: int, watch: Watch) 
         watch.poll(proc.pid)
     calibrated = seen["calibrated"] - started if "calibrated" in seen else None
     return {"rc": proc.returncode, "killed": killed, "pid": proc.pid, "calibrated_s": calibrated,
-            "in_run": running}
+            "in_run": running, "stderr": "\n".join(tail)}
 
 
 def ok_runs(db: Path) -> dict[str, dict]:
@@ -193,7 +195,7 @@ def test_twenty_kills_then_resume(tmp_path, leftovers_removed):
             setup_s = res["calibrated_s"]
         in_run += res["in_run"]
         if sig == signal.SIGINT:   # an interrupted campaign tears down its own links
-            assert res["rc"] in (130, -signal.SIGINT), res["rc"]
+            assert res["rc"] in (130, -signal.SIGINT), f"SIGINT {where}: exit {res['rc']}\n{res['stderr']}"
             mine = watch.by_owner.get(res["pid"], set())
             gone = {ns for ns in netns.netns_list() if (m := NS_RE.fullmatch(ns)) and m.group(1) in mine}
             assert not gone, f"SIGINT {where} left {gone}"

@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from .errors import TcpProfileError
+from .errors import TcpProfileError, is_interrupt
 
 # name shown in --help order -> module implementing it
 COMMANDS: dict[str, str] = {
@@ -55,13 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     except TcpProfileError as err:
         print(f"tcpprofile {args.command}: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"tcpprofile {args.command}: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: stop quietly, as Unix tools do.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except (KeyboardInterrupt, Exception) as err:
+        if not is_interrupt(err):       # a SIGINT during a DuckDB query arrives as its RuntimeError
+            raise
+        print(f"tcpprofile {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

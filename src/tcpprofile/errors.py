@@ -24,3 +24,12 @@ class IperfDocumentError(IperfError, ValidationError):
 
 class EnvironmentNotReady(TcpProfileError):
     """A required tool, privilege or kernel facility is missing."""
+
+
+def is_interrupt(err: BaseException) -> bool:
+    """Whether err is a user's interrupt. DuckDB (2.0) catches a SIGINT that arrives while a query runs and
+    raises RuntimeError('Query interrupted') instead of KeyboardInterrupt (its `interrupt()` raises
+    InterruptException); both mean Ctrl-C, so the CLI exits 130 and the campaign resumes as after one."""
+    return (isinstance(err, KeyboardInterrupt)
+            or (type(err) is RuntimeError and str(err) == "Query interrupted")
+            or type(err).__name__ == "InterruptException")
