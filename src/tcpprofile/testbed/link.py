@@ -113,6 +113,7 @@ class EmulatedLink:
         self._procs: dict[int, subprocess.Popen] = {}
         self._record: dict = {}
         self._up = False
+        self.stopped_by_signal: int | None = None   # set when SIGINT/SIGTERM took the link down (_on_signal)
         self._lock = threading.RLock()
 
     # Life cycle -------------------------------------------------------------------------------------
@@ -256,6 +257,10 @@ class EmulatedLink:
         """Start argv inside the role's namespace; the process is tracked and killed at teardown.
         Runs in its own session (a terminal's Ctrl-C reaches us, and we stop it) unless overridden."""
         if not self._up:
+            if self.stopped_by_signal is not None:
+                # The signal's own exception can be lost on its way up (DuckDB turns it into a query
+                # error, or finishes the query and drops it): the link remembers why it went down.
+                raise KeyboardInterrupt(f"link {self.tag} was taken down by {signal.Signals(self.stopped_by_signal).name}")
             raise TcpProfileError(f"link {self.tag} is not up")
         kw.setdefault("start_new_session", True)
         proc = subprocess.Popen(netns.in_ns(self._ns(ns_role), list(argv)), **kw)
@@ -402,14 +407,16 @@ def _unregister(link: EmulatedLink) -> None:
             _previous_handlers.clear()
 
 
-def _teardown_all() -> None:
+def _teardown_all(signum: int | None = None) -> None:
     for link in list(_active.values()):
+        if signum is not None:
+            link.stopped_by_signal = signum
         link.down()
 
 
 def _on_signal(signum, frame) -> None:
     previous = _previous_handlers.get(signum, signal.SIG_DFL)
-    _teardown_all()
+    _teardown_all(signum)
     if callable(previous):
         previous(signum, frame)
     elif previous == signal.SIG_DFL:
