@@ -151,3 +151,20 @@ def test_profiles_from_the_store_schema_joins_links(tmp_path):
                                rtol=1e-12)
     (fit,) = fit_paper(prof)
     assert fit.model.wmax_bytes_ == pytest.approx(5e7, rel=1e-3) and max(fit.errors.values()) < 0.01
+
+
+@pytest.mark.parametrize("share,expected_backlog", [(1.0, 0.0), (0.0, None), (0.5, 0.5)])
+def test_runs_timed_by_their_delivery_leave_nothing_unsent(share, expected_backlog):
+    """Size-mode runs timed by the receiver's reading of F (iperf.parse, runs.size_delivered_s) are fitted with
+    nothing left in the sender's buffers (send_backlog 0); runs before that keep SEND_BACKLOG; a mix, by share.
+    Truth: CUBIC with the receiver's interval and no backlog; with share 1 the fit recovers it exactly."""
+    from tcpprofile.models.framework import SEND_BACKLOG
+    true = make_model("cubic", buffer_bytes=2e7, wmax_bytes=3e9, size_bytes=10e9, queue_fill=True,
+                      receiver_report=True, send_backlog=0.0)
+    rows = [dict(variant="cubic", streams=1, rtt_ms=tau * 1e3, rate_bps=10e9, buffer_bytes=2e7, transfer_bytes=10e9,
+                 throughput_bps=th, delivered_share=share) for tau, th in zip(TAU, true.predict(TAU, n=1))]
+    fit = fit_profiles(rows, heldout=False)[0]
+    backlog = SEND_BACKLOG if expected_backlog is None else expected_backlog * SEND_BACKLOG
+    assert fit.model.send_backlog == pytest.approx(backlog)
+    if share == 1.0:
+        assert fit.errors[1] < 0.5                                       # % : the truth's own mode

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import re
 import signal
@@ -67,11 +68,18 @@ class Parsed:
 
 
 # -- parsing ------------------------------------------------------------------------------------
-def parse(doc, bidir: str | None = None) -> Parsed:
+def parse(doc, bidir: str | None = None, *, size_bytes: int | None = None,
+          interval_s: float | None = None) -> Parsed:
     """Store rows from iperf3 -J output (client side, optionally with --get-server-output); of a
     --bidir result, one direction (iperf_json.directions). Raises IperfError; IperfDocumentError (its
     JSON path named) when a value is not a coherent iperf3 result: every value used is checked once,
-    by iperf_json.read."""
+    by iperf_json.read.
+
+    A fixed-size transfer (-n) is timed by its delivery (`delivered_at`): the throughput is F over the
+    time the receiver had read F bytes (size_bytes, default -n's), on the receiver's intervals; a
+    transfer whose receiver never read F is flagged `size_undelivered` and keeps iperf3's own rate.
+    interval_s: the intervals are summed into bins of this length (the 1 s traces the analyses read,
+    from the finer intervals a delivery time needs)."""
     d = iperf_json.read(doc, bidir)
     flags: list[str] = []
     total, which = d.sum_received, "end.sum_received"
@@ -82,6 +90,15 @@ def parse(doc, bidir: str | None = None) -> Parsed:
         flags.append("throughput_sender_side")
     if not total.end > total.start:
         raise IperfDocumentError(f"{which}.end", f"{total.end:g} s: the test must last longer than 0 s")
+    throughput, delivered_s = total.bits_per_second, None
+    size = size_bytes if size_bytes is not None else d.test_bytes
+    if size:
+        receiving = (d.client if d.reverse else d.server) if bidir is None else None
+        delivered_s = delivered_at(receiving.intervals if receiving else (), size)
+        if delivered_s is not None:
+            throughput = 8 * size / delivered_s
+        elif which == "end.sum_sent" or total.bytes < size:
+            flags.append("size_undelivered")
 
     # loaded RTT: the sender's smoothed RTT per stream (µs); in reverse mode the sender is the server
     rtts = d.client.sender_rtts
@@ -110,6 +127,8 @@ def parse(doc, bidir: str | None = None) -> Parsed:
         flags.append("intervals_sender_bytes")
     else:
         intervals = _merged_intervals(sender, receiver, flags)
+    if interval_s is not None:
+        intervals = coarsened(intervals, interval_s)
 
     system = (d.system_info or "").split()
     duration = total.end - total.start
@@ -121,7 +140,8 @@ def parse(doc, bidir: str | None = None) -> Parsed:
         "transfer_bytes": d.test_bytes,
         "duration_target_s": d.test_duration if not d.test_bytes else None,
         "reverse": d.reverse,
-        "throughput_bps": total.bits_per_second,
+        "throughput_bps": throughput,
+        "size_delivered_s": delivered_s,
         "bytes_transferred": total.bytes,
         "duration_s": duration,
         "retransmits": d.sum_sent.retransmits if d.sum_sent else None,
@@ -133,6 +153,42 @@ def parse(doc, bidir: str | None = None) -> Parsed:
         "finished_at": _ts(d.timesecs + duration) if d.timesecs is not None else None,
     }
     return Parsed(run, intervals, flags)
+
+
+def delivered_at(intervals: tuple[iperf_json.Interval, ...], size: int) -> float | None:
+    """When the receiver had read `size` bytes [s, on its intervals' clock, which starts when it sends
+    TEST_START]: the interval in which its count reaches size, at a constant rate inside that interval
+    (iperf3 -i 0.1: at 10 Gbit/s one interval is 125 MB). None when the count never reaches size."""
+    done = 0
+    for it in intervals:
+        if done + it.sum.bytes >= size and it.sum.bytes > 0:
+            return it.sum.start + (size - done) / it.sum.bytes * (it.sum.end - it.sum.start)
+        done += it.sum.bytes
+    return None
+
+
+def coarsened(rows: list[dict], interval_s: float) -> list[dict]:
+    """Interval rows summed per stream into bins of interval_s (an interval belongs to the bin its end
+    falls in, the last bin ends with the test): bytes and retransmits add up, the rate is over the bin,
+    cwnd and RTT are the last interval's (iperf3 samples them at each interval's end)."""
+    bins: dict[tuple, dict] = {}
+    for r in rows:
+        key = (r["stream"], math.ceil(r["end_s"] / interval_s - 1e-6))
+        b = bins.get(key)
+        if b is None:
+            bins[key] = dict(r)
+            continue
+        b["end_s"] = r["end_s"]
+        b["bytes"] += r["bytes"]
+        b["snd_cwnd_bytes"], b["rtt_us"] = r["snd_cwnd_bytes"], r["rtt_us"]
+        if r["retransmits"] is not None:
+            b["retransmits"] = (b["retransmits"] or 0) + r["retransmits"]
+        b["omitted"] = bool(b["omitted"]) or bool(r["omitted"])
+    out = list(bins.values())
+    for b in out:
+        span = b["end_s"] - b["start_s"]
+        b["bits_per_second"] = 8 * b["bytes"] / span if span > 0 else b["bits_per_second"]
+    return out
 
 
 def _ts(secs: float | None):
@@ -207,13 +263,33 @@ class Outcome:
     argv: list[str]
 
 
+SIZE_INTERVAL_S = 0.1   # iperf3's smallest -i: the grid a fixed-size transfer's delivery is timed on
+
+
+def size_request_bytes(transfer_bytes: int, streams: int, socket_buffer: int | None) -> int:
+    """What to ask iperf3 -n for so that the receiver reads transfer_bytes F before the test ends.
+    iperf3 -n ends when the client has WRITTEN F into its sockets (iperf_client_api.c: bytes_sent >=
+    settings->bytes → TEST_END), and the server then closes its sockets (iperf_server_api.c, TEST_END):
+    whatever the send buffers still held never arrives — with 10 streams of 256 MiB buffers, 2.5 GiB,
+    more than a 1 GB transfer (measured: the receiver read 3.2 MB of 1 GB at 366 ms). A socket's
+    unacknowledged and unsent bytes fit in its send buffer, granted at twice the -w request
+    (net/core/sock.c: sk_sndbuf = max(val * 2, SOCK_MIN_SNDBUF)), so after F + n·2w written at least F
+    are acknowledged, i.e. received. Autotuned buffers (no -w) have no such bound: F is asked for, and a
+    transfer whose receiver did not read F is flagged (parse)."""
+    return transfer_bytes + (streams * 2 * socket_buffer if socket_buffer else 0)
+
+
 def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: int | None,
                 transfer_bytes: int | None, duration_s: int | None, reverse: bool) -> list[str]:
-    argv = ["iperf3", "-c", addr, "-p", str(port), "-C", cc, "-P", str(streams), "-i", "1", "-J",
+    """The client's command line; a fixed-size transfer asks for more than F (size_request_bytes) and
+    reports every SIZE_INTERVAL_S, so that its delivery of F can be timed (parse)."""
+    interval = "1" if transfer_bytes is None else str(SIZE_INTERVAL_S)
+    argv = ["iperf3", "-c", addr, "-p", str(port), "-C", cc, "-P", str(streams), "-i", interval, "-J",
             "--get-server-output"]
     if socket_buffer is not None:
         argv += ["-w", str(socket_buffer)]
-    argv += ["-n", str(transfer_bytes)] if transfer_bytes is not None else ["-t", str(duration_s)]
+    argv += (["-n", str(size_request_bytes(transfer_bytes, streams, socket_buffer))] if transfer_bytes is not None
+             else ["-t", str(duration_s)])
     if reverse:
         argv.append("-R")
     return argv
@@ -224,7 +300,8 @@ WATCH_INTERVAL_S = 0.25   # how often a running test checks `watch` (the link's 
 
 def run(host: Host, addr: str, port: int, client: list[str], *, timeout_s: float,
         start_server: bool = True, ready_timeout_s: float = 20.0,
-        watch: Callable[[], str | None] | None = None) -> Outcome:
+        watch: Callable[[], str | None] | None = None, size_bytes: int | None = None,
+        interval_s: float | None = None) -> Outcome:
     """Run one iperf3 test. A failure (timeout, iperf3 error, bad output, a killed client or server, a
     taken server port) is reported with a reason naming the part that failed, not raised;
     KeyboardInterrupt propagates after both processes are killed.  `watch`, polled while the client
@@ -262,7 +339,7 @@ def run(host: Host, addr: str, port: int, client: list[str], *, timeout_s: float
         except json.JSONDecodeError as e:
             return Outcome(raw, None, f"iperf3 output is not JSON ({e.msg})", client)
         try:
-            return Outcome(raw, parse(doc), None, client)
+            return Outcome(raw, parse(doc, size_bytes=size_bytes, interval_s=interval_s), None, client)
         except IperfError as e:
             return Outcome(raw, None, f"{server_death}; {e}" if server_death else str(e), client)
     finally:

@@ -185,7 +185,8 @@ def run_one(settings: Settings, session: LinkSession, seq: int, p: RunPoint,
         yield RunStarted(seq, p, attempt, {**base, "status": "running", "attempts": attempt})
         with cwnd_trace(env.port, settings.trace_cwnd) as capture, env.monitor(env.port, run=base) as fid:
             outcome = iperf.run(env.host, env.addr, env.port, argv, timeout_s=timeout_seconds(p),
-                                start_server=env.start_server, watch=env.check)
+                                start_server=env.start_server, watch=env.check, size_bytes=p.transfer_bytes,
+                                interval_s=None if p.transfer_bytes is None else 1.0)
         row = {**base, "attempts": attempt, "raw_json": outcome.raw_json, **fid.columns}
         if outcome.parsed is None:
             part = env.check() or port_taken(env)    # a failed part of the link: rebuild it
@@ -207,7 +208,8 @@ def run_one(settings: Settings, session: LinkSession, seq: int, p: RunPoint,
         effective = r["effective_socket_buffer_bytes"]
         if p.socket_buffer_bytes is None:
             effective = iperf.autotuning_ceiling(env.sysctls.get("sender", {}), env.sysctls.get("receiver", {}))
-        row.update({k: r[k] for k in ("cc_reported", "throughput_bps", "bytes_transferred", "duration_s",
+        row.update({k: r[k] for k in ("cc_reported", "throughput_bps", "size_delivered_s", "bytes_transferred",
+                                      "duration_s",
                                       "retransmits", "rtt_loaded_mean_ms", "rtt_loaded_min_ms",
                                       "started_at", "finished_at")})
         row.update(status="ok", flags=",".join(flags) or None, effective_socket_buffer_bytes=effective,

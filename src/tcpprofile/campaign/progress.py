@@ -8,6 +8,7 @@ from typing import TextIO
 
 from ..spec import LinkPoint, RunPoint
 from ..framing import TCP_IP_HEADERS
+from ..iperf import size_request_bytes
 
 LINK_SETUP_ESTIMATE_S = 15.0   # set-up plus calibration, for the ETA
 ASSUMED_RATE_BPS = 1e9         # remote mode without a nominal rate: for ETA and timeouts only
@@ -26,7 +27,8 @@ def expected_seconds(p: RunPoint) -> float:
     if link.loss.rate > 0:
         mss = ((link.mtu or 1500) - TCP_IP_HEADERS) * 8     # remote links: MTU 1500 assumed
         rate = min(rate, p.streams * mss / rtt * math.sqrt(1.5 / link.loss.rate))  # Mathis: MSS/τ·√(3/2p)
-    return p.transfer_bytes * 8 / rate + 10 * rtt + 1.0
+    sent = size_request_bytes(p.transfer_bytes, p.streams, p.socket_buffer_bytes)   # F and what buffers hold
+    return sent * 8 / rate + 10 * rtt + 1.0
 
 
 def timeout_seconds(p: RunPoint) -> float:

@@ -40,7 +40,7 @@ from ..errors import ValidationError
 from ..framing import TCP_IP_HEADERS
 from ..store.reads import fit_table
 from .diagnostics import at_bound, flags_of, residual_structure
-from .framework import FirstPrinciplesModel
+from .framework import SEND_BACKLOG, FirstPrinciplesModel
 from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
 from .registry import MODELS, make_model
 
@@ -149,6 +149,11 @@ def _mode(cols, idx, kd, size=None) -> dict:
     else:
         kw["size"] = (cols["size_bytes" if "size_bytes" in cols else "transfer_bytes"][idx].astype(float)
                       if size is None else size)
+        delivered = float_column(cols, "delivered_share", idx) if "delivered_share" in cols else None
+        if delivered is not None and np.nanmax(delivered, initial=0.0) > 0:
+            # runs timed by their delivery of F (iperf.parse): nothing is left unsent in the sender's buffers
+            # (framework.py: F − U with U = send_backlog·(Cτ + β)); a mix of both kinds: their share
+            params["send_backlog"] = SEND_BACKLOG * (1.0 - float(np.nanmean(delivered)))
     rate = kd.get("loss_rate")
     if not is_missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none"):
         kw["loss"] = np.full(idx.size, float(rate))  # uniform p: by its mean, 1 in 1/p (framework.py)

@@ -27,7 +27,7 @@ STATUSES = ("ok", "failed", "running")
 NON_NEGATIVE = {
     "runs": {"streams", "socket_buffer_bytes", "effective_socket_buffer_bytes", "transfer_bytes",
              "duration_target_s", "repetition", "attempts", "throughput_bps", "bytes_transferred", "duration_s",
-             "retransmits", "rtt_loaded_mean_ms", "rtt_loaded_min_ms", "rtt_base_ms"},
+             "size_delivered_s", "retransmits", "rtt_loaded_mean_ms", "rtt_loaded_min_ms", "rtt_base_ms"},
     "intervals": {"start_s", "end_s", "bytes", "bits_per_second", "snd_cwnd_bytes", "rtt_us", "retransmits"},
     "cwnd": {"snd_cwnd", "ssthresh", "srtt_us", "snd_wnd", "rcv_wnd", "length"},
 }
@@ -94,7 +94,10 @@ def _check_run(row: Mapping, where: str) -> None:
         raise ValidationError("runs.throughput_bps", f"an 'ok' run needs its throughput{where}")
     if bps is not None and bps > MAX_RATE_BPS:
         raise ValidationError("runs.throughput_bps", f"{show(bps)} bit/s is above {MAX_RATE_BPS:g}{where}")
-    _agree("runs", bps, row.get("bytes_transferred"), row.get("duration_s"), where, "throughput_bps")
+    if row.get("size_delivered_s") is not None:    # a fixed-size transfer timed by its delivery (iperf.parse)
+        _agree("runs", bps, row.get("transfer_bytes"), row.get("size_delivered_s"), where, "throughput_bps")
+    else:
+        _agree("runs", bps, row.get("bytes_transferred"), row.get("duration_s"), where, "throughput_bps")
 
 
 def _ordered(row: Mapping, where: str) -> None:

@@ -62,11 +62,14 @@ _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfe
     l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status, {FLAGGED_SQL} AS flagged,
     CASE WHEN r.socket_buffer_bytes IS NULL THEN r.effective_socket_buffer_bytes END AS window_limit_bytes,
     r.duration_target_s, coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate,
-    l.mtu, {_CAPACITY_SQL} AS capacity_bps, {_STARTUP_SQL} AS startup_rtts_run
+    l.mtu, {_CAPACITY_SQL} AS capacity_bps, {_STARTUP_SQL} AS startup_rtts_run, {{delivered}} AS delivered
     FROM runs r JOIN links l ON r.link_id = l.link_id{{where}}"""
+# 1.0 for a fixed-size run timed by its delivery (runs.size_delivered_s, schema v5; iperf.parse), else 0.0
+_DELIVERED_SQL = "CAST(r.size_delivered_s IS NOT NULL AS DOUBLE)"
 # optional columns of a flat table (plain tables written by other tools may lack them)
 _FLAT_OPTIONAL = {"duration_target_s": "CAST(NULL AS DOUBLE)", "loss_mode": "'none'", "loss_rate": "CAST(0 AS DOUBLE)",
-                  "mtu": "CAST(NULL AS INTEGER)", "capacity_bps": "rate_bps"}
+                  "mtu": "CAST(NULL AS INTEGER)", "capacity_bps": "rate_bps",
+                  "delivered": "CAST(0 AS DOUBLE)"}
 
 PROFILE_SQL = """
 SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
@@ -74,7 +77,8 @@ SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer
        coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
        avg(configured_buffer_bytes) AS configured_buffer_bytes, min(window_limit_bytes) AS window_limit_bytes,
        avg(throughput_bps) AS throughput_bps, stddev_samp(throughput_bps) AS std_bps, count(*) AS runs,
-       avg(capacity_bps) AS capacity_bps, median(startup_rtts_run) AS startup_rtts
+       avg(capacity_bps) AS capacity_bps, median(startup_rtts_run) AS startup_rtts,
+       avg(delivered) AS delivered_share
 FROM ({source}) AS runs
 WHERE status = 'ok' AND throughput_bps > 0 AND rtt_ms IS NOT NULL AND rate_bps IS NOT NULL{flagged}
 GROUP BY variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
@@ -97,7 +101,8 @@ def fit_table(con, *, campaigns=None, exclude_flagged: bool = False, initial_win
     id matches one of these SQL LIKE patterns (store only); exclude_flagged: leave out flagged runs
     (tcpprofile.dimensions.FLAGGED_SQL). Rows need τ and C (a model does). Columns returned: the configuration,
     transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, window_limit_bytes
-    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count)."""
+    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count),
+    delivered_share (the share of the runs timed by their delivery of F: iperf.parse)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
     flat = "rtt_ms" in run_cols
     params: list = []
@@ -109,7 +114,8 @@ def fit_table(con, *, campaigns=None, exclude_flagged: bool = False, initial_win
     flat_extra = ", ".join(f"{name}" if name in run_cols else f"{sql} AS {name}" for name, sql in _FLAT_OPTIONAL.items())
     source = (_RUNS_FLAT.format(flat_extra=flat_extra, where=where) if flat
               else _RUNS_JOINED.format(where=where, initial_window=initial_window, tcp_ip_headers=tcp_ip_headers,
-                                       default_mss=default_mss))
+                                       default_mss=default_mss,
+                                       delivered=_DELIVERED_SQL if "size_delivered_s" in run_cols else "0.0"))
     cur = con.execute(PROFILE_SQL.format(source=source, flagged=" AND NOT flagged" if exclude_flagged else ""),
                       params)
     names = [d[0] for d in cur.description]
