@@ -27,7 +27,7 @@ RUN_COLUMNS = (
     "duration_target_s", "duration_s", "reverse", "repetition", "trace_cwnd",
     "l.kind AS link_kind", "l.rtt_ms", "l.rtt_measured_ms", "l.rate_bps", "l.rate_measured_bps",
     "l.buffer_bytes", "l.loss_mode", "l.loss_rate", "l.mtu", "l.host", "l.port", "l.goodput_ceiling_bps",
-    "l.calibration_ok", "throughput_bps", "bytes_transferred", "retransmits", "rtt_loaded_mean_ms",
+    "l.calibration_ok", "throughput_bps", "size_delivered_s", "bytes_transferred", "retransmits", "rtt_loaded_mean_ms",
     "rtt_loaded_min_ms", "status", "failure_reason", "attempts", "r.flags", "kernel", "iperf3_version",
     "r.started_at", "r.finished_at", "source_file",
 )
@@ -62,6 +62,8 @@ def export(store: Store, what: str, fmt: str, out: TextIO | str | None,
     if fmt not in FORMATS:
         raise ValidationError("--format", f"{fmt!r}: one of {', '.join(FORMATS)}")
     sql, params = query(what, campaign_id)
+    if what == "runs" and "size_delivered_s" not in store.columns("runs"):     # a store before schema v5
+        sql = sql.replace("r.size_delivered_s", "CAST(NULL AS DOUBLE) AS size_delivered_s")
     if fmt == "parquet":
         if not isinstance(out, str):
             raise ValidationError("--out", "parquet needs an output file (--out FILE)")
