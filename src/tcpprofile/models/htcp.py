@@ -51,14 +51,13 @@ class HTCP(FirstPrinciplesModel):
                         rtt_scaling=Constraint(bool),
                         flows_phase2=Constraint(bool),
                         burst_by_regime=Constraint(bool),
-                        second_cut_rtt_ratio=Constraint(bool),
-                        ack_segments=Constraint(float, 0, 1e4, "both", "segments per ACK at most (0: Eq. (1) per segment)"))
+                        second_cut_rtt_ratio=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, delta_l=1.0, b=0.5,
                  adaptive_backoff=True, tabulated=True, rtt_scaling=False, flows_phase2=False,
-                 burst_by_regime=False, second_cut_rtt_ratio=False, ack_segments=0.0):
+                 burst_by_regime=False, second_cut_rtt_ratio=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -80,7 +79,6 @@ class HTCP(FirstPrinciplesModel):
         self.flows_phase2 = flows_phase2
         self.burst_by_regime = burst_by_regime
         self.second_cut_rtt_ratio = second_cut_rtt_ratio
-        self.ack_segments = ack_segments
 
     def _prepare(self, r):
         if self.adaptive_backoff:
@@ -298,87 +296,18 @@ class HTCP(FirstPrinciplesModel):
     def _first_epochs(self, P, W1, k, r):
         # α = 2·factor·(1 − β) with the β of the last cut (htcp_alpha_update): s = 1 after a 0.5 cut
         half = (k <= 1) | ((k == 2) & (not self.second_cut_rtt_ratio))
-        st = {"s": np.where(half, 1.0, r.s)}
-        if self.ack_segments > 0:
-            st.update(self._ack_grid(W1, st["s"], r))
-        return [(W1, st)]
-
-    ACK_GRID = 160  # RK2 steps of the first epoch with ack_segments (each row over its own horizon)
-
-    def _alpha(self, t, s, r):
-        """α(t) [segments per RTT] of Eq. (1), × ρ with a floor of one (rtt_scaling), times s = 2(1 − β)."""
-        u = np.maximum(t - self.delta_l, 0.0)
-        a = 1 + 10 * u + u * u / 4
-        if "rho" in r:
-            a = np.maximum(r["rho"][:, None] * a, 1.0)
-        return s[:, None] * a
-
-    def _ack_rate(self, W, t, s, r):
-        """dW/dt [bit/s] of the aggregate with k segments per ACK (htcp.bpf.c htcp_cong_avoid
-        :247–255): cwnd += 1 once snd_cwnd_cnt·α ≥ cwnd, snd_cwnd_cnt then reset, and the ACK that increments
-        adds nothing to it, so an increment takes ⌈w/(α·k)⌉ + 1 ACKs of k segments (w = W/n per flow; the mean
-        of the ceiling taken as w/(α·k) + ½). Phase I (w/τ/k ACKs per second per flow): dW/dt = n·M·α/τ/(1 +
-        1.5·α·k·M·n/W); Phase II (C/n/(k·M) ACKs per second per flow): dW/dt = n·α·M·C/(W + 1.5·n·α·k·M). k → 0
-        gives Eq. (1)'s n·M·α/τ and the flows' Phase II n·α·M·C/W (flows_phase2)."""
-        n, M, C, tau, bdp = (x[:, None] for x in (r.n, r.M, r.C, r.tau, r.bdp))
-        al = self._alpha(t, s, r)
-        # k: one ACK per GSO packet of the flow, sized by tcp_output.c tcp_tso_autosize to sk_pacing_rate >>
-        # sk_pacing_shift (2⁻¹⁰ s), the pacing rate 1.2·cwnd/srtt in congestion avoidance (tcp_input.c
-        # tcp_update_pacing_rate, tcp_pacing_ca_ratio = 120), capped at ack_segments (the largest GSO packet)
-        k = np.minimum(1.2 * np.minimum(W / tau, C) / (n * M * 1024.0), self.ack_segments)  # [segments]
-        g = 1.5 * al * k * M * n  # [bits]
-        return np.where(W < bdp, n * M * al / tau * W / (W + g), n * al * M * C / (W + g))
-
-    def _ack_grid(self, W1, s, r):
-        """The first epoch from W1 by _ack_rate on a grid (RK2), per row up to 24× the time Eq. (1) takes to
-        reach W_o plus 10 RTTs (extended until every row reaches W_o): times tg, windows Wg, Phase I data Dg."""
-        Wo = r.bdp + r.beta
-        ideal = self._t_to(W1, {"s": s}, Wo, r, self._t_bdp(W1, {"s": s}, r))
-        horizon = 24.0 * ideal + 10.0 * r.tau
-        while True:
-            dt = (horizon / self.ACK_GRID)[:, None]
-            W, D = W1[:, None].copy(), np.zeros((W1.size, 1))
-            Ws, Ds = [W], [D]
-            for i in range(self.ACK_GRID):
-                t = i * dt
-                k1 = self._ack_rate(W, t, s, r)
-                Wm = W + 0.5 * dt * k1
-                W2 = W + dt * self._ack_rate(Wm, t + 0.5 * dt, s, r)
-                D = D + dt * (np.minimum(W, r.bdp[:, None]) + np.minimum(W2, r.bdp[:, None])) / (2 * r.tau[:, None])
-                W = W2
-                Ws.append(W)
-                Ds.append(D)
-            if np.all(W[:, 0] >= Wo):
-                break
-            horizon = np.where(W[:, 0] >= Wo, horizon, 4.0 * horizon)
-        tg = np.arange(self.ACK_GRID + 1)[None, :] * dt
-        return {"tg": tg, "Wg": np.hstack(Ws), "Dg": np.hstack(Ds)}
-
-    @staticmethod
-    def _grid_at(x, y, v):
-        """Per row: y at the point where the increasing x reaches v (linear between grid points)."""
-        j = np.clip((x < v[:, None]).sum(axis=1), 1, x.shape[1] - 1)
-        rows = np.arange(x.shape[0])
-        x0, x1, y0, y1 = x[rows, j - 1], x[rows, j], y[rows, j - 1], y[rows, j]
-        f = np.clip((v - x0) / np.where(x1 > x0, x1 - x0, 1.0), 0.0, 1.0)
-        return y0 + f * (y1 - y0)
+        return [(W1, {"s": np.where(half, 1.0, r.s)})]
 
     def _t_bdp(self, Ws, st, r):
-        if "tg" in st:
-            return np.where(Ws >= r.bdp, 0.0, self._grid_at(st["Wg"], st["tg"], r.bdp))
         y = np.maximum(r.bdp - Ws, 0.0) * r.tau / (r.n * r.M)  # w = W_s + (nM/τ)·A(t) = Cτ  [s]
         return self._A_inv(y, st["s"], self._sc(r))
 
     def _t_to(self, Ws, st, W, r, tI):
-        if "tg" in st:
-            return self._grid_at(st["Wg"], st["tg"], W)
         w2 = np.maximum(r.bdp, Ws)  # above Cτ each of n flows gains α·M per RTT = W/C: W² = w2² + 2nMC(A − A(t2))
         sc = self._sc(r)
         return self._A_inv(self._A(tI, st["s"], sc) + (W * W - w2 * w2) / (2 * r.n * r.M * r.C), st["s"], sc)  # [s]
 
     def _grow(self, Ws, st, t, r):
-        if "tg" in st:
-            return self._grid_at(st["tg"], st["Dg"], t), self._grid_at(st["tg"], st["Wg"], t)
         k = r.n * r.M / r.tau
         sc = self._sc(r)
         return (Ws * t + k * self._B(t, st["s"], sc)) / r.tau, Ws + k * self._A(t, st["s"], sc)  # ∫w dt/τ, w [bits]
