@@ -275,8 +275,8 @@ class HTCP(FirstPrinciplesModel):
         (α = 1 segment at β = 0.5), and in Recovery packetcount is reset (:128–132): maxB = old_maxB = 0 at
         both events. Event 1: between(0, 0, 0) holds, modeswitch = 0 ⇒ β = BETA_MIN, modeswitch = 1 (:177–179);
         event 2: the switch holds again and modeswitch = 1 ⇒ β = minRTT/maxRTT ∈ [0.5, 0.8] (:169–176).
-        Traced: 0.8 in 26 of 35 flows at τ > 12 ms and β ≤ 0.2 × BDP (a sample in the Open RTT between the
-        first recovery's end and the second event gives 0.5: the rest)."""
+        Traced: 0.8 in 31 of the 43 flows with a second event at τ > 12 ms, β ≤ 0.2 × BDP (a sample in the Open
+        RTT between the first recovery's end and the second event gives 0.5: the rest)."""
         if j == 1:
             return 0.5
         if j == 2 and not self.second_cut_rtt_ratio:
