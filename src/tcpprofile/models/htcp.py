@@ -26,9 +26,10 @@ class HTCP(FirstPrinciplesModel):
 
     burst_by_regime, second_cut_rtt_ratio (trajectory only; docs/models.md "H-TCP across buffers"): slow start's
     burst has two congestion events only where the first drop comes within the first RTT of overload
-    (β < (1/ln 2 − 1)·Cτ), else one, and a window left exactly at W_o is not cut again (traced: every flow of
-    both development stores); the second event keeps RTT_min/RTT_max, not 0.5 (htcp_beta_update with no
-    bandwidth sample before it: htcp_pkts_acked cannot complete one in slow start from IW10).
+    (β < (1/ln 2 − 1)·Cτ), else one, and a window left exactly at W_o is not cut again (traced: a second event in
+    every single flow at β ≤ 0.2 × BDP, in no flow at 0.5 and 1 × BDP; the count below the boundary is observed,
+    not derived); the second event keeps RTT_min/RTT_max, not 0.5 (htcp_beta_update with no bandwidth sample
+    before it: htcp_pkts_acked cannot complete one in slow start from IW10).
 
     flows_phase2: n flows' aggregate grows n× as fast in Phase II as one flow's (each adds α per RTT: its
     C/n ACKs/s at w_i = W/n add α·M²/w_i each), as in Phase I (§IV-D rule 1); False: §IV-D as printed, Phase II
