@@ -31,10 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--exclude-flagged", action="store_true", help="leave out runs the instrument flagged")
     p.add_argument("--trajectory", action="store_true",
                    help="the model configuration 'trajectory' (as `tcpprofile model fit --trajectory`); else 'default'")
+    p.add_argument("--configuration", metavar="NAME",
+                   help="a named model configuration (models.fit.CONFIGURATIONS, e.g. trajectory2); else --trajectory's")
     p.add_argument("--json", action="store_true", help="print JSON")
     args = p.parse_args(argv)
     return cli(["model", "validate", "--db", args.db, "--campaign", args.campaign]
                + (["--exclude-flagged"] if args.exclude_flagged else []) + (["--trajectory"] if args.trajectory else [])
+               + (["--configuration", args.configuration] if args.configuration else [])
                + (["--json"] if args.json else []))
 
 

@@ -175,3 +175,50 @@ def test_fit_profiles_takes_per_variant_parameters():
         assert max(f.errors.values()) < 0.5, (f.key["variant"], f.errors)
     plain = [f for f in fit_profiles(table, heldout=False, trajectory=True) if f.key["variant"] == "htcp"][0]
     assert max(plain.errors.values()) > 1.0
+
+
+@pytest.mark.parametrize("tau", [0.0456, 0.183])
+def test_htcp_burst_has_two_events_only_when_the_drop_comes_within_the_first_rtt(tau):
+    """burst_by_regime: two 0.5 cuts where the first drop comes within the first RTT of overload (β < (1/ln 2 − 1)·Cτ
+    = 0.443 × BDP), one above, where P = 2·W_o leaves exactly W_o, which is not cut again; α after a 0.5 cut:
+    s = 2(1 − 0.5) = 1. Off: two cuts everywhere (the frozen 'trajectory'). Mutations that fail: a window at W_o
+    cut again (≥ instead of >: W1 = P/4 above the boundary), two events everywhere, one event everywhere."""
+    for y, cuts in ((0.05, 2), (0.2, 2), (0.44, 2), (0.45, 1), (0.5, 1), (1.0, 1), (2.0, 1)):
+        model, r, tr = _trajectory("htcp", tau, beta_bdp=y, burst_by_regime=True)
+        np.testing.assert_array_equal(tr.cuts, cuts)
+        np.testing.assert_allclose(tr.W1 / tr.P, 0.5 ** cuts, rtol=1e-12)
+        if cuts == 1:
+            np.testing.assert_allclose(tr.W1, r.bdp + r.beta, rtol=1e-12)  # P = 2(Cτ + β): one cut leaves W_o
+        ((_, st),) = model._first_epochs(tr.P, tr.W1, tr.cuts, r)
+        np.testing.assert_allclose(st["s"], 1.0, rtol=0)
+    for y in (0.2, 1.0):
+        _, _, tr = _trajectory("htcp", tau, beta_bdp=y)
+        np.testing.assert_array_equal(tr.cuts, 2)
+
+
+def test_htcp_second_cut_keeps_rtt_min_over_rtt_max():
+    """second_cut_rtt_ratio (htcp_beta_update with maxB = old_maxB = 0: modeswitch set by the first event): the
+    second event keeps b = RTT_min/RTT_max = 1/(1 + β/(Cτ)) clamped to [0.5, 0.8] — 0.8 at β = 0.2 × BDP for
+    τ > 12 ms, 0.5 at 11.8 ms (minRTT = 3 jiffies = msecs_to_jiffies(10): BETA_MIN) — and α after it is
+    2(1 − b)·factor: s = 1, 0.4, 0.4. At 0.3 × BDP b = 1/1.3. Mutation: 0.5 at the second event fails."""
+    taus = [0.0118, 0.0456, 0.183]
+    model, r, tr = _trajectory("htcp", taus, beta_bdp=0.2, second_cut_rtt_ratio=True)
+    b = np.array([0.5, 0.8, 0.8])
+    np.testing.assert_array_equal(tr.cuts, 2)
+    np.testing.assert_allclose(tr.W1 / tr.P, 0.5 * b, rtol=1e-12)
+    ((_, st),) = model._first_epochs(tr.P, tr.W1, tr.cuts, r)
+    np.testing.assert_allclose(st["s"], 2 * (1 - b), rtol=1e-12)
+    model, r, tr = _trajectory("htcp", [0.183], beta_bdp=0.3, second_cut_rtt_ratio=True)
+    np.testing.assert_allclose(tr.W1 / tr.P, 0.5 / 1.3, rtol=1e-12)
+
+
+def test_trajectory2_is_the_frozen_trajectory_plus_the_burst_regime():
+    """CONFIGURATIONS: 'trajectory' as frozen at c02dcf5 (its validation results stay reproducible); 'trajectory2'
+    adds H-TCP's burst_by_regime only. Mutations: the option added to 'trajectory', or left out of 'trajectory2'."""
+    from tcpprofile.models.fit import configuration
+    frozen = ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True},
+                                     "reno": {"flows_phase2": True}})
+    assert configuration("trajectory") == frozen
+    params, per_variant = configuration("trajectory2")
+    assert params == frozen[0]
+    assert per_variant == {"htcp": {**frozen[1]["htcp"], "burst_by_regime": True}, "reno": frozen[1]["reno"]}

@@ -53,6 +53,9 @@ def register(subparsers) -> None:
                    help="fit, validate: the model configuration 'trajectory' — the window's trajectory after slow start "
                         "(overshoot, loss burst, first epochs; H-TCP's RTT-scaled α): docs/models.md, \"What shallow "
                         "buffers exercise\"; without it, 'default'")
+    p.add_argument("--configuration", metavar="NAME",
+                   help="fit, validate: a named model configuration (models.fit.CONFIGURATIONS: default, trajectory, "
+                        "trajectory2); --trajectory is --configuration trajectory")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
@@ -177,7 +180,21 @@ def _load(args, *, traces: bool = False):
 
 def _config(args) -> str:
     """The model configuration (models.fit.CONFIGURATIONS) the flags select."""
-    return "trajectory" if args.trajectory else "default"
+    from ..models.fit import configuration
+
+    if args.configuration is None:
+        return "trajectory" if args.trajectory else "default"
+    configuration(args.configuration)  # a known name, else a ValidationError naming the allowed ones
+    if args.trajectory and args.configuration != "trajectory":
+        raise ValidationError("--configuration", f"{args.configuration!r} and --trajectory: give one of them")
+    return args.configuration
+
+
+def _with_trajectory(args) -> bool:
+    """Whether the selected configuration models the trajectory after slow start."""
+    from ..models.fit import configuration
+
+    return bool(configuration(_config(args))[0].get("trajectory"))
 
 
 def _fit(args) -> int:
@@ -185,8 +202,9 @@ def _fit(args) -> int:
     from ..models.fit import configuration, describe_configuration
     from ..models.diagnostics import BOUND_REL, LEVEL, short
 
-    if args.trajectory and args.eq8:
-        raise ValidationError("--trajectory", "not with --eq8: the trajectory's buffer overflows at W = Cτ + β")
+    if _with_trajectory(args) and args.eq8:
+        raise ValidationError("--trajectory" if args.configuration is None else "--configuration",
+                              "not with --eq8: the trajectory's buffer overflows at W = Cτ + β")
     profiles, _ = _load(args)
     if args.queue_fill and args.eq8:
         raise ValidationError("--eq8", "not with --queue-fill: the buffer overflows one way or the other")
@@ -224,7 +242,7 @@ def _fit(args) -> int:
     print(describe_configuration(_config(args)) + (" with --eq8" if args.eq8 else ""))
     print("fitted as measured (docs/models.md, \"Fitting measured runs\"): C = the link's payload ceiling; loss at "
           "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8 else " (--eq8: the paper's Eq. (8))")
-          + ("; the trajectory after slow start (--trajectory)" if args.trajectory else "")
+          + ("; the trajectory after slow start (--trajectory)" if _with_trajectory(args) else "")
           + "; d RTT = slow start's start-up lag, measured from the runs' first intervals (0: none measured); "
           "-t runs over iperf3's receiver interval T + τ + queue")
     for f in fits:
@@ -256,8 +274,8 @@ def _validate(args) -> int:
 
     if args.eq8 or args.queue_fill:
         raise ValidationError("--eq8", "validate fits as `model fit` does (default, or --trajectory: the frozen models)")
-    profiles, traces = _load(args, traces=True)
     config = _config(args)
+    profiles, traces = _load(args, traces=True)
     cells = validate(profiles, traces, config=config).cells
     if args.json:
         json.dump([{**c.as_dict(), "model_configuration": config} for c in cells], sys.stdout, indent=1,

@@ -356,6 +356,10 @@ CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
     # Phase II growing n× for the per-RTT increases (H-TCP, Reno: flows_phase2, docs/models.md)
     "trajectory": ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True},
                                           "reno": {"flows_phase2": True}}),
+    # trajectory, and H-TCP's slow-start burst as traced across buffers: two events only where the first drop comes
+    # within the first RTT of overload, else one (docs/models.md "H-TCP across buffers"; second_cut_rtt_ratio not in)
+    "trajectory2": ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True},
+                                           "reno": {"flows_phase2": True}}),
 }
 
 

@@ -46,7 +46,7 @@ import numpy as np
 from ..errors import ValidationError
 from .base import Constraint, Model, positive_array
 from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
-from .trajectory import Trajectory
+from .trajectory import SS_EVENTS, Trajectory
 from .transient import Transient
 
 LN2 = math.log(2.0)
@@ -156,6 +156,13 @@ class FirstPrinciplesModel(Model):
 
     def _wm_closed(self, r):
         return np.full(r.tau.shape, np.nan)
+
+    def _burst_events(self, small, r):
+        """Trajectory: (congestion events at the end of slow start whatever the window — a count or an array
+        per row —, and whether a window left exactly at the overflow window W_o is kept uncut). small: rows
+        whose first drop comes within the first RTT of overload (β < (1/ln 2 − 1)·Cτ). Default: SS_EVENTS
+        everywhere, a window at W_o cut again (trajectory.py)."""
+        return SS_EVENTS, False
 
     def _first_epochs(self, P, W1, k, r):
         """Trajectory: the epochs before the sustained ones, [(start window, state)] (default: one, from

@@ -24,6 +24,13 @@ class HTCP(FirstPrinciplesModel):
     ((t−Δ_L)/2)² (Eq. (1)), t = seconds since the last loss. Backoff b = RTT_min/RTT_max ∈ [0.5, 0.8]:
     with adaptive_backoff, RTT_max = τ + β/C (full buffer), else b is fixed.
 
+    burst_by_regime, second_cut_rtt_ratio (trajectory only; docs/models.md "H-TCP across buffers"): slow start's
+    burst has two congestion events only where the first drop comes within the first RTT of overload
+    (β < (1/ln 2 − 1)·Cτ), else one, and a window left exactly at W_o is not cut again (traced: a second event in
+    every single flow at β ≤ 0.2 × BDP, in no flow at 0.5 and 1 × BDP; the count below the boundary is observed,
+    not derived); the second event keeps RTT_min/RTT_max, not 0.5 (htcp_beta_update with no bandwidth sample
+    before it: htcp_pkts_acked cannot complete one in slow start from IW10).
+
     flows_phase2: n flows' aggregate grows n× as fast in Phase II as one flow's (each adds α per RTT: its
     C/n ACKs/s at w_i = W/n add α·M²/w_i each), as in Phase I (§IV-D rule 1); False: §IV-D as printed, Phase II
     unchanged with n ("ACKs continue to arrive at a constant rate"), the paper's reproduction (docs/models.md).
@@ -43,12 +50,15 @@ class HTCP(FirstPrinciplesModel):
                         adaptive_backoff=Constraint(bool),
                         tabulated=Constraint(bool),
                         rtt_scaling=Constraint(bool),
-                        flows_phase2=Constraint(bool))
+                        flows_phase2=Constraint(bool),
+                        burst_by_regime=Constraint(bool),
+                        second_cut_rtt_ratio=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, delta_l=1.0, b=0.5,
-                 adaptive_backoff=True, tabulated=True, rtt_scaling=False, flows_phase2=False):
+                 adaptive_backoff=True, tabulated=True, rtt_scaling=False, flows_phase2=False,
+                 burst_by_regime=False, second_cut_rtt_ratio=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -68,6 +78,8 @@ class HTCP(FirstPrinciplesModel):
         self.tabulated = tabulated
         self.rtt_scaling = rtt_scaling
         self.flows_phase2 = flows_phase2
+        self.burst_by_regime = burst_by_regime
+        self.second_cut_rtt_ratio = second_cut_rtt_ratio
 
     def _prepare(self, r):
         if self.adaptive_backoff:
@@ -256,12 +268,36 @@ class HTCP(FirstPrinciplesModel):
     def _event_keep(self, j, r):
         """htcp.bpf.c htcp_beta_update (:157–179): the first congestion event fails the bandwidth switch
         (old_maxB = 0) ⇒ β = BETA_MIN, modeswitch = 0; the second sets β = BETA_MIN whether the switch
-        fires (modeswitch = 0) or not (modeswitch was 0); from the third on, RTT_min/RTT_max (adaptive b)."""
-        return 0.5 if j <= 2 else r.b
+        fires (modeswitch = 0) or not (modeswitch was 0); from the third on, RTT_min/RTT_max (adaptive b).
+
+        second_cut_rtt_ratio: no bandwidth sample before the second event. htcp_pkts_acked (:110–153) samples
+        once packetcount ≥ cwnd − α (:136); in slow start from IW10 cwnd = IW + the segments ACKed (tcp_slow_start:
+        cwnd += acked) while packetcount counts the same ACKed segments, so packetcount = cwnd − 10 < cwnd − α
+        (α = 1 segment at β = 0.5), and in Recovery packetcount is reset (:128–132): maxB = old_maxB = 0 at
+        both events. Event 1: between(0, 0, 0) holds, modeswitch = 0 ⇒ β = BETA_MIN, modeswitch = 1 (:177–179);
+        event 2: the switch holds again and modeswitch = 1 ⇒ β = minRTT/maxRTT ∈ [0.5, 0.8] (:169–176).
+        Traced: 0.8 in 31 of the 43 flows with a second event at τ > 12 ms, β ≤ 0.2 × BDP (a sample in the Open
+        RTT between the first recovery's end and the second event gives 0.5: the rest)."""
+        if j == 1:
+            return 0.5
+        if j == 2 and not self.second_cut_rtt_ratio:
+            return 0.5
+        return r.b
+
+    def _burst_events(self, small, r):
+        """burst_by_regime: two events where the first drop comes within the first RTT of overload (small), one
+        elsewhere, and a window left exactly at W_o (P = 2·W_o, one 0.5 cut) is not cut again: the queue is
+        then full and PRR sends one segment per segment delivered (tcp_input.c tcp_cwnd_reduction, delta ≥ 0),
+        so it does not overflow until the window grows. Traced (docs/models.md): a second event 2.1–3.6 τ after
+        the first in every single flow at β ≤ 0.2 × BDP, in no flow (n = 1, 4) at 0.5 and 1 × BDP."""
+        if self.burst_by_regime:
+            return np.where(small, 2, 1), True
+        return super()._burst_events(small, r)
 
     def _first_epochs(self, P, W1, k, r):
         # α = 2·factor·(1 − β) with the β of the last cut (htcp_alpha_update): s = 1 after a 0.5 cut
-        return [(W1, {"s": np.where(k <= 2, 1.0, r.s)})]
+        half = (k <= 1) | ((k == 2) & (not self.second_cut_rtt_ratio))
+        return [(W1, {"s": np.where(half, 1.0, r.s)})]
 
     def _t_bdp(self, Ws, st, r):
         y = np.maximum(r.bdp - Ws, 0.0) * r.tau / (r.n * r.M)  # w = W_s + (nM/τ)·A(t) = Cτ  [s]

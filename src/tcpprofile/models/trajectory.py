@@ -18,9 +18,11 @@ Pieces, each a (duration, data) pair per row, in order:
    from its start window by the variant's law: Phase I (rate w/τ) to Cτ, then at C up to W_o;
 4. the sustained rate of the framework's epochs (N_a/T_a) for the rest.
 
-A variant supplies `_event_keep(j, r)` (factor kept at its j-th congestion event), `_first_epochs(P, W1, k,
-r)` → [(start window, state)], `_t_bdp(Ws, st, r)` (Phase I length), `_t_to(Ws, st, W, r, tI)` (time to
-window W ≥ Cτ, given the Phase I length tI) and `_grow(Ws, st, t, r)` → (data, window) t seconds into Phase I.
+A variant supplies `_event_keep(j, r)` (factor kept at its j-th congestion event), `_burst_events(small, r)`
+(events the burst has whatever the window, and whether a window left exactly at W_o is cut again; default
+SS_EVENTS and yes), `_first_epochs(P, W1, k, r)` → [(start window, state)], `_t_bdp(Ws, st, r)` (Phase I
+length), `_t_to(Ws, st, W, r, tI)` (time to window W ≥ Cτ, given the Phase I length tI) and `_grow(Ws, st, t, r)`
+→ (data, window) t seconds into Phase I.
 """
 
 from __future__ import annotations
@@ -79,8 +81,9 @@ class Trajectory:
         over = np.maximum(x_seen - math.log2(2.0 * LN2), 0.0) * r.tau
         P = np.maximum(P, top)
         W, k = P.copy(), np.zeros(P.shape)
+        events, strict = model._burst_events(small, r)
         for j in range(1, MAX_CUTS + 1):  # two congestion events, then more while the window overflows (W ≥ W_o)
-            cut = (W >= Wo) | (j <= SS_EVENTS)
+            cut = ((W > Wo) if strict else (W >= Wo)) | (j <= events)
             if not cut.any():
                 break
             W = np.where(cut, W * model._event_keep(j, r), W)
