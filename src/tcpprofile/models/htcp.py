@@ -19,6 +19,16 @@ JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) =
 _CARDANO_Q = 2 * 396.0 ** 1.5
 
 
+def _horner(coefs, u, out):
+    """Σ_i coefs[i]·u^(d−i), d = len(coefs) − 1 (per-row coefficients), into out (no temporaries)."""
+    np.multiply(coefs[0], u, out=out)
+    for c in coefs[1:-1]:
+        out += c
+        out *= u
+    out += coefs[-1]
+    return out
+
+
 class HTCP(FirstPrinciplesModel):
     """Increase α(t) = 2(1−b)·a(t) segments per RTT, a(t) = 1 for t ≤ Δ_L, else 1 + 10(t−Δ_L) +
     ((t−Δ_L)/2)² (Eq. (1)), t = seconds since the last loss. Backoff b = RTT_min/RTT_max ∈ [0.5, 0.8]:
@@ -237,10 +247,12 @@ class HTCP(FirstPrinciplesModel):
         G = target * r.tau ** 2 / (r.n * r.M)  # [s²]
         T = np.sqrt(G / (1 + b))
         late = np.flatnonzero(T > d)
+        A = T.copy()  # Â(T) = T + 5u² + u³/12, u = T − Δ_L ≥ 0 (u = 0 but on the late rows)
         if late.size:
             T[late] = d + self._wl_quartic(b[late], G[late], T[late] - d)
-        u = np.maximum(T - d, 0.0)
-        W = 2 * r.n * r.M * (T + u * u * (5 + u / 12)) / r.tau  # W = (nM/τ)·A(T)/(1 − b)  [bits]
+            u = np.maximum(T[late] - d, 0.0)
+            A[late] = T[late] + u * u * (5 + u / 12)
+        W = 2 * r.n * r.M * A / r.tau  # W = (nM/τ)·A(T)/(1 − b)  [bits]
         ok = W <= r.bdp
         return np.where(ok, W, np.nan), np.where(ok, T, np.nan)
 
@@ -250,17 +262,19 @@ class HTCP(FirstPrinciplesModel):
         c_3 = 2b(5 + Δ/12) + 10(1−b)/3, c_4 = b/6 + (1−b)/24. Newton from u ≥ the root (h convex: monotone),
         to a step below 10⁻¹⁴·T; rows still running are compacted once they are under half."""
         d = self.delta_l
-        c0, c1, c2 = (1 + b) * d * d, 2 * (1 + b) * d, 1 + b + 10 * b * d
+        c0g, c1, c2 = (1 + b) * d * d - G, 2 * (1 + b) * d, 1 + b + 10 * b * d  # c_0 − G, c_1, c_2
         c3, c4 = 2 * b * (5 + d / 12) + 10 * (1 - b) / 3, b / 6 + (1 - b) / 24
         # h(u) ≥ each of its terms: c_0 + c_1u + c_2'u² ≥ (1+b)(Δ+u)² (u = T − Δ on entry), c_4u⁴, c_3u³
-        u = np.minimum.reduce([u, (G / c4) ** 0.25, np.cbrt(G / c3)])
+        u = np.minimum.reduce([u, np.sqrt(np.sqrt(G / c4)), np.cbrt(G / c3)])
+        coef = (c0g, c1, c2, c3, c4, 2 * c2, 3 * c3, 4 * c4)
+        h, dh = np.empty_like(u), np.empty_like(u)
         run = None  # all rows
         for _ in range(60):
-            uu = u if run is None else u[run]
-            k0, k1, k2, k3, k4, g = (a if run is None else a[run] for a in (c0, c1, c2, c3, c4, G))
-            h = (((k4 * uu + k3) * uu + k2) * uu + k1) * uu + (k0 - g)  # h(u) − G
-            dh = ((4 * k4 * uu + 3 * k3) * uu + 2 * k2) * uu + k1  # h'(u)
-            step = h / dh
+            uu, k0, k1, k2, k3, k4, e2, e3, e4 = (u, *coef) if run is None else (a[run] for a in (u, *coef))
+            h, dh = h[:uu.size], dh[:uu.size]
+            _horner((k4, k3, k2, k1, k0), uu, h)  # h(u) − G
+            _horner((e4, e3, e2, k1), uu, dh)  # h'(u)
+            step = np.divide(h, dh, out=h)
             more = step > 1e-14 * (d + uu)
             if run is None:
                 u -= step

@@ -29,10 +29,19 @@ class Transient:
             lim = np.maximum(W_L, tau * steady / n)
             K = np.clip(np.ceil(np.log(W0 / lim) / q_log) - 1, 0, EPOCHS)
             self.K = np.where(np.isfinite(K) & (n * C > steady), K, 0)
-            self.kc = np.maximum(np.floor(np.log(W0 / (C * tau)) / q_log), 0)  # epochs at the cap n·C
-            self._q_log, self._q_kc = q_log, np.exp((self.kc + 1) * q_log)  # ln q, q^{k_c+1}
+            # k_c = max(⌊ln(W0/(Cτ))/ln q⌋, 0) epochs at the cap n·C: 0 where W0 ≤ Cτ, i.e. everywhere but where
+            # the initial window exceeds the per-flow BDP (thresh ≤ Cτ/n, §IV-D rule 3): logarithms only where W0 > Cτ
+            ratio = W0 / (C * tau)
+            above = ~(ratio <= 1)  # (nan rows too)
+            q_log_a = np.broadcast_to(q_log, ratio.shape)[above]
+            q = np.exp(q_log)
+            self.kc = np.zeros(ratio.shape)
+            self.kc[above] = np.maximum(np.floor(np.log(ratio[above]) / q_log_a), 0)
+            self._q_kc = np.array(np.broadcast_to(q, ratio.shape))  # q^{k_c+1}: q where k_c = 0
+            self._q_kc[above] = np.exp((self.kc[above] + 1) * q_log_a)
+            self._q_log = q_log  # ln q
             self._t_cap = seg / (n * C)  # one epoch at n·C  [s]
-            self._t_geo = seg * tau / ((n * W0) * (np.exp(q_log) - 1))  # seg·τ/(n·W0·(q − 1))  [s]
+            self._t_geo = seg * tau / ((n * W0) * (q - 1))  # seg·τ/(n·W0·(q − 1))  [s]
             self._r0, self._r_cap = n * W0 / tau, n * C  # R_k = min(n·W0·q^{−k}/τ, n·C)  [bit/s]
 
     def _rate(self, k):
