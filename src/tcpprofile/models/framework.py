@@ -395,7 +395,8 @@ class FirstPrinciplesModel(Model):
                     span = T + tau + q
                 # Data sent in T: F(T) = N_s + (T − T_s)·N_a/T_a, or Eq. (3) within slow start  [bits]
                 grow = np.maximum(T - lag, 0.0)  # time slow start has been growing  [s]
-                F = np.where(in_ss, n * w0 * (np.exp2(grow / tau) - 1.0) / LN2, Ns + (T - Ts) * sustained)
+                F = Ns + (T - Ts) * sustained
+                F[in_ss] = n[in_ss] * w0[in_ss] * (np.exp2(grow[in_ss] / tau[in_ss]) - 1.0) / LN2  # (exp2 only there)
                 k = np.where(in_ss, 0.0, (F - Ns) / Na)
                 S = np.where(np.isinf(T), sustained, F / span)
             finite = np.isfinite(F) if duration is None else np.isfinite(T)

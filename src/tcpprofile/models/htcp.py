@@ -19,6 +19,16 @@ JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) =
 _CARDANO_Q = 2 * 396.0 ** 1.5
 
 
+def _horner(coefs, u, out):
+    """Σ_i coefs[i]·u^(d−i), d = len(coefs) − 1 (per-row coefficients), into out (no temporaries)."""
+    np.multiply(coefs[0], u, out=out)
+    for c in coefs[1:-1]:
+        out += c
+        out *= u
+    out += coefs[-1]
+    return out
+
+
 class HTCP(FirstPrinciplesModel):
     """Increase α(t) = 2(1−b)·a(t) segments per RTT, a(t) = 1 for t ≤ Δ_L, else 1 + 10(t−Δ_L) +
     ((t−Δ_L)/2)² (Eq. (1)), t = seconds since the last loss. Backoff b = RTT_min/RTT_max ∈ [0.5, 0.8]:
@@ -117,18 +127,26 @@ class HTCP(FirstPrinciplesModel):
         u³ + 60u² + 12u − 12v = 0, by Cardano: u = x − 20 with x³ − 1188x + 15760 − 12v = 0, whose largest
         root is x = 2√396·cos(arccos(t)/3), t = (12v − 15760)/(2·396^{3/2}) (cosh/arccosh for t > 1);
         two Newton steps remove the cancellation in x − 20 when u is small."""
-        z = y / s
-        v = np.maximum(z - self.delta_l, 0.0)
+        z = np.asarray(y / s, float)
+        late = z > self.delta_l  # only these need the cubic (arccos and cos cost ~30 ns a row each)
+        if not late.any():
+            return z
+        v = z[late] - self.delta_l
         t = (12 * v - 15760.0) / _CARDANO_Q
-        c = np.empty_like(t)
         trig = t <= 1
-        c[trig] = np.cos(np.arccos(t[trig]) / 3)
-        c[~trig] = np.cosh(np.arccosh(t[~trig]) / 3)
+        if trig.all():  # t ≤ 1 ⇔ v ≤ 2627: the usual case, without the masks
+            c = np.cos(np.arccos(t) / 3)
+        else:
+            c = np.empty_like(t)
+            c[trig] = np.cos(np.arccos(t[trig]) / 3)
+            c[~trig] = np.cosh(np.arccosh(t[~trig]) / 3)
         u = np.clip(2 * math.sqrt(396.0) * c - 20, 0.0, v)  # p(u) ≥ u ⇒ u ≤ v
         for _ in range(2):
             uu = u * u
             u = u - (u + 5 * uu + uu * u / 12 - v) / (1 + 10 * u + uu / 4)
-        return np.where(z <= self.delta_l, z, self.delta_l + u)
+        out = z.copy()
+        out[late] = self.delta_l + u
+        return out
 
     # With RTT scaling (htcp.bpf.c htcp_alpha_update, use_rtt_scaling): α = 2(1 − β)·max(ρ·a(t), 1),
     # ρ = 8/scale, scale = ⌊8·HZ/(10·minRTT)⌋ clamped to [4, 80] (minRTT in whole jiffies): ρ ≈ clamp(τ/100 ms,
@@ -229,40 +247,57 @@ class HTCP(FirstPrinciplesModel):
         return np.where(low, t2, tm), np.where(has1, N1, 0.0) + N2
 
     def _wl_closed(self, target, r):
-        if self._sc(r) is not None:
-            raise ValidationError("rtt_scaling", "not modelled with external loss (loss epochs use Eq. (1) as printed)")
         """Loss epoch below Cτ (Phase I only, derived here): w(T) = bW + (nM/τ)A(T) = W and
         N_ep = (bWT + (nM/τ)B(T))/τ = N·M give, with A = 2(1−b)Â, B = 2(1−b)B̂ (α without its factor),
         h(T) = 2b·Â(T)·T + 2(1−b)·B̂(T) = G := N·M·τ²/(nM)  [s²], then W = 2nM·Â(T)/τ and T_ep = T.
         T ≤ Δ_L: Â = T, B̂ = T²/2 ⇒ T = sqrt(G/(1+b)) (Reno with a = 2(1−b)). T > Δ_L: h is a quartic in
         u = T − Δ_L with positive coefficients (convex, increasing), solved by Newton from an upper bound
         (monotone). Rows whose W exceeds Cτ (Phase II, α in absolute time) are nan: solved numerically."""
+        if self._sc(r) is not None:
+            raise ValidationError("rtt_scaling", "not modelled with external loss (loss epochs use Eq. (1) as printed)")
         d, b = self.delta_l, r.b
         G = target * r.tau ** 2 / (r.n * r.M)  # [s²]
         T = np.sqrt(G / (1 + b))
         late = np.flatnonzero(T > d)
+        A = T.copy()  # Â(T) = T + 5u² + u³/12, u = T − Δ_L ≥ 0 (u = 0 but on the late rows)
         if late.size:
-            bl, Gl = b[late], G[late]
-            # h(u) ≥ each of its terms: (1+b)(Δ+u)², (b/6 + (1−b)/24)u⁴, (2b(5 + Δ/12) + 10(1−b)/3)u³
-            u = np.minimum.reduce([T[late] - d, (Gl / (bl / 6 + (1 - bl) / 24)) ** 0.25,
-                                   np.cbrt(Gl / (2 * bl * (5 + d / 12) + 10 * (1 - bl) / 3))])
-            run = np.arange(late.size)
-            for _ in range(60):
-                uu, t, bb = u[run], d + u[run], bl[run]
-                ah = t + 5 * uu * uu + uu ** 3 / 12  # Â(T)
-                bh = t * t / 2 + 5 * uu ** 3 / 3 + uu ** 4 / 48  # B̂(T)
-                h = 2 * bb * ah * t + 2 * (1 - bb) * bh - Gl[run]
-                dh = 2 * ah + 2 * bb * t * (1 + 10 * uu + uu * uu / 4)  # h'(u) = 2Â + 2b·T·a(T)
-                step = h / dh
-                u[run] = uu - step
-                run = run[step > 1e-14 * t]
-                if not run.size:
-                    break
-            T[late] = d + u
-        u = np.maximum(T - d, 0.0)
-        W = 2 * r.n * r.M * (T + 5 * u * u + u ** 3 / 12) / r.tau  # W = (nM/τ)·A(T)/(1 − b)  [bits]
+            T[late] = d + self._wl_quartic(b[late], G[late], T[late] - d)
+            u = np.maximum(T[late] - d, 0.0)
+            A[late] = T[late] + u * u * (5 + u / 12)
+        W = 2 * r.n * r.M * A / r.tau  # W = (nM/τ)·A(T)/(1 − b)  [bits]
         ok = W <= r.bdp
         return np.where(ok, W, np.nan), np.where(ok, T, np.nan)
+
+    def _wl_quartic(self, b, G, u):
+        """u ≥ 0 with h(u) = G, h = Σ c_k u^k (Horner): Â·T = Δ² + 2Δu + (5Δ+1)u² + (Δ/12+5)u³ + u⁴/12 and
+        B̂ = Δ²/2 + Δu + u²/2 + 5u³/3 + u⁴/48 give c_0 = (1+b)Δ², c_1 = 2(1+b)Δ, c_2 = 1 + b + 10bΔ,
+        c_3 = 2b(5 + Δ/12) + 10(1−b)/3, c_4 = b/6 + (1−b)/24. Newton from u ≥ the root (h convex: monotone),
+        to a step below 10⁻¹⁴·T; rows still running are compacted once they are under half."""
+        d = self.delta_l
+        c0g, c1, c2 = (1 + b) * d * d - G, 2 * (1 + b) * d, 1 + b + 10 * b * d  # c_0 − G, c_1, c_2
+        c3, c4 = 2 * b * (5 + d / 12) + 10 * (1 - b) / 3, b / 6 + (1 - b) / 24
+        # h(u) ≥ each of its terms: c_0 + c_1u + c_2'u² ≥ (1+b)(Δ+u)² (u = T − Δ on entry), c_4u⁴, c_3u³
+        u = np.minimum.reduce([u, np.sqrt(np.sqrt(G / c4)), np.cbrt(G / c3)])
+        coef = (c0g, c1, c2, c3, c4, 2 * c2, 3 * c3, 4 * c4)
+        h, dh = np.empty_like(u), np.empty_like(u)
+        run = None  # all rows
+        for _ in range(60):
+            uu, k0, k1, k2, k3, k4, e2, e3, e4 = (u, *coef) if run is None else (a[run] for a in (u, *coef))
+            h, dh = h[:uu.size], dh[:uu.size]
+            _horner((k4, k3, k2, k1, k0), uu, h)  # h(u) − G
+            _horner((e4, e3, e2, k1), uu, dh)  # h'(u)
+            step = np.divide(h, dh, out=h)
+            more = step > 1e-14 * (d + uu)
+            if run is None:
+                u -= step
+            else:
+                u[run] = uu - step
+            n_more = np.count_nonzero(more)
+            if not n_more:
+                break
+            if 2 * n_more < more.size:
+                run = np.flatnonzero(more) if run is None else run[more]
+        return u
 
     # -- trajectory (trajectory.py) ----------------------------------------------------------------
     def _event_keep(self, j, r):

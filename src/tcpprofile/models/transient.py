@@ -29,10 +29,19 @@ class Transient:
             lim = np.maximum(W_L, tau * steady / n)
             K = np.clip(np.ceil(np.log(W0 / lim) / q_log) - 1, 0, EPOCHS)
             self.K = np.where(np.isfinite(K) & (n * C > steady), K, 0)
-            self.kc = np.maximum(np.floor(np.log(W0 / (C * tau)) / q_log), 0)  # epochs at the cap n·C
-            self._q_log, self._q_kc = q_log, np.exp((self.kc + 1) * q_log)  # ln q, q^{k_c+1}
+            # k_c = max(⌊ln(W0/(Cτ))/ln q⌋, 0) epochs at the cap n·C: 0 where W0 ≤ Cτ, i.e. everywhere but where
+            # the initial window exceeds the per-flow BDP (thresh ≤ Cτ/n, §IV-D rule 3): logarithms only where W0 > Cτ
+            ratio = W0 / (C * tau)
+            above = ~(ratio <= 1)  # (nan rows too)
+            q_log_a = np.broadcast_to(q_log, ratio.shape)[above]
+            q = np.exp(q_log)
+            self.kc = np.zeros(ratio.shape)
+            self.kc[above] = np.maximum(np.floor(np.log(ratio[above]) / q_log_a), 0)
+            self._q_kc = np.array(np.broadcast_to(q, ratio.shape))  # q^{k_c+1}: q where k_c = 0
+            self._q_kc[above] = np.exp((self.kc[above] + 1) * q_log_a)
+            self._q_log = q_log  # ln q
             self._t_cap = seg / (n * C)  # one epoch at n·C  [s]
-            self._t_geo = seg * tau / ((n * W0) * (np.exp(q_log) - 1))  # seg·τ/(n·W0·(q − 1))  [s]
+            self._t_geo = seg * tau / ((n * W0) * (q - 1))  # seg·τ/(n·W0·(q − 1))  [s]
             self._r0, self._r_cap = n * W0 / tau, n * C  # R_k = min(n·W0·q^{−k}/τ, n·C)  [bit/s]
 
     def _rate(self, k):
@@ -56,10 +65,37 @@ class Transient:
         return self._knot_time(j) + (data - j * self.seg) / self._slope(j)
 
     def data(self, t):
-        """Data [bits] sent in t [s] from the end of slow start."""
-        lo, hi = np.zeros(t.shape), self.K.copy()
-        while np.any(lo < hi):  # the last knot with T_j ≤ t (T_j increasing): binary search, ≤ 6 steps
-            mid = np.ceil((lo + hi) / 2)
-            ok = self._knot_time(mid) <= t
-            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid - 1)
-        return lo * self.seg + (t - self._knot_time(lo)) * self._slope(lo)
+        """Data [bits] sent in t [s] from the end of slow start: past the last knot T_K (most rows), at the
+        steady rate; before it, from the last knot j with T_j ≤ t at rate R_{j+1}."""
+        j, tj = self.K, self._knot_time(self.K)
+        slope = self.steady
+        early = np.flatnonzero(t < tj)
+        if early.size:
+            sub = self._take(early)
+            j_e, tj_e = sub._knot_before(t[early])
+            j, tj, slope = j.copy(), tj.copy(), np.array(np.broadcast_to(slope, j.shape))
+            j[early], tj[early], slope[early] = j_e, tj_e, sub._slope(j_e)
+        return j * self.seg + (t - tj) * slope
+
+    def _take(self, rows):
+        """The transient of these rows only."""
+        sub = object.__new__(Transient)
+        sub.__dict__ = {k: v[rows] if np.ndim(v) else v for k, v in self.__dict__.items()}
+        return sub
+
+    def _knot_before(self, t):
+        """The last knot j ≤ K with T_j ≤ t (T_j increasing; 0 if none) and T_j, by inverting _knot_time:
+        j = ⌊t/t_cap⌋ while j ≤ k_c, else q^{j+1} ≤ q^{k_c+1} + (t − k_c·t_cap)/t_geo; rounding can leave j
+        a knot off, so it is then stepped to the exact knot."""
+        with np.errstate(all="ignore"):
+            past = (t - self.kc * self._t_cap) / self._t_geo  # beyond the k_c capped epochs, in units of t_geo
+            geo = np.floor(np.log(self._q_kc + past) / self._q_log) - 1
+            j = np.where(past > 0, geo, np.floor(t / self._t_cap))
+        j = np.clip(np.where(np.isfinite(j), j, 0.0), 0, self.K)
+        tj = self._knot_time(j)
+        while (down := (j > 0) & (tj > t)).any():
+            j = np.where(down, j - 1, j)
+            tj = self._knot_time(j)
+        while (up := (j < self.K) & ((t_next := self._knot_time(j + 1)) <= t)).any():
+            j, tj = np.where(up, j + 1, j), np.where(up, t_next, tj)
+        return j, tj
