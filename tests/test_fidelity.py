@@ -261,3 +261,25 @@ def test_lateness_histogram_quantiles_bound_the_true_ones():
 def test_loss_seed_is_the_run_ids_and_fits_a_bigint():
     a, b = F.loss_seed("c1-0001"), F.loss_seed("c1-0002")
     assert a == F.loss_seed("c1-0001") and a != b and 0 <= a < 2**63 and 0 <= b < 2**63
+
+
+SOCKSTAT = """sockets: used 13
+TCP: inuse 11 orphan 0 tw 1 alloc 24 mem 1749297
+UDP: inuse 0 mem 122
+"""
+
+
+def test_tcp_memory_reads_sockstat_and_the_pressure_threshold():
+    assert F.tcp_memory(SOCKSTAT, "771364\t1542728\t3085457\n") == (1749297, 1542728)   # measured here
+    assert F.tcp_memory("sockets: used 1\n", "1 2 3") == (None, 2)
+    pages, pressure = F._tcp_memory_now()          # this host's own files parse
+    assert pages is not None and pressure is not None and pressure > 0
+
+
+def test_tcp_memory_at_the_pressure_threshold_flags_the_host():
+    load = dict(busy_share=0.8, pressure_share=0.5, runqueue_max=2, foreign_cores=0.01, wall_s=100.0)
+    assert F.host_flags(F.HostLoad(**load, tcp_mem_pages_max=1749297, tcp_mem_pressure_pages=1542728)) \
+        == ["host_tcp_memory"]
+    assert F.host_flags(F.HostLoad(**load, tcp_mem_pages_max=1542727, tcp_mem_pressure_pages=1542728)) == []
+    assert F.host_flags(F.HostLoad(**load)) == []                     # not sampled: no verdict
+    assert "host_tcp_memory" in F.RERUN_FLAGS

@@ -296,6 +296,9 @@ def test_standard_spent_counts_measured_seconds_per_finding(store):
     store.con.execute("UPDATE runs SET campaign_id = ?", [spec.campaign_id])
     went = standard.spent(store, [spec])
     assert went == {"i": 30.0, "ii": 30.0, "iii": 0.0, "iv": 0.0, "v": 0.0, "all": 30.0}
+    assert standard.spent(store) == went          # --check-only: every standard campaign stored (this one)
+    store.insert_campaign({"campaign_id": "other", "name": "reproduce-quick-clean", "mode": "emulated"})
+    assert standard.spent(store) == went          # not a standard campaign: not counted
 
 
 def test_v_needs_the_papers_1_s_traces(store):

@@ -70,7 +70,8 @@ THRESHOLDS = Thresholds()
 # cc_mismatch, which say what the run reported or loaded, and come out the same again.
 # engine_stall is not rerun: on a quiet host every 10 Gbit/s run of the models' validation design so far had a
 # release later than its threshold (issue 21: the stall's cause is open), so a rerun reproduces it.
-RERUN_FLAGS = ("host_contended", "rtt_base_off", "engine_late", "engine_dropped", "loss_off", "host_limited")
+RERUN_FLAGS = ("host_contended", "rtt_base_off", "engine_late", "engine_dropped", "loss_off", "host_limited",
+               "host_tcp_memory")
 
 
 def rerun_flags(flags: str | None) -> list[str]:
@@ -179,6 +180,26 @@ class HostLoad:
     foreign_cores: float       # CPU used by foreign processes [cores]
     wall_s: float
     cpus_busy_share: float | None = None   # busy share of the CPUs asked for (the link's application CPUs)
+    tcp_mem_pages_max: int | None = None     # the most memory TCP held during the run [pages] (/proc/net/sockstat)
+    tcp_mem_pressure_pages: int | None = None   # tcp_mem[1]: above it TCP is under memory pressure
+
+
+def tcp_memory(sockstat: str, tcp_mem: str) -> tuple[int | None, int | None]:
+    """(pages TCP holds now, tcp_mem's pressure threshold [pages]) from /proc/net/sockstat and
+    /proc/sys/net/ipv4/tcp_mem. Above the threshold the kernel clamps every socket's buffers
+    (tcp_under_memory_pressure → tcp_moderate_sndbuf / tcp_clamp_window): the host, not the path, limits
+    the run (seen: 10 streams of 1 GiB buffers held 1.75 M pages over the threshold 1.54 M and ran at
+    1.35 Gbit/s at 11.8 ms)."""
+    m = re.search(r"^TCP:.*\bmem (\d+)", sockstat, re.M)
+    parts = tcp_mem.split()
+    return (int(m.group(1)) if m else None), (int(parts[1]) if len(parts) == 3 else None)
+
+
+def _tcp_memory_now() -> tuple[int | None, int | None]:
+    try:
+        return tcp_memory(Path("/proc/net/sockstat").read_text(), Path("/proc/sys/net/ipv4/tcp_mem").read_text())
+    except OSError:
+        return None, None
 
 
 class HostSampler:
@@ -189,6 +210,8 @@ class HostSampler:
         self.cpus = cpus
         self._stop = threading.Event()
         self._runqueue_max = 0
+        self._tcp_mem_max: int | None = None
+        self._tcp_mem_pressure: int | None = None
         self._result: HostLoad | None = None
 
     def __enter__(self) -> "HostSampler":
@@ -205,6 +228,9 @@ class HostSampler:
         while not self._stop.is_set():
             # procs_running counts this sampler too: subtract it
             self._runqueue_max = max(self._runqueue_max, _procs_running() - 1)
+            pages, self._tcp_mem_pressure = _tcp_memory_now()
+            if pages is not None:
+                self._tcp_mem_max = max(self._tcp_mem_max or 0, pages)
             self._stop.wait(self.interval_s)
 
     def __exit__(self, *exc) -> None:
@@ -220,7 +246,8 @@ class HostSampler:
         if self._cpus0 is not None:
             b1, t1 = _cpu_times_of(self.cpus)
             cpus_busy = (b1 - self._cpus0[0]) / max(t1 - self._cpus0[1], 1)
-        self._result = HostLoad(busy, pressure, self._runqueue_max, foreign, wall, cpus_busy)
+        self._result = HostLoad(busy, pressure, self._runqueue_max, foreign, wall, cpus_busy,
+                                self._tcp_mem_max, self._tcp_mem_pressure)
 
     def result(self) -> HostLoad:
         if self._result is None:
@@ -414,8 +441,13 @@ def engine_stall(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> bo
 
 
 def host_flags(load: HostLoad, t: Thresholds = THRESHOLDS) -> list[str]:
-    contended = load.foreign_cores > t.foreign_cores
-    return ["host_contended"] if contended else []
+    """host_contended: foreign processes used more CPU than t.foreign_cores; host_tcp_memory: TCP's memory
+    reached tcp_mem's pressure threshold during the run (tcp_memory)."""
+    flags = ["host_contended"] if load.foreign_cores > t.foreign_cores else []
+    if None not in (load.tcp_mem_pages_max, load.tcp_mem_pressure_pages) and \
+            load.tcp_mem_pages_max >= load.tcp_mem_pressure_pages:
+        flags.append("host_tcp_memory")
+    return flags
 
 
 def host_columns(load: HostLoad) -> dict:

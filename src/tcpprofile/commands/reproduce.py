@@ -108,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
             if flagged := findings.flagged_runs(store, counted):
                 print(f"{flagged} flagged runs " + ("left out (--exclude-flagged)" if args.exclude_flagged
                                                     else "included; --exclude-flagged leaves them out"))
-            if specs is not None and args.mode == "standard":
+            if args.mode == "standard":     # --check-only: every standard campaign stored
                 went = standard.spent(store, specs)
                 print("transfer time per finding (a design feeding two findings counts toward both): "
                       + ", ".join(f"({k}) {v / 3600:.2f} h" for k, v in went.items() if k != "all")

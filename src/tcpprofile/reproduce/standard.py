@@ -106,15 +106,21 @@ def format_plan(p: Plan) -> str:
     return "\n".join(lines)
 
 
-def spent(store, specs: Iterable[CampaignSpec]) -> dict[str, float]:
-    """Measured transfer seconds (runs.duration_s of ok runs) per finding, from the standard campaigns;
-    a design that feeds two findings counts toward both (its seconds are shared, not doubled in 'all')."""
+def spent(store, specs: Iterable[CampaignSpec] | None = None) -> dict[str, float]:
+    """Measured transfer seconds (runs.duration_s of ok runs) per finding, from the standard campaigns
+    (these specs', or every standard campaign stored); a design that feeds two findings counts toward both
+    (its seconds are shared, not doubled in 'all')."""
     con = getattr(store, "con", store)
+    campaigns = ([(s.name, s.campaign_id) for s in specs] if specs is not None
+                 else reads.campaigns_named(con, "reproduce-standard-%"))
     by_design: dict[str, float] = {}
     names = {d.name for d in DESIGNS}
-    for s in specs:
-        design = next(n for n in sorted(names, key=len, reverse=True) if s.name.startswith(f"reproduce-standard-{n}-"))
-        got = reads.ok_seconds(con, s.campaign_id)
+    for name, campaign_id in campaigns:
+        design = next((n for n in sorted(names, key=len, reverse=True) if name.startswith(f"reproduce-standard-{n}-")),
+                      None)
+        if design is None:
+            continue
+        got = reads.ok_seconds(con, campaign_id)
         by_design[design] = by_design.get(design, 0.0) + float(got)
     out = {f: 0.0 for f in ("i", "ii", "iii", "iv", "v")}
     for d in DESIGNS:

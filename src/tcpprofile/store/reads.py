@@ -243,6 +243,12 @@ def links_with_run_counts(con) -> list[dict]:
 
 
 # -- campaigns by name (reproduce, its report section) ----------------------------------------------------
+def campaigns_named(con, pattern: str) -> list[tuple[str, str]]:
+    """(name, campaign_id) of the campaigns whose name matches the SQL LIKE pattern (% any text), by name."""
+    return [tuple(r) for r in _con(con).execute("SELECT name, campaign_id FROM campaigns WHERE name LIKE ? "
+                                                 "ORDER BY name", [pattern]).fetchall()]
+
+
 def campaign_ids_named(con, pattern: str) -> list[str]:
     """The ids of the campaigns whose name matches the SQL LIKE pattern (% any text)."""
     return [r[0] for r in _con(con).execute("SELECT campaign_id FROM campaigns WHERE name LIKE ?",
