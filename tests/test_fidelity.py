@@ -272,8 +272,11 @@ UDP: inuse 0 mem 122
 def test_tcp_memory_reads_sockstat_and_the_pressure_threshold():
     assert F.tcp_memory(SOCKSTAT, "771364\t1542728\t3085457\n") == (1749297, 1542728)   # measured here
     assert F.tcp_memory("sockets: used 1\n", "1 2 3") == (None, 2)
-    pages, pressure = F._tcp_memory_now()          # this host's own files parse
-    assert pages is not None and pressure is not None and pressure > 0
+    with F.HostSampler(interval_s=0.01) as sampler:     # this host's own files parse
+        time.sleep(0.05)
+    load = sampler.result()
+    assert load.tcp_mem_pages_max is not None and load.tcp_mem_pressure_pages is not None
+    assert load.tcp_mem_pressure_pages == int(open("/proc/sys/net/ipv4/tcp_mem").read().split()[1])
 
 
 def test_tcp_memory_at_the_pressure_threshold_flags_the_host():

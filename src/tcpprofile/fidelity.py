@@ -195,11 +195,11 @@ def tcp_memory(sockstat: str, tcp_mem: str) -> tuple[int | None, int | None]:
     return (int(m.group(1)) if m else None), (int(parts[1]) if len(parts) == 3 else None)
 
 
-def _tcp_memory_now() -> tuple[int | None, int | None]:
+def _read_text(path: str) -> str:
     try:
-        return tcp_memory(Path("/proc/net/sockstat").read_text(), Path("/proc/sys/net/ipv4/tcp_mem").read_text())
+        return Path(path).read_text()
     except OSError:
-        return None, None
+        return ""
 
 
 class HostSampler:
@@ -220,6 +220,8 @@ class HostSampler:
         self._cpus0 = _cpu_times_of(self.cpus) if self.cpus else None
         self._psi0 = _pressure_some_us()
         self._procs0 = _processes()
+        # tcp_mem is a sysctl, fixed during a run: read once; sockstat is sampled
+        self._tcp_mem_pressure = tcp_memory("", _read_text("/proc/sys/net/ipv4/tcp_mem"))[1]
         self._thread = threading.Thread(target=self._sample, daemon=True, name="tcpprofile-host-sampler")
         self._thread.start()
         return self
@@ -228,7 +230,7 @@ class HostSampler:
         while not self._stop.is_set():
             # procs_running counts this sampler too: subtract it
             self._runqueue_max = max(self._runqueue_max, _procs_running() - 1)
-            pages, self._tcp_mem_pressure = _tcp_memory_now()
+            pages = tcp_memory(_read_text("/proc/net/sockstat"), "")[0]
             if pages is not None:
                 self._tcp_mem_max = max(self._tcp_mem_max or 0, pages)
             self._stop.wait(self.interval_s)

@@ -141,8 +141,13 @@ class EmulatedLink:
             self._build()
             self.calibration = calibrate(self)
             self._enable_loss()
-        except BaseException:
+        except BaseException as err:
             self.down()
+            if self.stopped_by_signal is not None and not isinstance(err, KeyboardInterrupt):
+                # a signal during set-up kills the step then running (a subprocess in a namespace, a
+                # qdisc command), whose own error would hide the interrupt: report the interrupt
+                raise KeyboardInterrupt(f"link {self.tag} set-up was interrupted by "
+                                        f"{signal.Signals(self.stopped_by_signal).name}") from err
             raise
         return self
 
