@@ -231,7 +231,21 @@ def test_standard_mode_fits_six_hours_and_cites_every_design():
     assert {f for d in campaigns.DESIGNS for f in d.findings} == {"i", "ii", "iii", "iv", "v"}
     assert all(d.cite and set(d.taus) <= set(campaigns.PAPER_RTTS) for d in campaigns.DESIGNS)
     assert {d.socket_buffer for d in campaigns.DESIGNS} <= {campaigns.BUF_DEFAULT, campaigns.BUF_NORMAL,
-                                                           campaigns.BUF_LARGE}
+                                                           campaigns.BUF_LARGE, campaigns.BUF_MANY_STREAMS}
+
+
+def test_standard_designs_stay_below_the_hosts_tcp_memory_pressure_and_never_bind_the_window():
+    """Every design's senders and receivers, all buffers full (2 × granted 2·w per stream), stay below
+    tcp_mem's pressure threshold of a 24 GiB host (1,542,728 pages of 4 KiB, measured here); and a
+    non-binding buffer design's grant covers 2·(Cτ + β)/n at its largest τ (β = BDP at 10 Gbit/s)."""
+    from tcpprofile.units import size_bytes
+    pressure_bytes = 1_542_728 * 4096
+    for d in campaigns.DESIGNS:
+        granted = 2 * size_bytes("socket_buffer", d.socket_buffer)
+        assert 2 * max(d.streams) * granted < pressure_bytes, d.name
+        if d.transfer.startswith("duration"):         # (iii), (v): the window must never bind
+            bdp = 10e9 * max(d.taus) / 1e3 / 8
+            assert granted >= 2 * (bdp + bdp) / max(d.streams), d.name
     long = [d for d in campaigns.DESIGNS if {"iii", "v"} & set(d.findings)]
     assert all(d.transfer == 'duration = "100s"' for d in long)
     sized = [d for d in campaigns.DESIGNS if {"i", "ii"} & set(d.findings)]
