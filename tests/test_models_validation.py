@@ -195,10 +195,13 @@ def test_cli_and_benchmark_name_and_use_the_trajectory_configuration(trajectory_
     assert main(["model", "validate", "--db", trajectory_store, "--trajectory", "--eq8"]) == 2
 
 
-def test_the_protocol_spec():
-    s = spec.load(ROOT / "benchmarks/data/models-validation.toml")
-    assert (s.name, s.seed, s.order, s.repetitions, s.trace_cwnd, s.retries) == (
-        "models-validation", 2020, "random", 2, False, 1)
+@pytest.mark.parametrize("path,name,seed", [("models-validation.toml", "models-validation", 2020),
+                                            ("models-validation-2.toml", "models-validation-2", 2021)])
+def test_the_protocol_spec(path, name, seed):
+    """Both validation stores follow the protocol's design; the second differs from the first only in its
+    name and seed (a fresh store for the models frozen after the first was spent)."""
+    s = spec.load(ROOT / "benchmarks/data" / path)
+    assert (s.name, s.seed, s.order, s.repetitions, s.trace_cwnd, s.retries) == (name, seed, "random", 2, False, 1)
     assert sorted({round(p.rtt_s * 1e3, 1) for p in s.links}) == [11.8, 45.6, 91.6, 183.0, 366.0]
     assert sorted({p.buffer_label for p in s.links}) == ["0.1xBDP", "0.3xBDP", "1xBDP"]
     assert {p.mtu for p in s.links} == {9000} and {p.rate_bps for p in s.links} == {10e9}
