@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from tcpprofile.models import make_model
-from tcpprofile.models.fit import configuration
+from tcpprofile.models.fit import PHYSICAL_BUFFER, configuration
 
 
 def configs(count: int, seed: int = 0):
@@ -62,11 +62,14 @@ def bench(variant: str, vector_count: int, loop_count: int, **params) -> tuple[f
     return vec, rate(loop, loop_count)          # best of 3 both ways: like with like
 
 
-def bench_mode(variant: str, count: int, exact: bool = False, report: bool = False, trajectory: bool = False,
+def bench_mode(variant: str, count: int, exact: bool = False, report: bool = False, trajectory: str | None = None,
                **kw) -> float:
-    model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report, trajectory=trajectory)
-    if trajectory:  # the configuration `model fit --trajectory` uses (H-TCP: rtt_scaling, flows_phase2; Reno: flows_phase2)
-        model.set_params(**configuration("trajectory")[1].get(variant, {}))
+    """trajectory: the name of a model configuration with the trajectory (`model fit --configuration NAME`), or None."""
+    model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report)
+    if trajectory:  # e.g. 'trajectory': H-TCP rtt_scaling, flows_phase2; Reno flows_phase2; 'trajectory3' adds ss_burst
+        params, per_variant = configuration(trajectory)
+        params.pop(PHYSICAL_BUFFER, None)       # the fit's choice, not the model's
+        model.set_params(**params, **per_variant.get(variant, {}))
     tau, n, beta, wmax, _ = configs(count)
     return rate(lambda: model.predict(tau, n=n, buffer=beta, wmax=wmax, **kw), count)
 
@@ -121,8 +124,10 @@ def main() -> None:
         print(f"{variant + ' -t 8s':>22} {dur:10.3g} {base:15.3g} {dur / base:6.2f}  clean, size mode")
         rep = bench_mode(variant, 200_000, report=True, size=1e10)  # iperf3 -n as model fit predicts it
         print(f"{variant + ' -n 10GB rcv':>22} {rep:10.3g} {base:15.3g} {rep / base:6.2f}  clean, size mode")
-        for name, kw in (("-n 10GB traj", {"size": 1e10}), ("-t 8s traj", {"duration": 8.0})):
-            tra = bench_mode(variant, 200_000, report=True, trajectory=True, **kw)  # slow start's overshoot, burst,
+        for name, cfg, kw in (("-n 10GB traj", "trajectory", {"size": 1e10}), ("-t 8s traj", "trajectory", {"duration": 8.0}),
+                              ("-n 10GB traj3", "trajectory3", {"size": 1e10}),
+                              ("-t 8s traj3", "trajectory3", {"duration": 8.0})):
+            tra = bench_mode(variant, 200_000, report=True, trajectory=cfg, **kw)  # slow start's overshoot, burst,
             print(f"{variant + ' ' + name:>22} {tra:10.3g} {base:15.3g} {tra / base:6.2f}  clean, size mode")  # epochs
         for name, kw in LOSS_MODES:
             loss = bench_mode(variant, 200_000, **kw)

@@ -222,3 +222,46 @@ def test_trajectory2_is_the_frozen_trajectory_plus_the_burst_regime():
     params, per_variant = configuration("trajectory2")
     assert params == frozen[0]
     assert per_variant == {"htcp": {**frozen[1]["htcp"], "burst_by_regime": True}, "reno": frozen[1]["reno"]}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_slow_start_peak_with_the_rounds_burst(variant):
+    """ss_burst κ: the first drop where the fluid queue plus κ·W reaches β (W = Cτ·2^x/(2 ln 2)). Before t0
+    (β < κ·Cτ/(2 ln 2)) P = 2β/κ; within the first RTT of overload (2^x − 1)/ln 2 − x + κ·2^x/(2 ln 2) = β/Cτ,
+    P = Cτ/ln 2 + x_d·Cτ + β_eff; after it x_d − 1 = (β/Cτ − q1 − κ/ln 2)/(1 + κ), P = Cτ(2/ln 2 − 2 + 2x_d).
+    Checked against brentq on the queue's own equation, continuity at both boundaries, and κ = 0 (the fluid peak).
+    Mutations that fail: the burst left out of β_eff, P = 2β/κ + β in (a), the (1 + κ) left out in (c)."""
+    from scipy.optimize import brentq
+    L, h, q1 = math.log(2), 0.5 / math.log(2), 1 / math.log(2) - 1
+    k = 0.074
+    for y in (0.01, 0.03, 0.05, 0.2, 0.5, 1.0):
+        _, _, tr = _trajectory(variant, TAU, y, ss_burst=k)
+        if y < k * h:
+            P = 2 * y / k
+        elif y < q1 + k / L:
+            x = brentq(lambda x: (2 ** x - 1) / L - x + k * h * 2 ** x - y, 0, 1)
+            P = 1 / L + x + (y - k * h * 2 ** x)
+        else:   # the queue after the first RTT: q1 + (x − 1), the window 1/ln 2 + (x − 1); q + κ·W = β
+            x = brentq(lambda x: q1 + (x - 1) + k * (1 / L + x - 1) - y, 1, 10)
+            P = (1 / L + x - 1) + 1 + (q1 + x - 1)        # the window at the drop, grown for τ + q/C
+        np.testing.assert_allclose(tr.P, np.maximum(P, 1.0) * C * TAU, rtol=1e-10)
+    for edge in (k * h, q1 + k / L):                     # continuous where the regime changes
+        _, _, lo = _trajectory(variant, TAU, edge * (1 - 1e-9), ss_burst=k)
+        _, _, hi = _trajectory(variant, TAU, edge * (1 + 1e-9), ss_burst=k)
+        np.testing.assert_allclose(lo.P, hi.P, rtol=1e-7)
+    _, _, plain = _trajectory(variant, TAU, 0.2)
+    _, _, zero = _trajectory(variant, TAU, 0.2, ss_burst=0.0)
+    np.testing.assert_allclose(zero.P, plain.P, rtol=1e-14)
+    with pytest.raises(ValidationError, match="ss_burst"):
+        _model(variant, ss_burst=1.0)._validate_params()
+
+
+def test_trajectory3_is_trajectory2_plus_the_burst_the_second_cut_and_the_configured_buffer():
+    """Mutations that fail: any of the three left out, or added to 'trajectory2' (frozen with its results)."""
+    from tcpprofile.models.fit import PHYSICAL_BUFFER, configuration
+    from tcpprofile.models.trajectory import SS_BURST
+    p2, v2 = configuration("trajectory2")
+    p3, v3 = configuration("trajectory3")
+    assert p3 == {**p2, "ss_burst": SS_BURST, PHYSICAL_BUFFER: True} and 0.07 <= SS_BURST <= 0.08
+    assert v3 == {**v2, "htcp": {**v2["htcp"], "second_cut_rtt_ratio": True}}
+    assert "ss_burst" not in p2 and "second_cut_rtt_ratio" not in v2["htcp"]

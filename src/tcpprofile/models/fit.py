@@ -43,6 +43,7 @@ from .diagnostics import at_bound, flags_of, residual_structure
 from .framework import SEND_BACKLOG, FirstPrinciplesModel
 from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
 from .registry import MODELS, make_model
+from .trajectory import SS_BURST
 
 PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps")
 # β keys a dataset as the spec wrote it ("buffer", from the store) or in bytes (plain tables); the
@@ -164,6 +165,7 @@ def _mode(cols, idx, kd, size=None) -> dict:
 
 
 RELATIVE_BOUNDS = (1e-3, 1e3)   # the multiple m of a configured buffer that changes with τ
+PHYSICAL_BOUNDS = (1 - 1e-12, 1 + 1e-12)   # m with PHYSICAL_BUFFER: the configured buffer itself
 
 
 def fit_relative(model: FirstPrinciplesModel, tau, M, n, scale, **kw) -> float:
@@ -292,6 +294,8 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
     the median of lag_pool (the lags of the table's rows the caller allows: never a held-out one).
     relative: fit β = m × the configured buffer (None: when the configured buffer changes over the rows)."""
     kw = _mode(cols, rows, kd)
+    model_params = dict(model_params)
+    physical = bool(model_params.pop(PHYSICAL_BUFFER, False))
     startup = None
     if lags is not None:
         own = lags[rows]
@@ -308,7 +312,16 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
              else positive_column(cols, "configured_buffer_bytes", rows) if relative else None)
     known = _known_wmax(cols, rows)
     wb = WMAX_BOUNDS if known is None else fixed_wmax_bounds(known)
-    if scale is None:
+    if physical:   # β = the configured buffer: m = 1 within rounding, no bound to report
+        scale = positive_column(cols, "configured_buffer_bytes", rows)
+        if scale is None:
+            raise ValidationError("configuration", f"{PHYSICAL_BUFFER} needs every run's configured buffer")
+        m, model.wmax_bytes_, model.residuals_ = fit_buffer_wmax(model, tau, M, n=n, buffer_scale=scale,
+                                                                 buffer_bounds=PHYSICAL_BOUNDS, wmax_bounds=wb, **kw)
+        if hasattr(model, "buffer_bytes_"):
+            del model.buffer_bytes_
+        multiple, bounds = 1.0, {}
+    elif scale is None:
         model.fit(tau, M, n=n, wmax_bounds=wb, **kw)
         multiple, bounds = None, {"β": BUFFER_BOUNDS}
     else:
@@ -350,6 +363,9 @@ def _per_stream(n, M, P) -> dict[int, float]:
 
 # The model configurations `model fit` and `model validate` offer (docs/models.md): (model parameters, per-variant
 # parameters) on top of fit_rows' defaults (queue_fill, receiver_report, the measured start-up lag).
+# A configuration's key that is the fit's, not a model parameter: β is the configured buffer (m = 1, not fitted;
+# only W_max, when not known, is): every prediction then comes from the run's configuration alone
+PHYSICAL_BUFFER = "physical_buffer"
 CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
     "default": ({}, {}),
     # slow start's overshoot, the loss burst and the first epochs (trajectory.py); H-TCP's RTT-scaled α; n flows'
@@ -360,6 +376,14 @@ CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
     # within the first RTT of overload, else one (docs/models.md "H-TCP across buffers"; second_cut_rtt_ratio not in)
     "trajectory2": ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True},
                                            "reno": {"flows_phase2": True}}),
+    # trajectory2, slow start's first drop where the queue must also hold one round's burst above C, κ·W
+    # (trajectory.py; κ = SS_BURST, measured from the cwnd traces of the development stores' smallest buffer),
+    # H-TCP's second slow-start event keeping RTT_min/RTT_max, and β the configured buffer, not fitted
+    # (PHYSICAL_BUFFER; docs/models.md "The slow-start peak at small buffers")
+    "trajectory3": ({"trajectory": True, "ss_burst": SS_BURST, PHYSICAL_BUFFER: True},
+                    {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True,
+                              "second_cut_rtt_ratio": True},
+                     "reno": {"flows_phase2": True}}),
 }
 
 

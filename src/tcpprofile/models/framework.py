@@ -128,6 +128,9 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     # with queue_fill and no external loss: slow start's overshoot, the loss burst and the first epochs
     # from the window it leaves (trajectory.py; docs/models.md "What shallow buffers exercise")
     "trajectory": Constraint(bool),
+    # trajectory: the share κ of the window that reaches the bottleneck as one round's burst above C in slow
+    # start (ACK-clocked trains), so the queue overflows at β − κ·W (trajectory.py; docs/models.md)
+    "ss_burst": Constraint(float, 0, 1, "left", "× the window (slow start's burst at the bottleneck)"),
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",

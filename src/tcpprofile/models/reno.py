@@ -24,7 +24,7 @@ class Reno(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, a=1.0, b=0.5,
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0, a=1.0, b=0.5,
                  flows_phase2=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
@@ -39,6 +39,7 @@ class Reno(FirstPrinciplesModel):
         self.receiver_report = receiver_report
         self.send_backlog = send_backlog
         self.trajectory = trajectory
+        self.ss_burst = ss_burst
         self.a = a
         self.b = b
         self.flows_phase2 = flows_phase2

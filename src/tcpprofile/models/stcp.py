@@ -21,7 +21,7 @@ class STCP(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, a=0.01, b=0.875):
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0, a=0.01, b=0.875):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -35,6 +35,7 @@ class STCP(FirstPrinciplesModel):
         self.receiver_report = receiver_report
         self.send_backlog = send_backlog
         self.trajectory = trajectory
+        self.ss_burst = ss_burst
         self.a = a
         self.b = b
 

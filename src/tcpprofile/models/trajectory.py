@@ -41,6 +41,12 @@ NEWTON_XD = 8  # steps for the slow-start drop time x_d (quadratic convergence f
 # recovery's retransmissions, sent while the overshoot's segments still fill the queue, are lost and repaired
 # in a second episode (tcp_input.c tcp_enter_recovery recomputes ssthresh from the already reduced cwnd).
 SS_EVENTS = 2
+# Slow start's burst at the bottleneck, κ (ss_burst; docs/models.md "The slow-start peak at small buffers"): where
+# the burst alone decides the first drop (β = 0.05 × BDP, before the sending rate reaches C), the peak is
+# P = 2β/κ. Traced on the development stores (dev2, 45.6 and 183 ms, CUBIC and H-TCP, n = 1 and 4, 8 runs):
+# P = 1.31-1.41 × BDP, κ = 0.071-0.076; the median is taken. A property of this testbed's sender and
+# bottleneck (the trains the ACK clock makes), measured like C, not fitted to throughput.
+SS_BURST = 0.074
 
 
 class Trajectory:
@@ -63,20 +69,41 @@ class Trajectory:
         # τ + β/C later, and cwnd grew at the ACK rate meanwhile:
         #   β < q1·Cτ, q1 = 1/ln 2 − 1 (drop within the first RTT): P = Cτ/ln 2 + x_d·Cτ + β,
         #   β ≥ q1·Cτ:                                              P = 2(Cτ + β)   [bits]
+        # With the round's burst (ss_burst = κ > 0; docs/models.md "The slow-start peak at small buffers"): the
+        # window W(x) = Cτ·2^x/(2 ln 2) reaches the bottleneck in trains whose excess over C the queue must
+        # also hold, κ·W, so the first drop is where fluid queue + κ·W = β (y = β/Cτ, h = 1/(2 ln 2)):
+        #   (a) y < κh, before t0 (no standing queue): W_d = β/κ, x_d = log2(y/(κh)) < 0, P = 2·W_d;
+        #   (b) below y < q1 + κ/ln 2: (2^x − 1)/ln 2 − x + κh·2^x = y, P = Cτ/ln 2 + x_d·Cτ + (β − κ·W_d);
+        #   (c) above (the queue grows at C, W at C): x_d − 1 = (y − q1 − κ/ln 2)/(1 + κ),
+        #       P = Cτ·(2/ln 2 − 2 + 2·x_d)   (κ = 0: 2(Cτ + β))
+        # and the loss is seen τ plus the standing queue's β_eff/C after the drop.
+        kappa = float(model.ss_burst)
+        h = 0.5 / LN2
         y = beta / bdp
         q1 = 1.0 / LN2 - 1.0
-        x = np.sqrt(np.minimum(y, q1) * 2.0 / LN2)  # ln 2·x²/2 ≤ (2^x − 1)/ln 2 − x: starts right of the root
-        small = y < q1
-        ys, xs = y[small], x[small]
-        for _ in range(NEWTON_XD):  # (2^x − 1)/ln 2 − x = y, convex: Newton from the right, monotone
-            e = np.exp2(xs) - 1.0
-            step = (e / LN2 - xs - ys) / np.maximum(e, 1e-300)
+        train = y < kappa * h                             # (a)
+        small = y < q1 + kappa / LN2                      # (a) and (b): the drop within the first RTT of overload
+        fluid = small & ~train                            # (b)
+        # ln 2·x²/2 + κh ≤ g(x) + y: Newton starts right of the root
+        x = np.sqrt(np.maximum(np.minimum(y, q1 + kappa / LN2) - kappa * h, 0.0) * 2.0 / LN2)
+        ys, xs = y[fluid], x[fluid]
+        for _ in range(NEWTON_XD):  # g(x) = (2^x − 1)/ln 2 − x + κh·2^x − y, convex: Newton from the right
+            e = np.exp2(xs)
+            step = ((e - 1.0) / LN2 - xs + kappa * h * e - ys) / np.maximum(e * (1.0 + 0.5 * kappa) - 1.0, 1e-300)
             xs = xs - step
             if not np.any(step > 1e-14 * xs):
                 break
-        x[small] = xs
-        P = np.where(small, bdp * (1.0 / LN2 + x) + beta, 2.0 * (bdp + beta))
-        x_seen = np.where(small, 1.0 + x + y, 2.0 + 2.0 * y - q1)  # (t − t0)/τ when the loss is seen
+        x[fluid] = xs
+        x = np.where(small, x, 1.0 + (y - q1 - kappa / LN2) / (1.0 + kappa))
+        y_eff = np.where(small, y, q1 + x - 1.0)         # the standing queue at the drop [× Cτ]
+        P = np.where(small, 1.0 / LN2 + x, 2.0 / LN2 - 2.0 + 2.0 * x)
+        if kappa:                                        # (κ = 0: no train rows, no burst to take off)
+            y_eff[fluid] -= kappa * h * np.exp2(xs)
+            x[train] = np.log2(np.maximum(y[train], 1e-300) / (kappa * h))
+            y_eff[train] = 0.0
+            P[train] = np.exp2(x[train]) / LN2
+        P = bdp * np.where(small, P + y_eff, P)
+        x_seen = 1.0 + x + y_eff  # (t − t0)/τ when the loss is seen (τ + β_eff/C after the drop)
         # the link carries C from W = Cτ (x = log2(2 ln 2) on the same clock) until the loss is seen  [s]
         over = np.maximum(x_seen - math.log2(2.0 * LN2), 0.0) * r.tau
         P = np.maximum(P, top)
