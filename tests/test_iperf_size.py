@@ -26,6 +26,8 @@ def test_the_request_adds_what_the_send_buffers_can_hold():
     argv = iperf.client_argv("10.0.0.2", 5201, cc="cubic", streams=2, socket_buffer=None, transfer_bytes=None,
                              duration_s=8, reverse=False)
     assert argv[argv.index("-i") + 1] == "1" and "-n" not in argv
+    # what parse() sums the reports into: 1 s bins for the 0.1 s size reports, nothing for duration runs
+    assert iperf.stored_interval_s(10**6) == 1 and iperf.stored_interval_s(None) is None
 
 
 def intervals(*spans):

@@ -264,6 +264,17 @@ class Outcome:
 
 
 SIZE_INTERVAL_S = 0.1   # iperf3's smallest -i: the grid a fixed-size transfer's delivery is timed on
+TRACE_INTERVAL_S = 1    # the stored intervals: the 1 s traces the analyses read (HPDC'17 §4)
+
+
+def report_interval_s(transfer_bytes: int | None) -> float:
+    """iperf3's -i for a run: the trace's grid, or SIZE_INTERVAL_S for a fixed-size transfer."""
+    return TRACE_INTERVAL_S if transfer_bytes is None else SIZE_INTERVAL_S
+
+
+def stored_interval_s(transfer_bytes: int | None) -> float | None:
+    """The bins parse() sums a run's intervals into: None when iperf3 already reports on the trace's grid."""
+    return None if report_interval_s(transfer_bytes) == TRACE_INTERVAL_S else TRACE_INTERVAL_S
 
 
 def size_request_bytes(transfer_bytes: int, streams: int, socket_buffer: int | None) -> int:
@@ -283,7 +294,7 @@ def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: i
                 transfer_bytes: int | None, duration_s: int | None, reverse: bool) -> list[str]:
     """The client's command line; a fixed-size transfer asks for more than F (size_request_bytes) and
     reports every SIZE_INTERVAL_S, so that its delivery of F can be timed (parse)."""
-    interval = "1" if transfer_bytes is None else str(SIZE_INTERVAL_S)
+    interval = str(report_interval_s(transfer_bytes))
     argv = ["iperf3", "-c", addr, "-p", str(port), "-C", cc, "-P", str(streams), "-i", interval, "-J",
             "--get-server-output"]
     if socket_buffer is not None:

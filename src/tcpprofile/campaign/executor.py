@@ -186,7 +186,7 @@ def run_one(settings: Settings, session: LinkSession, seq: int, p: RunPoint,
         with cwnd_trace(env.port, settings.trace_cwnd) as capture, env.monitor(env.port, run=base) as fid:
             outcome = iperf.run(env.host, env.addr, env.port, argv, timeout_s=timeout_seconds(p),
                                 start_server=env.start_server, watch=env.check, size_bytes=p.transfer_bytes,
-                                interval_s=None if p.transfer_bytes is None else 1.0)
+                                interval_s=iperf.stored_interval_s(p.transfer_bytes))
         row = {**base, "attempts": attempt, "raw_json": outcome.raw_json, **fid.columns}
         if outcome.parsed is None:
             part = env.check() or port_taken(env)    # a failed part of the link: rebuild it
