@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from tcpprofile.models import make_model
-from tcpprofile.models.fit import PHYSICAL_BUFFER, configuration
+from tcpprofile.models.fit import configuration, model_parameters
 
 
 def configs(count: int, seed: int = 0):
@@ -68,8 +68,7 @@ def bench_mode(variant: str, count: int, exact: bool = False, report: bool = Fal
     model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report)
     if trajectory:  # e.g. 'trajectory': H-TCP rtt_scaling, flows_phase2; Reno flows_phase2; 'trajectory3' adds ss_burst
         params, per_variant = configuration(trajectory)
-        params.pop(PHYSICAL_BUFFER, None)       # the fit's choice, not the model's
-        model.set_params(**params, **per_variant.get(variant, {}))
+        model.set_params(**model_parameters(params), **per_variant.get(variant, {}))
     tau, n, beta, wmax, _ = configs(count)
     return rate(lambda: model.predict(tau, n=n, buffer=beta, wmax=wmax, **kw), count)
 

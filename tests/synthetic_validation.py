@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from tcpprofile.models import GenericModel, make_model
-from tcpprofile.models.fit import PHYSICAL_BUFFER, configuration
+from tcpprofile.models.fit import configuration, model_parameters
 from tcpprofile.models.generic import transfer_throughput
 from tcpprofile.store import Store
 
@@ -52,7 +52,7 @@ def build(store: Store, *, truth: str = "model", variants=("cubic",), streams=(1
     per RTT position applied to the truth. config: the first-principles truth's model configuration
     (models.fit.CONFIGURATIONS). Returns the number of runs."""
     params, per_variant = configuration(config)
-    params.pop(PHYSICAL_BUFFER, None)          # the fit's choice, not a model parameter
+    params = model_parameters(params)
     rng = np.random.default_rng(seed)
     store.insert_campaign({"campaign_id": "v1", "name": campaign, "mode": "emulated"})
     for rtt, k in itertools.product(rtts, multiples):

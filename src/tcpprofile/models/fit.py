@@ -168,11 +168,11 @@ RELATIVE_BOUNDS = (1e-3, 1e3)   # the multiple m of a configured buffer that cha
 PHYSICAL_BOUNDS = (1 - 1e-12, 1 + 1e-12)   # m with PHYSICAL_BUFFER: the configured buffer itself
 
 
-def fit_relative(model: FirstPrinciplesModel, tau, M, n, scale, **kw) -> float:
-    """Fit W_max and β = m·scale (scale: the configured buffer per row [bytes]); sets the model's
-    wmax_bytes_ (and residuals_, no buffer_bytes_: β has no single value in bytes) and returns m."""
+def fit_relative(model: FirstPrinciplesModel, tau, M, n, scale, *, buffer_bounds=RELATIVE_BOUNDS, **kw) -> float:
+    """Fit W_max and β = m·scale (scale: the configured buffer per row [bytes]; m within buffer_bounds); sets
+    the model's wmax_bytes_ (and residuals_, no buffer_bytes_: β has no single value in bytes) and returns m."""
     m, model.wmax_bytes_, model.residuals_ = fit_buffer_wmax(model, tau, M, n=n, buffer_scale=scale,
-                                                             buffer_bounds=RELATIVE_BOUNDS, **kw)
+                                                             buffer_bounds=buffer_bounds, **kw)
     if hasattr(model, "buffer_bytes_"):
         del model.buffer_bytes_
     return m
@@ -316,10 +316,7 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
         scale = positive_column(cols, "configured_buffer_bytes", rows)
         if scale is None:
             raise ValidationError("configuration", f"{PHYSICAL_BUFFER} needs every run's configured buffer")
-        m, model.wmax_bytes_, model.residuals_ = fit_buffer_wmax(model, tau, M, n=n, buffer_scale=scale,
-                                                                 buffer_bounds=PHYSICAL_BOUNDS, wmax_bounds=wb, **kw)
-        if hasattr(model, "buffer_bytes_"):
-            del model.buffer_bytes_
+        fit_relative(model, tau, M, n, scale, buffer_bounds=PHYSICAL_BOUNDS, wmax_bounds=wb, **kw)
         multiple, bounds = 1.0, {}
     elif scale is None:
         model.fit(tau, M, n=n, wmax_bounds=wb, **kw)
@@ -385,6 +382,11 @@ CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
                               "second_cut_rtt_ratio": True},
                      "reno": {"flows_phase2": True}}),
 }
+
+
+def model_parameters(params: dict) -> dict:
+    """A configuration's parameters for the model itself: without the fit's options (PHYSICAL_BUFFER)."""
+    return {k: v for k, v in params.items() if k != PHYSICAL_BUFFER}
 
 
 def configuration(name: str) -> tuple[dict, dict]:

@@ -250,9 +250,8 @@ def campaigns_named(con, pattern: str) -> list[tuple[str, str]]:
 
 
 def campaign_ids_named(con, pattern: str) -> list[str]:
-    """The ids of the campaigns whose name matches the SQL LIKE pattern (% any text)."""
-    return [r[0] for r in _con(con).execute("SELECT campaign_id FROM campaigns WHERE name LIKE ?",
-                                             [pattern]).fetchall()]
+    """The ids of the campaigns whose name matches the SQL LIKE pattern (% any text), by name."""
+    return [campaign_id for _, campaign_id in campaigns_named(con, pattern)]
 
 
 def run_ids_of_campaigns(con, *, campaign_ids: Sequence[str] | None = None, named: str | None = None) -> list[str]:
