@@ -66,7 +66,7 @@ def bench_mode(variant: str, count: int, exact: bool = False, report: bool = Fal
                **kw) -> float:
     """trajectory: the name of a model configuration with the trajectory (`model fit --configuration NAME`), or None."""
     model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report)
-    if trajectory:  # e.g. 'trajectory': H-TCP rtt_scaling, flows_phase2; Reno flows_phase2; 'trajectory3' adds ss_burst
+    if trajectory:  # e.g. 'trajectory': H-TCP rtt_scaling, flows_phase2; Reno flows_phase2; 'trajectory3' adds ss_burst, 'trajectory4' the trains
         params, per_variant = configuration(trajectory)
         model.set_params(**model_parameters(params), **per_variant.get(variant, {}))
     tau, n, beta, wmax, _ = configs(count)
@@ -125,7 +125,9 @@ def main() -> None:
         print(f"{variant + ' -n 10GB rcv':>22} {rep:10.3g} {base:15.3g} {rep / base:6.2f}  clean, size mode")
         for name, cfg, kw in (("-n 10GB traj", "trajectory", {"size": 1e10}), ("-t 8s traj", "trajectory", {"duration": 8.0}),
                               ("-n 10GB traj3", "trajectory3", {"size": 1e10}),
-                              ("-t 8s traj3", "trajectory3", {"duration": 8.0})):
+                              ("-t 8s traj3", "trajectory3", {"duration": 8.0}),
+                              ("-n 10GB traj4", "trajectory4", {"size": 1e10}),
+                              ("-t 8s traj4", "trajectory4", {"duration": 8.0})):
             tra = bench_mode(variant, 200_000, report=True, trajectory=cfg, **kw)  # slow start's overshoot, burst,
             print(f"{variant + ' ' + name:>22} {tra:10.3g} {base:15.3g} {tra / base:6.2f}  clean, size mode")  # epochs
         for name, kw in LOSS_MODES:

@@ -196,10 +196,11 @@ def test_cli_and_benchmark_name_and_use_the_trajectory_configuration(trajectory_
 
 
 @pytest.mark.parametrize("path,name,seed", [("models-validation.toml", "models-validation", 2020),
-                                            ("models-validation-2.toml", "models-validation-2", 2021)])
+                                            ("models-validation-2.toml", "models-validation-2", 2021),
+                                            ("models-validation-3.toml", "models-validation-3", 2024)])
 def test_the_protocol_spec(path, name, seed):
-    """Both validation stores follow the protocol's design; the second differs from the first only in its
-    name and seed (a fresh store for the models frozen after the first was spent)."""
+    """Every validation store follows the protocol's design; each later one differs from the first only in its
+    name and seed (a fresh store for the models frozen after the one before was spent)."""
     s = spec.load(ROOT / "benchmarks/data" / path)
     assert (s.name, s.seed, s.order, s.repetitions, s.trace_cwnd, s.retries) == (name, seed, "random", 2, False, 1)
     assert sorted({round(p.rtt_s * 1e3, 1) for p in s.links}) == [11.8, 45.6, 91.6, 183.0, 366.0]

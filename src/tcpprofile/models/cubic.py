@@ -26,7 +26,8 @@ class CUBIC(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0, c=0.4, b=0.3):
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
+                 ss_train_window=0.0, ss_train_slope=0.0, c=0.4, b=0.3):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -41,6 +42,8 @@ class CUBIC(FirstPrinciplesModel):
         self.send_backlog = send_backlog
         self.trajectory = trajectory
         self.ss_burst = ss_burst
+        self.ss_train_window = ss_train_window
+        self.ss_train_slope = ss_train_slope
         self.c = c
         self.b = b
 

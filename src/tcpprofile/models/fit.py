@@ -43,7 +43,7 @@ from .diagnostics import at_bound, flags_of, residual_structure
 from .framework import SEND_BACKLOG, FirstPrinciplesModel
 from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
 from .registry import MODELS, make_model
-from .trajectory import SS_BURST
+from .trajectory import SS_BURST, SS_TRAIN_SLOPE, SS_TRAIN_WINDOW
 
 PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps")
 # β keys a dataset as the spec wrote it ("buffer", from the store) or in bytes (plain tables); the
@@ -378,6 +378,15 @@ CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
     # H-TCP's second slow-start event keeping RTT_min/RTT_max, and β the configured buffer, not fitted
     # (PHYSICAL_BUFFER; docs/models.md "The slow-start peak at small buffers")
     "trajectory3": ({"trajectory": True, "ss_burst": SS_BURST, PHYSICAL_BUFFER: True},
+                    {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True,
+                              "second_cut_rtt_ratio": True},
+                     "reno": {"flows_phase2": True}}),
+    # trajectory3 with slow start's first drop by its trains (W0·Cτ + s·β, measured from the development stores'
+    # cwnd traces: SS_TRAIN_WINDOW, SS_TRAIN_SLOPE) where that comes before the fluid overflow, which then keeps
+    # no burst (κ = 0: the traces at 0.3–1 × BDP fit the plain fluid peak as well; docs/models.md "Slow start's
+    # trains")
+    "trajectory4": ({"trajectory": True, "ss_burst": 0.0, "ss_train_window": SS_TRAIN_WINDOW,
+                     "ss_train_slope": SS_TRAIN_SLOPE, PHYSICAL_BUFFER: True},
                     {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True,
                               "second_cut_rtt_ratio": True},
                      "reno": {"flows_phase2": True}}),

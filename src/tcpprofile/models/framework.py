@@ -131,6 +131,10 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     # trajectory: the share κ of the window that reaches the bottleneck as one round's burst above C in slow
     # start (ACK-clocked trains), so the queue overflows at β − κ·W (trajectory.py; docs/models.md)
     "ss_burst": Constraint(float, 0, 1, "left", "× the window (slow start's burst at the bottleneck)"),
+    # trajectory: slow start's first drop in the round whose window is W0·Cτ + s·β, where that comes before the
+    # fluid overflow (trajectory.py; docs/models.md "Slow start's trains"); W0 = 0: not used
+    "ss_train_window": Constraint(float, 0, 4, "left", "× Cτ (the trains' window W0 at the first drop, β = 0)"),
+    "ss_train_slope": Constraint(float, 0, 64, "left", "(the trains' window per unit of buffer)"),
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",

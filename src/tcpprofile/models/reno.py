@@ -24,7 +24,8 @@ class Reno(FirstPrinciplesModel):
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
-                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0, a=1.0, b=0.5,
+                 startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
+                 ss_train_window=0.0, ss_train_slope=0.0, a=1.0, b=0.5,
                  flows_phase2=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
@@ -40,6 +41,8 @@ class Reno(FirstPrinciplesModel):
         self.send_backlog = send_backlog
         self.trajectory = trajectory
         self.ss_burst = ss_burst
+        self.ss_train_window = ss_train_window
+        self.ss_train_slope = ss_train_slope
         self.a = a
         self.b = b
         self.flows_phase2 = flows_phase2

@@ -10,7 +10,9 @@ Pieces, each a (duration, data) pair per row, in order:
 1. at C: slow start past the BDP until the first drop is seen (the fluid, ACK-clocked overflow in
    `Trajectory.__init__`: the sending rate is twice the ACK rate, tcp_input.c tcp_slow_start `cwnd += acked`);
    the slow-start peak P = 2(Cτ + β) for β ≥ (1/ln 2 − 1)·Cτ ≈ 0.44 × BDP, and Cτ/ln 2 + x_d·Cτ + β below
-   (the drop comes within the RTT in which the sending rate first exceeds C);
+   (the drop comes within the RTT in which the sending rate first exceeds C); with slow start's trains
+   (ss_train_window, ss_train_slope) the first drop comes in the round whose window is W0·Cτ + s·β wherever
+   that is earlier, and P = 2(W0·Cτ + s·β);
 2. the burst of losses: two congestion events (SS_EVENTS), then more while the window is still at or
    above W_o (every such RTT overflows the queue again), each keeping the variant's factor for its j-th
    event: W_1 = P·Π keep_j;
@@ -47,6 +49,13 @@ SS_EVENTS = 2
 # P = 1.31-1.41 × BDP, κ = 0.071-0.076; the median is taken. A property of this testbed's sender and
 # bottleneck (the trains the ACK clock makes), measured like C, not fitted to throughput.
 SS_BURST = 0.074
+# Slow start's trains (ss_train_window W0 × Cτ, ss_train_slope s; docs/models.md "Slow start's trains"): the
+# cwnd traces of the development stores put the loss at P = 2(W0·Cτ + s·β) wherever that comes before the fluid
+# overflow: P/2 = 0.534 + 2.346·β/Cτ by least squares over 51 loss-ended runs at β = 0.05–0.3 × BDP, τ = 11.8–366
+# ms, n = 1 and 4, CUBIC, H-TCP and STCP (benchmarks/slow_start_drop.py --fit benchmarks/data/slow-start-drop.csv).
+# Like SS_BURST a property of this testbed's sender and bottleneck, measured from traces, not fitted to throughput.
+SS_TRAIN_WINDOW = 0.534
+SS_TRAIN_SLOPE = 2.346
 
 
 class Trajectory:
@@ -106,6 +115,17 @@ class Trajectory:
         x_seen = 1.0 + x + y_eff  # (t − t0)/τ when the loss is seen (τ + β_eff/C after the drop)
         # the link carries C from W = Cτ (x = log2(2 ln 2) on the same clock) until the loss is seen  [s]
         over = np.maximum(x_seen - math.log2(2.0 * LN2), 0.0) * r.tau
+        if model.ss_train_window:
+            # Slow start's trains (ss_train_window W0, ss_train_slope s; docs/models.md "Slow start's trains"):
+            # the first drop comes in the round whose window is W0·Cτ + s·β, and slow start doubles the window
+            # in the round after it (tcp_slow_start: cwnd += acked), so the loss is seen at P = 2(W0·Cτ + s·β),
+            # where that comes before the fluid overflow's peak above. Above Cτ the window grows at the ACK
+            # rate C, so the link carries C for (P − Cτ)/C before the loss is seen  [bits], [s]
+            P_train = 2.0 * (model.ss_train_window * bdp + model.ss_train_slope * beta)
+            trains = P_train < P
+            P = np.where(trains, P_train, P)
+            over = np.where(trains, np.maximum(P_train - bdp, 0.0) / C, over)
+            small = small | trains                        # the drop before the link is full
         P = np.maximum(P, top)
         W, k = P.copy(), np.zeros(P.shape)
         events, strict = model._burst_events(small, r)
