@@ -315,6 +315,30 @@ def test_standard_spent_counts_measured_seconds_per_finding(store):
     assert standard.spent(store) == went          # not a standard campaign: not counted
 
 
+@pytest.mark.parametrize("step, expected_testable", [(0.0005, False), (0.002, True)])
+def test_v_not_testable_when_throughput_is_constant_within_every_configuration(store, step, expected_testable):
+    """Ten streams at the link's ceiling: every configuration's Θ within 0.55 % (12 repetitions, 0.05 % apart)
+    has no throughput differences for the exponents to go with — not testable, whatever ρ the ranks give; at
+    0.2 % apart (2.2 % spread) the same traces are a test. Mutation that fails: no spread check (ρ of the ranks
+    then gives a verdict)."""
+    _logistic_store(store, -1)
+    store.con.execute("UPDATE runs SET throughput_bps = 9.9e9 * (1 - ? * repetition)", [step])
+    f = _by_id(store)["v"]
+    assert (f.verdict != stats.NOT_TESTABLE) == expected_testable, f.measured
+    if not expected_testable:
+        assert "Θ constant within every configuration" in f.measured and "0.55%" in f.measured, f.measured
+
+
+def test_v_leaves_out_a_configuration_with_constant_throughput(store):
+    """One configuration at one rate (183 ms: Θ within 0.55 %), the other spread (11.8 ms): ρ over the one
+    left, and the output says which were left out."""
+    _logistic_store(store, -1)
+    store.con.execute("UPDATE runs SET throughput_bps = 9.9e9 * (1 - 0.0005 * repetition) WHERE run_id LIKE 'v-183-%'")
+    f = _by_id(store)["v"]
+    assert f.verdict == stats.REPRODUCED, f.measured
+    assert "1 configuration(s) with Θ constant" in f.measured and "over 1 configurations" in f.measured, f.measured
+
+
 def test_v_needs_the_papers_1_s_traces(store):
     """The same traces with 0.1 s intervals (iperf3 -i 0.1) are not the paper's statistic: not testable."""
     _logistic_store(store, -1)

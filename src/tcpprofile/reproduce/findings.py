@@ -48,6 +48,10 @@ LONG_TRACE_S = 100.0   # (iii): BBR's ProbeRTT every 10 s, start-up a small part
 MIN_LOCAL_POINTS = 50  # (v): 1 s points after the ramp-up a trace's mean local exponent needs
 MIN_CONFIG_TRACES = 4  # (v): traces per configuration for a rank correlation with an interval (n − 3 > 0)
 ONE_S_TOLERANCE = 0.1  # (v): the paper's 1 s traces: median interval within 1 ± 0.1 s
+# (v): a configuration whose traces' Θ spans less than this share of its median, (max − min)/median, has no
+# throughput differences for the exponents to go with: its runs sit at one rate (the paper's Fig. 14 spans
+# several Gbit/s; ten streams at the link's ceiling vary by ~0.1 %, the goodput ceiling's own precision).
+THETA_SPREAD_MIN = 0.01
 
 
 @dataclass(frozen=True)
@@ -467,15 +471,24 @@ def lyapunov_throughput(data: Data, seed: int = 0, *, level: float = stats.LEVEL
         k = tuple(data.runs.dims[b][i] for b in ("variant", "streams", "socket_buffer_bytes", "transfer_bytes",
                                                   "duration_target_s")) + (float(data.runs.tau_ms[i]),)
         by_cfg.setdefault(k, []).append((d, float(data.runs.throughput_bps[i])))
+    enough = {k: v for k, v in by_cfg.items() if len(v) >= MIN_CONFIG_TRACES}
+    spread = {k: float(np.ptp([t for _, t in v]) / np.median([t for _, t in v])) for k, v in enough.items()}
+    by_cfg = {k: v for k, v in enough.items() if spread[k] >= THETA_SPREAD_MIN}
     pick = lambda f: {k: [(f(d.dynamics), t) for d, t in v if f(d.dynamics) is not None]  # noqa: E731
                       for k, v in by_cfg.items()}
     iv, strata = _rho(pick(lambda x: x.neighbour_mean), level)
-    configs = tuple({(str(k[0]), int(k[1])) for k, v in by_cfg.items() if len(v) >= MIN_CONFIG_TRACES})
+    configs = tuple({(str(k[0]), int(k[1])) for k in enough})
     if strata == 0:
-        return Finding("v", claim, stat, stats.unknown(n=len(sus)), stats.NOT_TESTABLE,
-                       head + f": no configuration with ≥ {MIN_CONFIG_TRACES} such traces (traces too short "
-                       "or too few repetitions for this statistic)",
+        why = (f"no configuration with ≥ {MIN_CONFIG_TRACES} such traces (traces too short or too few "
+               "repetitions for this statistic)") if not enough else (
+               f"Θ constant within every configuration with ≥ {MIN_CONFIG_TRACES} such traces (spread "
+               f"(max − min)/median {max(spread.values()):.2%} at most, below {THETA_SPREAD_MIN:.0%}): no "
+               "throughput differences for the exponents to go with")
+        return Finding("v", claim, stat, stats.unknown(n=len(sus)), stats.NOT_TESTABLE, head + ": " + why,
                        (Part("ρ(local exponent, Θ)", stats.NOT_TESTABLE, configs),))
+    flat = len(enough) - len(by_cfg)
+    if flat:
+        head += f"; {flat} configuration(s) with Θ constant (spread < {THETA_SPREAD_MIN:.0%}) left out"
     v = verdict(iv, below=0.0)
     ros, _ = _rho(pick(lambda x: x.lyapunov), level)
     dis, n_dis = _rho(pick(lambda x: x.lyapunov if x.distinguishable else None), level)
