@@ -65,15 +65,19 @@ def rows(db: str):
             yield variant, n, rtt_ms, round(buffer_bytes / bdp_bytes, 4), round(w, 4), round(p, 4), int(hy)
 
 
-def fit(path: str) -> tuple[float, float, int]:
-    """W0, s of W_d = W0 + s·y over the trains' rows (least squares), and how many rows."""
+def train_rows(path: str) -> tuple[np.ndarray, np.ndarray]:
+    """(β/Cτ, P/Cτ) of the CSV's rows where the trains decide: loss-ended, β ≤ FIT_MAX_BUFFER, n ≤ FIT_MAX_STREAMS."""
     with open(path) as f:
         data = [r for r in csv.DictReader(f) if not int(r["hystart"]) and float(r["buffer_bdp"]) <= FIT_MAX_BUFFER
                 and int(r["streams"]) <= FIT_MAX_STREAMS]
-    y = np.array([float(r["buffer_bdp"]) for r in data])
-    w = np.array([float(r["peak_bdp"]) for r in data]) / 2   # P/2: the loss is seen one round after the drop
-    s, w0 = np.polyfit(y, w, 1)
-    return float(w0), float(s), len(data)
+    return (np.array([float(r["buffer_bdp"]) for r in data]), np.array([float(r["peak_bdp"]) for r in data]))
+
+
+def fit(path: str) -> tuple[float, float, int]:
+    """W0, s of P/2 = W0 + s·y over the trains' rows (least squares), and how many rows."""
+    y, peak = train_rows(path)
+    s, w0 = np.polyfit(y, peak / 2, 1)   # P/2: the loss is seen one round after the drop
+    return float(w0), float(s), len(y)
 
 
 def main(argv: list[str]) -> None:

@@ -275,7 +275,7 @@ def test_the_slow_start_peak_by_the_trains(variant):
     doubling), the trains' P without the min, the fluid's `over` kept where the trains decide."""
     w0, s = 0.534, 2.346
     for y in (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0):
-        _, r, fluid = _trajectory(variant, TAU, y)
+        _, _, fluid = _trajectory(variant, TAU, y)
         _, _, tr = _trajectory(variant, TAU, y, ss_train_window=w0, ss_train_slope=s)
         P_train = 2 * (w0 + s * y) * C * TAU
         np.testing.assert_allclose(tr.P, np.minimum(P_train, fluid.P), rtol=1e-12)
@@ -320,13 +320,9 @@ def test_the_trains_constants_are_the_committed_traces_fit():
     w0, s, count = mod.fit(str(bench / "data" / "slow-start-drop.csv"))
     assert count >= 40
     assert round(w0, 3) == SS_TRAIN_WINDOW and round(s, 3) == SS_TRAIN_SLOPE
-    import csv
-    with open(bench / "data" / "slow-start-drop.csv") as f:
-        rows = [r for r in csv.DictReader(f) if not int(r["hystart"]) and float(r["buffer_bdp"]) <= mod.FIT_MAX_BUFFER
-                and int(r["streams"]) <= mod.FIT_MAX_STREAMS]
-    for y in sorted({float(r["buffer_bdp"]) for r in rows}):
-        peaks = [float(r["peak_bdp"]) for r in rows if float(r["buffer_bdp"]) == y]
-        assert abs(np.median(peaks) / (2 * (w0 + s * y)) - 1) < 0.10
+    ys, peaks = mod.train_rows(str(bench / "data" / "slow-start-drop.csv"))
+    for y in np.unique(ys):
+        assert abs(np.median(peaks[ys == y]) / (2 * (w0 + s * y)) - 1) < 0.10
 
 
 def test_trajectory4_is_trajectory3_with_the_trains_and_no_burst():
