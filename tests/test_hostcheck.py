@@ -219,7 +219,8 @@ def test_select_kernel_variant_prints_the_globus_lines(tmp_path, fake_sysctl, ca
             add_run(s, f"c{i}", "L10", "cubic", 2, 1 << 26, (9 + 0.1 * i) * G, rep=i)
     assert main(["select", "--db", str(db), "--rtt", "10ms"]) == 0
     tools = _tools(capsys.readouterr().out)
-    assert tools[2] == "  globus-url-copy -p 2 -tcp-bs 67108864 -cc 1 SRC_URL DST_URL   (the sending host's default: cubic)"
+    assert tools[2] == ("  globus-url-copy -p 2 -tcp-bs 67108864 -cc 1 SRC_URL DST_URL   "
+                        "(the sending host's default: cubic)")
     assert tools[3].startswith("  globus transfer --perf-p 2 --perf-cc 1 SRC_ENDPOINT:PATH DST_ENDPOINT:PATH")
 
 
@@ -248,3 +249,23 @@ def test_hostcheck_raises_small_limits_and_leaves_a_tuned_host(fake_sysctl, caps
     out = capsys.readouterr().out
     assert "# nothing to raise: every key is at or above its target" in out
     assert not [x for x in out.splitlines() if " = " in x and not x.startswith(("#", " "))]
+
+
+def test_tune_prints_its_winner_through_the_same_code(tmp_path, fake_sysctl, monkeypatch, capsys):
+    """tune's settings block is select's: a BPF winner gets the BPF-port step and no Globus line; a host tuned
+    above keeps its values (the race itself is stood in for: its result is the only input)."""
+    from tcpprofile import tune
+    from tcpprofile.store import reads
+
+    chosen = {"variant": "htcp", "streams": 4, "socket_buffer_bytes": None, "mean_bps": 9e9, "ci_low_bps": 8.9e9,
+              "ci_high_bps": 9.1e9, "ok_runs": 10}
+    result = tune.TuneResult("c1", chosen, "shown", 10, [chosen], 400.0, None, 1200.0, 40)
+    monkeypatch.setattr(tune, "tune", lambda *a, **k: result)
+    monkeypatch.setattr(tune, "format_result", lambda *a, **k: "race done")
+    monkeypatch.setattr(reads, "variant_kernel", lambda *a: {"k": "tp_htcp", "i": "bpf"})
+    fake_sysctl(TUNED)
+    assert main(["tune", "--db", str(tmp_path / "t.duckdb"), "--rtt", "87ms", "--variants", "htcp"]) == 0
+    out = capsys.readouterr().out
+    assert "  BPF port: `tcpprofile cc load htcp`, per socket only (iperf3 -C tp_htcp)\n" in out
+    assert _tools(out)[:2] == ["  iperf3 -c HOST -P 4 -C tp_htcp", "  iperf -c HOST -P 4 -Z tp_htcp"]
+    assert "globus-url-copy -p" not in out and "# nothing to raise: every key is at or above its target" in out

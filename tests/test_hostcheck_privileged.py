@@ -70,5 +70,6 @@ def test_apply_in_namespace_never_lowers(netns):
     assert "never lowered" in applied["skipped"]["net.ipv4.tcp_rmem"]
     # 2 x BDP(11.8 ms) = 29.5 MB -> 29 MiB: the small one is raised, field by field
     assert sel.read_sysctl("net.ipv4.tcp_wmem", netns=netns) == f"4096 16384 {29 * MIB}"
-    assert applied["sysctls"]["net.ipv4.tcp_wmem"] == {"before": "4096 16384 1048576", "after": f"4096 16384 {29 * MIB}"}
+    assert applied["sysctls"]["net.ipv4.tcp_wmem"] == {"before": "4096 16384 1048576",
+                                                       "after": f"4096 16384 {29 * MIB}"}
     assert {"net.core.rmem_max", "net.ipv4.tcp_mem"} <= set(applied["skipped"])

@@ -88,15 +88,15 @@ def main(args: argparse.Namespace) -> int:
             settings = sel.host_settings(est, rtt_ms, s.links[0].rate_bps, host=args.host)
             if args.apply:
                 applied = sel.apply_settings(settings, netns=args.netns, host=args.host_settings)
-            rows = sel.current_rows(settings)
+            rows = sel.current_rows(settings, netns=args.netns)
     if args.json:
         json.dump({**res.to_json(), "margin": margin, "confidence": confidence,
-                   "settings": settings_json(settings, rows) if settings else None, "applied": applied},
+                   "settings": settings_json(settings, rows, args.netns) if settings else None, "applied": applied},
                   sys.stdout, indent=2, default=str)
         print()
     else:
         print(tune.format_result(res, margin=margin, confidence=confidence))
         if settings:
-            print_settings(settings, applied, rows)
+            print_settings(settings, applied, rows, args.netns)
         print(f"store: {args.db}")
     return 0 if res.chosen else 1
