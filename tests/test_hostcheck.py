@@ -228,6 +228,7 @@ def test_select_kernel_variant_prints_the_globus_lines(tmp_path, fake_sysctl, ca
     (["--rtt", "100"], "--rtt"), (["--rtt", "150ms..10ms"], "--rtt"), (["--rtt", "100ms", "--rate", "0"], "--rate"),
     (["--rtt", "100ms", "--rate", "fast"], "--rate"), (["--rtt", "100ms", "--streams", "0"], "--streams"),
     (["--rtt", "100ms", "--buffer", "lots"], "--buffer"), (["--rtt", "100ms", "--netns", "tcpp-none-such"], "--netns"),
+    (["--rtt", "100ms", "--dev", "tcpp-no-dev"], "--dev"),
 ])
 def test_hostcheck_validation_names_the_field(capsys, argv, field):
     assert main(["hostcheck", *argv]) == 2

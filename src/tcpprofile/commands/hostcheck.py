@@ -39,6 +39,7 @@ def parse_rtt_range(value: str) -> tuple[float, float]:
 
 
 def validate(args) -> tuple[tuple[float, float], float, int | None]:
+    from ..hostcheck import probe
     from ..testbed.netns import netns_list
 
     rtt = parse_rtt_range(args.rtt)
@@ -52,6 +53,9 @@ def validate(args) -> tuple[tuple[float, float], float, int | None]:
         raise ValidationError("--buffer", f"must be above 0, got {args.buffer!r}")
     if args.netns is not None and args.netns not in netns_list():
         raise ValidationError("--netns", f"no network namespace named {args.netns!r} (see `ip netns list`)")
+    if args.dev is not None and not probe.interfaces(netns=args.netns, only=args.dev):
+        raise ValidationError("--dev", f"no non-loopback interface named {args.dev!r} "
+                                       f"{'in ' + args.netns if args.netns else 'on this host'} (see `ip link`)")
     return rtt, rate, buffer
 
 
