@@ -78,7 +78,7 @@ def targets(rtt_ms: float, rate_bps: float, *, buffer_bytes: int | None = None, 
             fq: bool | None = False, page: int = PAGE) -> dict[str, Target]:
     """The sysctl targets for a path of rate C [bit/s] and RTT up to rtt_ms, with `streams` parallel streams."""
     buf = buffer_target(rtt_ms, rate_bps, buffer_bytes)
-    why = (f"socket buffer {buf} B = fixed B" if buffer_bytes else
+    why = (f"the fixed socket buffer B = {buf} B" if buffer_bytes else
            f"2 x BDP ({rate_bps / 1e9:g} Gbit/s x {rtt_ms:g} ms = {bdp_bytes(rate_bps, rtt_ms) / 1e6:.3g} MB)")
     out = {k: Target(k, (buf,), f"{why}: caps {opt} ({FASTERDATA})", True)   # net/core/sock.c: min(val, *mem_max)
            for k, opt in (("net.core.rmem_max", "SO_RCVBUF"), ("net.core.wmem_max", "SO_SNDBUF"))}
