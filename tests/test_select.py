@@ -171,7 +171,8 @@ def test_settings_builtin_vs_bpf():
     bpf = _select(_store_from({("htcp", 4, 1 << 28, "bpf"): {10.0: [9 * G] * 2}}), 10.0).best
     st = sel.host_settings(bpf, 10.0, 10e9)
     assert "net.ipv4.tcp_congestion_control" not in st.sysctls
-    assert st.congestion_control["how"] == "per-socket" and "tcpprofile cc load htcp" in st.congestion_control["steps"]
+    assert st.congestion_control["how"] == "per-socket"
+    assert "BPF port: `tcpprofile cc load htcp`, per socket only (iperf3 -C tp_htcp)" in st.congestion_control["steps"]
     assert st.sysctls["net.core.rmem_max"] == str(1 << 28) and any("-P 4 -w 268435456" in c for c in st.commands)
 
 

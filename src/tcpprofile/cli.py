@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "model": "tcpprofile.commands.model",
     "select": "tcpprofile.commands.select",
     "tune": "tcpprofile.commands.tune",
+    "hostcheck": "tcpprofile.commands.hostcheck",
     "report": "tcpprofile.commands.report",
     "reproduce": "tcpprofile.commands.reproduce",
 }

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import decide, ping
+from . import decide, hostcheck, ping
+from .hostcheck import probe, transport
+from .hostcheck.probe import read_sysctl
 from .errors import TcpProfileError, ValidationError
 from .store import Store, reads
 from .tolerance import rtt_tolerance_ms
@@ -467,99 +469,88 @@ def ping_rtt(host: str, *, count: int = 5) -> dict:
 
 
 # -- host settings ---------------------------------------------------------------------------
-TCP_MEM_DEFAULTS = {"net.ipv4.tcp_rmem": (4096, 131072), "net.ipv4.tcp_wmem": (4096, 16384)}
-NETNS_GLOBAL = ("net.core.rmem_max", "net.core.wmem_max")   # not writable inside a namespace
-
-
+# The targets, the raise-only comparison and the tool lines are tcpprofile.hostcheck's (docs/hostcheck.md):
+# select, tune and hostcheck recommend the same settings through the same code.
 @dataclass
 class Settings:
-    """What applies a chosen configuration on a host."""
-    sysctls: dict[str, str]
+    """What applies a chosen configuration on a host: sysctl targets (each a minimum, never lowered),
+    the congestion control and how to get it, the transfer-tool lines that can use it."""
+    sysctls: dict[str, str]         # key -> target (every field a minimum; a name for a setting)
     congestion_control: dict        # name, impl, how ('sysctl' | 'per-socket'), steps
     commands: list[str]             # transfer-tool command lines
+    targets: dict = field(default_factory=dict)     # key -> hostcheck.Target (reason, host-wide or not)
 
     def to_json(self) -> dict:
         return {"sysctls": self.sysctls, "congestion_control": self.congestion_control,
-                "commands": self.commands}
+                "commands": self.commands,
+                "reasons": {k: t.reason for k, t in self.targets.items()}}
 
 
 def buffer_for(config: Config, rtt_ms: float, rate_bps: float | None) -> int:
     """Socket-buffer limit to allow: B when requested, else 2 × BDP for autotuning (≥ 4 MiB)."""
-    if config.buffer_bytes:
-        return int(config.buffer_bytes)
-    bdp = (rate_bps or 10e9) * rtt_ms / 1e3 / 8          # C·τ  [bytes]
-    return max(4 << 20, int(math.ceil(2 * bdp / (1 << 20))) << 20)
+    return hostcheck.buffer_target(rtt_ms, rate_bps or 10e9, config.buffer_bytes)
 
 
 def host_settings(est: Estimate, rtt_ms: float, rate_bps: float | None, *, host: str | None = None) -> Settings:
     cfg = est.config
-    buf = buffer_for(cfg, rtt_ms, rate_bps)
-    sysctls = {"net.core.rmem_max": str(buf), "net.core.wmem_max": str(buf)}
-    for key, (lo, default) in TCP_MEM_DEFAULTS.items():
-        sysctls[key] = f"{lo} {default} {buf}"
-    name = est.kernel_name or cfg.variant
     builtin = cfg.cc_impl == "builtin" or (not cfg.cc_impl and cfg.variant in BUILTIN_VARIANTS)
-    if builtin or cfg.cc_impl == "module":
-        steps = [] if builtin else [f"modprobe tcp_{cfg.variant}"]
-        sysctls["net.ipv4.tcp_congestion_control"] = name
-        steps.append(f"sysctl -w net.ipv4.tcp_congestion_control={name}   (or per socket: "
-                     f"setsockopt(TCP_CONGESTION, \"{name}\"))")
-        cc = {"name": name, "impl": cfg.cc_impl or "builtin", "how": "sysctl", "steps": steps}
-    else:
-        cc = {"name": name, "impl": cfg.cc_impl or "unknown", "how": "per-socket",
-              "steps": [f"tcpprofile cc load {cfg.variant}",
-                        f"select it per socket: setsockopt(TCP_CONGESTION, \"{name}\") / iperf3 -C {name}",
-                        "never as a namespace or host default (a BPF algorithm set as a namespace "
-                        "default leaks a kernel reference)"]}
-    target = host or "HOST"
-    w = f" -w {cfg.buffer_bytes}" if cfg.buffer_bytes else ""
-    commands = [f"iperf3 -c {target} -P {cfg.streams}{w} -C {name}",
-                f"globus-url-copy -p {cfg.streams}" + (f" -tcp-bs {cfg.buffer_bytes}" if cfg.buffer_bytes else "")
-                + " SRC_URL DST_URL",
-                f"GridFTP (uberftp/gridftp clients): parallelism -p {cfg.streams}"]
-    return Settings(sysctls, cc, commands)
+    impl = "builtin" if builtin else (cfg.cc_impl or "unknown")
+    cc = transport.plan(cfg.variant, impl, est.kernel_name, streams=cfg.streams, buffer_bytes=cfg.buffer_bytes,
+                        host=host)
+    wanted = hostcheck.targets(rtt_ms, rate_bps or 10e9, buffer_bytes=cfg.buffer_bytes, streams=cfg.streams,
+                               fq=probe.fq_available())
+    if cc.pop("default"):
+        wanted[transport.CC_KEY] = hostcheck.Target(transport.CC_KEY, cc["name"], "the recommended variant, "
+                                                    "as the default every tool inherits")
+    commands = cc.pop("commands")
+    return Settings({k: t.text() for k, t in wanted.items()}, cc, commands, wanted)
 
 
-def _sysctl_cmd(netns: str | None, *args: str) -> list[str]:
-    argv = ["sysctl", *args]
-    return in_ns(netns, argv) if netns else argv
-
-
-def read_sysctl(key: str, *, netns: str | None = None) -> str:
-    out = subprocess.run(_sysctl_cmd(netns, "-n", key), capture_output=True, text=True)
-    if out.returncode != 0:
-        raise TcpProfileError(f"cannot read {key}: {out.stderr.strip()}")
-    return " ".join(out.stdout.split())
+def current_rows(settings: Settings, *, netns: str | None = None) -> list[hostcheck.Row]:
+    """The settings' targets against the values read here (this host, or namespace `netns`)."""
+    host_wide = {k for k, t in settings.targets.items() if t.host_wide}
+    current = probe.read_values(settings.targets, netns=netns, host_wide=host_wide)
+    return hostcheck.check(current, settings.targets)
 
 
 def apply_settings(settings: Settings, *, netns: str | None = None, host: bool = False) -> dict:
-    """Write the sysctls inside namespace `netns` (ip netns exec) or, with host=True, on the host.
+    """Raise the sysctls inside namespace `netns` (ip netns exec) or, with host=True, on the host; never lower.
 
-    Returns {key: {before, after}} for what was written and {key: reason} for what was skipped:
-    net.core.{r,w}mem_max are host-wide (not writable in a namespace); a congestion control that is
-    not in tcp_allowed_congestion_control cannot be a namespace default; BPF variants never are.
+    Returns {key: {before, after}} for what was written and {key: reason} for what was skipped: a key
+    already at or above its target (each field is max(current, target): nothing is ever lowered);
+    host-wide keys (net.core.{r,w}mem_max, tcp_mem, default_qdisc) inside a namespace; a congestion
+    control that is not in tcp_allowed_congestion_control there; BPF variants are never a default.
     """
     if (netns is None) == (not host):
         raise ValidationError("--apply", "give exactly one target: --netns NS or --host-settings")
     if netns is not None and netns not in netns_list():
         raise ValidationError("--netns", f"no network namespace named {netns!r} (see `ip netns list`)")
     changed, skipped = {}, {}
-    for key, value in settings.sysctls.items():
-        if netns and key in NETNS_GLOBAL:
-            skipped[key] = f"host-wide; not writable inside a namespace (now {read_sysctl(key, netns=netns)})"
+    for key, target in settings.targets.items():
+        if netns and target.host_wide:
+            skipped[key] = "host-wide; not writable inside a namespace"
             continue
-        if key == "net.ipv4.tcp_congestion_control" and netns:
+        if key == transport.CC_KEY and netns:
             allowed = read_sysctl("net.ipv4.tcp_allowed_congestion_control", netns=netns).split()
-            if value not in allowed:
-                skipped[key] = (f"{value} is not in tcp_allowed_congestion_control ({' '.join(allowed)}); "
+            if target.minimum not in allowed:
+                skipped[key] = (f"{target.minimum} is not in tcp_allowed_congestion_control ({' '.join(allowed)}); "
                                 f"select it per socket instead")
                 continue
         before = read_sysctl(key, netns=netns)
-        out = subprocess.run(_sysctl_cmd(netns, "-w", f"{key}={value}"), capture_output=True, text=True)
+        r = hostcheck.row(target, before)
+        if r.value is None:
+            skipped[key] = f"already {before} (at or above {target.text()}): never lowered"
+            continue
+        out = subprocess.run(_sysctl_w(netns, key, r.value), capture_output=True, text=True)
         if out.returncode != 0:
-            raise TcpProfileError(f"setting {key}={value} failed: {out.stderr.strip()}")
+            raise TcpProfileError(f"setting {key}={r.value} failed: {out.stderr.strip()}")
         changed[key] = {"before": before, "after": read_sysctl(key, netns=netns)}
     return {"target": f"netns:{netns}" if netns else "host", "sysctls": changed, "skipped": skipped}
+
+
+def _sysctl_w(netns: str | None, key: str, value: str) -> list[str]:
+    argv = ["sysctl", "-w", f"{key}={value}"]
+    return in_ns(netns, argv) if netns else argv
 
 
 def fmt_buffer(b: int | None) -> str:

@@ -126,14 +126,15 @@ def run(args) -> int:
     applied = None
     if args.apply:
         applied = sel.apply_settings(settings, netns=args.netns, host=args.host_settings)
+    rows = sel.current_rows(settings, netns=args.netns)
     if args.json:
         doc = {**choice.to_json(), "rtt_source": "ping" if ping else "given", "ping": ping,
-               "ranking": choice.to_json()["ranking"][:args.top], "settings": settings.to_json(),
-               "applied": applied}
+               "ranking": choice.to_json()["ranking"][:args.top],
+               "settings": settings_json(settings, rows, args.netns), "applied": applied}
         json.dump(doc, sys.stdout, indent=2, default=float)
         print()
     else:
-        print_text(choice, settings, applied, ping, args.top)
+        print_text(choice, settings, applied, ping, args.top, rows, args.netns)
     return 0
 
 
@@ -146,7 +147,7 @@ def _value(e) -> str:
     return _gbps(e.throughput_bps) + ("!" if e.model_flags else "")
 
 
-def print_text(choice, settings, applied, ping, top: int) -> None:
+def print_text(choice, settings, applied, ping, top: int, rows, netns=None) -> None:
     from .. import select as sel
 
     src = f"ping {ping['host']}: avg of {ping['count']}" if ping else "given"
@@ -189,7 +190,7 @@ def print_text(choice, settings, applied, ping, top: int) -> None:
           f"({r.method}{', ' + r.model if r.model else ''})")
     if r.model_flags:
         print("  ! its model fit is FLAGGED (above): the model does not explain this profile; measure at this RTT")
-    print_settings(settings, applied)
+    print_settings(settings, applied, rows, netns)
 
 
 def verdict(choice) -> str:
@@ -224,14 +225,25 @@ def flagged_line(choice) -> str:
             f"each estimate uses; --exclude-flagged leaves them out).")
 
 
-def print_settings(settings, applied) -> None:
-    """The host settings block (shared with `tcpprofile tune`)."""
-    print("\nHost settings (not applied unless --apply):")
-    for k, v in settings.sysctls.items():
-        print(f"  sysctl -w {k}=\"{v}\"")
-    print(f"Congestion control {settings.congestion_control['name']} "
-          f"({settings.congestion_control['impl']}, {settings.congestion_control['how']}):")
-    for s in settings.congestion_control["steps"]:
+def settings_json(settings, rows, netns=None) -> dict:
+    """The settings with this host's comparison and the sysctl.d snippet (shared with `tcpprofile tune`)."""
+    from ..hostcheck import snippet
+
+    return {**settings.to_json(), "host": [r.to_json() for r in rows], "snippet": snippet(rows, netns=netns)}
+
+
+def print_settings(settings, applied, rows, netns=None) -> None:
+    """The host settings block (shared with `tcpprofile tune`): hostcheck's sysctl.d snippet against this
+    host's values (only raises), how to get the congestion control, the tool lines that can use it."""
+    from ..hostcheck import snippet
+
+    where = f"namespace {netns}'s" if netns else "this host's"
+    print(f"\nHost settings (not applied unless --apply), compared with {where} values:")
+    for line in snippet(rows, netns=netns):
+        print(f"  {line}")
+    cc = settings.congestion_control
+    print(f"Congestion control {cc['name']} ({cc['impl']}, {cc['how']}):")
+    for s in cc["steps"]:
         print(f"  {s}")
     print("Transfer tools:")
     for cmd in settings.commands:

@@ -47,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
     from ..errors import ValidationError
     from ..store import Store, reads
     from .run import cluster_executor
-    from .select import print_settings
+    from .select import print_settings, settings_json
 
     from ..campaign.rules import DEFAULT_RULE, RULES
 
@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
     with Store.open(args.db) as store:
         res = tune.tune(s, store, margin=margin, confidence=confidence, first=args.first, budget_s=budget_s,
                         rule=rule, out=sys.stderr, executor=cluster_executor(s, args.cluster))
-        settings = applied = None
+        settings = applied = rows = None
         if res.chosen:
             kernel = reads.variant_kernel(store, res.campaign_id, res.chosen["variant"])
             rtt_ms = (s.links[0].rtt_s * 1e3 if s.links[0].rtt_s else
@@ -88,14 +88,15 @@ def main(args: argparse.Namespace) -> int:
             settings = sel.host_settings(est, rtt_ms, s.links[0].rate_bps, host=args.host)
             if args.apply:
                 applied = sel.apply_settings(settings, netns=args.netns, host=args.host_settings)
+            rows = sel.current_rows(settings, netns=args.netns)
     if args.json:
         json.dump({**res.to_json(), "margin": margin, "confidence": confidence,
-                   "settings": settings.to_json() if settings else None, "applied": applied},
+                   "settings": settings_json(settings, rows, args.netns) if settings else None, "applied": applied},
                   sys.stdout, indent=2, default=str)
         print()
     else:
         print(tune.format_result(res, margin=margin, confidence=confidence))
         if settings:
-            print_settings(settings, applied)
+            print_settings(settings, applied, rows, args.netns)
         print(f"store: {args.db}")
     return 0 if res.chosen else 1
