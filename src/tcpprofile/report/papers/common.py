@@ -40,13 +40,10 @@ def censored_side(fit) -> str | None:
 
 
 def tau_text(fit, rtts_ms) -> str:
-    """τ_T as the report prints it: a censored τ_T is a bound, never a value."""
-    side = censored_side(fit)
-    if side == "right":
-        return f"> {max(rtts_ms):g} ms"
-    if side == "left":
-        return f"≤ {min(rtts_ms):g} ms"
-    return f"{fit.tau_T:.3g} ms"
+    """τ_T as the report prints it (analysis.tau_t, the one τ_T `analyze` prints too): a censored τ_T is
+    a bound, never a value."""
+    from ...analysis.tau_t import tau_t_of
+    return tau_t_of(fit, rtts_ms).text()
 
 
 def interval_text(tr, rtts_ms) -> str:
