@@ -288,7 +288,8 @@ class Estimate:
             if self.more_runs_against is not None and self.decides_as is None:
                 return f"{text}; its difference from {self.more_runs_against} lies on the margin's edge"
             if self.decides_as is not None:
-                return f"{text}; more than {MAX_RUNS_TO_DECIDE} more would be needed to decide"
+                return (f"{text}; more than {MAX_RUNS_TO_DECIDE} more would be needed to decide (against "
+                        f"{self.more_runs_against})")
             return (f"{text}; at least {decide.MIN_INTERVAL_RUNS - min(self.repetitions)} more give one (no "
                     "configuration of this group has repeated runs to judge the spread)")
         if self.more_runs_against is None:

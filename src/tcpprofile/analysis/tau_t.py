@@ -60,10 +60,14 @@ class TauT:
         return f"{self.fit_ms:.3g} ms"
 
 
+def side_of(fit: DualSigmoidFit) -> str:
+    """Where the fit's τ_T lies: ABOVE the grid (no convex part), BELOW it (no concave part), or MEASURED."""
+    return {"concave": ABOVE, "convex": BELOW}.get(fit.kind, MEASURED)
+
+
 def tau_t_of(fit: DualSigmoidFit, rtts_ms) -> TauT:
     """The fit's τ_T over the measured RTTs `rtts_ms`, censored when the fit has one piece only."""
-    side = {"concave": ABOVE, "convex": BELOW}.get(fit.kind, MEASURED)
-    return TauT(side, float(fit.tau_T), float(np.min(rtts_ms)), float(np.max(rtts_ms)))
+    return TauT(side_of(fit), float(fit.tau_T), float(np.min(rtts_ms)), float(np.max(rtts_ms)))
 
 
 def capacity_of(capacities) -> float | None:

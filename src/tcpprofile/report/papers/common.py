@@ -34,9 +34,10 @@ def gbit(x: float) -> str:
 
 def censored_side(fit) -> str | None:
     """'right' when the dual-sigmoid fit found no convex part (τ_T at the grid's largest τ: the concave
-    region reaches beyond the measured RTTs), 'left' when no concave part (τ_T ≤ the smallest τ); None
-    when τ_T lies inside the grid and is a measured value."""
-    return {"concave": "right", "convex": "left"}.get(fit.kind)
+    region reaches beyond the measured RTTs), 'left' when no concave part (τ_T < the smallest τ); None
+    when τ_T lies inside the grid and is a measured value (analysis.tau_t.side_of, the one definition)."""
+    from ...analysis.tau_t import ABOVE, BELOW, side_of
+    return {ABOVE: "right", BELOW: "left"}.get(side_of(fit))
 
 
 def tau_text(fit, rtts_ms) -> str:
