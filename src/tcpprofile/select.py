@@ -366,9 +366,10 @@ def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int,
     flagged = [profile.flagged_at(k) for k in used]
     if method == "extrapolated":
         point, lo_ci, hi_ci, model, model_flags, structure = model_extrapolate(profile, rtt_ms, confidence)
+        lo_ci, hi_ci, clipped = decide.physical((lo_ci, hi_ci), profile.rate_bps)   # the model's, in [0, C] too
         return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used], [], counts,
                         profile.runs, None, model, profile.kernel_name, flagged, profile.runs_flagged,
-                        model_flags, structure)
+                        model_flags, structure, ceiling_bps=profile.rate_bps, ci_clipped=clipped)
     # Θ̂(τ) = Σ w_k·Θ̂(τ_k) (§5.1 step 2), variance Σ w_k²·s_k²/n_k, Satterthwaite df
     stat = decide.weighted([decide.mean_of(profile.samples[k]) for k in used], weights)
     few = min(counts) < decide.MIN_INTERVAL_RUNS
