@@ -5,7 +5,8 @@ Its profile is the mean throughput of its ok runs at each measured RTT τ_k (§5
 At a query RTT τ the estimate is the profile point where τ was measured, the linear interpolation
 between the two bracketing measured RTTs otherwise (§5.1 step 2), and, only when asked, a model
 extrapolation outside the measured range. Intervals are small-sample valid (Student t over the
-repetitions at each RTT used, combined with the same interpolation weights, Welch–Satterthwaite df);
+repetitions at each RTT used, combined with the same interpolation weights, Welch–Satterthwaite df),
+clipped to the physical [0, C] and never from fewer than 3 runs (then: the runs that would decide);
 candidates within the indifference margin of the best go to the simplest; best and runner-up are
 "separated" when the difference's interval lies above the margin, a "tie" only when it lies within
 ±margin, and "not separated" otherwise, with the repetitions that would decide (tcpprofile.decide,
