@@ -83,3 +83,11 @@ def test_bound_validates_inputs():
         samples_needed(0.1, 1.0, 1.0)
     with pytest.raises(ValidationError, match="reading"):
         vc_bound(10, 0.1, reading="literal")
+
+
+def test_no_bootstrap_of_two_values():
+    """A bootstrap of 2 values is their range (covers the mean about half the time): no interval below 3
+    (decide.MIN_INTERVAL_RUNS). The old code returned (9.0, 9.6) here."""
+    assert all(math.isnan(v) for v in bootstrap_ci([9.0, 9.6], seed=0))
+    lo, hi = bootstrap_ci([9.0, 9.6, 9.3], seed=0)
+    assert 9.0 <= lo < hi <= 9.6

@@ -175,7 +175,7 @@ def test_cli_profiles_jsonl_and_csv(dbfile, capsys):
 
 def test_cli_tables(dbfile, capsys):
     out = _cli(capsys, "--db", dbfile, "--by", "variant,streams", "--what", "transition", "--n-boot", "20")
-    assert out.startswith("tau_T") and "cubic" in out.splitlines()[1]
+    assert out.startswith("τ_T") and "cubic" in out.splitlines()[1]
     out = _cli(capsys, "--db", dbfile, "--what", "bound", "--by", "variant", "--eps", "0.5")
     assert "samples_needed" in out.splitlines()[0]
     out = _cli(capsys, "--db", dbfile, "--what", "lyapunov", "--by", "variant", "--format", "jsonl")

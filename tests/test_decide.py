@@ -79,3 +79,13 @@ def test_parse_fraction_validates_at_the_boundary():
 def test_ties_within_margin():
     assert sorted(decide.ties({"a": 100.0, "b": 99.2, "c": 98.9}, 0.01)) == ["a", "b"]
     assert decide.ties({"a": 100.0, "b": 99.99}, 0.0) == ["a"]
+
+
+def test_physical_clips_a_throughput_interval_to_zero_and_the_link_rate():
+    """decide.physical: [0, C] and whether it clipped (missing before: select printed −32…44 Gbit/s)."""
+    from tcpprofile.decide import physical
+    assert physical((-1e9, 5e9), 10e9) == (0.0, 5e9, True)
+    assert physical((1e9, 12e9), 10e9) == (1e9, 10e9, True)
+    assert physical((1e9, 5e9), 10e9) == (1e9, 5e9, False)
+    assert physical((-1e9, 5e9), None) == (0.0, 5e9, True)        # C unknown: [0, ∞)
+    assert physical((11e9, 12e9), 10e9) == (10e9, 10e9, True)     # never outside, even when both ends are

@@ -89,6 +89,11 @@ def test_model_fit_reads_store(tmp_path, capsys, eq8):
     assert table[1].split()[-1] == table[2].split()[-1] == "-" and flags == 0  # the model's own profile
 
 
+def _fit_json(db, capsys) -> str:
+    assert main(["model", "fit", "--db", db, "--json"]) == 0
+    return capsys.readouterr().out
+
+
 def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):
     """`model fit --campaign NAME`: only that campaign's runs; a β = BDP link is fitted as m × BDP."""
     from tcpprofile.store.db import Store
@@ -117,7 +122,15 @@ def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):
     assert fit["E_percent"]["1"] < 0.5 and fit["E_heldout_percent"]["1"] < 1.0
     assert main(["model", "fit", "--db", db]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert [ln.split()[0] for ln in table[1:3]] == ["cubic", "htcp"] and "×" in table[1]
+    assert [ln.split()[0] for ln in table[1:3]] == ["cubic", "htcp"]
+    # each column's unit matches its header: the duration under "size or duration" with its unit (not
+    # '8s' under 'size GB'), the factor m under "β fit ×cfg" (not '1×' under 'β fit MB')
+    head = table[0]
+    cols = {name: slice(head.index(name) + len(name) - w, head.index(name) + len(name))
+            for name, w in (("size or duration", 16), ("β fit MB", 9), ("β fit ×cfg", 10))}
+    assert table[1][cols["size or duration"]].strip() == "8 s" and table[1][cols["β fit MB"]].strip() == "-"
+    m = json.loads(_fit_json(db, capsys))[0]["buffer_multiple_fit"]
+    assert table[1][cols["β fit ×cfg"]].strip() == f"{m:.3g}" and "×" not in table[1]
     assert main(["model", "fit", "--db", db, "--campaign", "nothing"]) == 0
     assert "for campaign nothing" in capsys.readouterr().out
     # --exclude-flagged: a run the instrument flagged (here the 0.4 ms one, far off the model) is left out

@@ -43,9 +43,11 @@ def test_exact_point_within_tolerance():
     assert est.method == "exact" and est.rtts_ms == [10.0] and est.repetitions == [3]
     assert est.throughput_bps == pytest.approx(9 * G)
     # Student t with 2 df: 9 ± t(0.975, 2)·s/√3, s = 1 Gbit/s (t = 4.3027; wider than the data's range,
-    # which a bootstrap of three values never is)
+    # which a bootstrap of three values never is); its top, 11.48 Gbit/s, is beyond the 10 Gbit/s link:
+    # clipped there and said so
     half = 4.302653 / 3 ** 0.5 * G
-    assert (est.ci_low_bps, est.ci_high_bps) == pytest.approx((9 * G - half, 9 * G + half), rel=1e-6)
+    assert (est.ci_low_bps, est.ci_high_bps) == pytest.approx((9 * G - half, 10 * G), rel=1e-6)
+    assert est.ci_clipped and est.ceiling_bps == 10 * G
 
 
 def test_interpolation_between_bracketing_rtts_hand_computed():
@@ -337,27 +339,30 @@ def test_different_link_buffers_are_different_groups():
     assert prof.rtts_ms == [10.0]
 
 
-def test_two_repetitions_a_tenth_of_a_percent_apart_are_a_tie_not_a_significance():
+def test_two_repetitions_a_tenth_of_a_percent_apart_are_not_assessed_but_go_to_the_simplest():
     """The issue's case: htcp n=4 at 9.113 vs cubic n=4 at 9.103 Gbit/s, two repetitions each. A 0.1 %
-    lead is inside the 1 % margin: a tie that goes to the simpler (builtin) cubic; no p-value floor."""
+    lead is inside the 1 % margin: by the estimates it goes to the simpler (builtin) cubic; with two runs
+    no interval is claimed (a t interval of 2 has 1 df), only the runs that would decide (a tie)."""
     pts = {("htcp", 4, None, "bpf"): {120.0: [9.110 * G, 9.116 * G]},
            ("cubic", 4, None, "builtin"): {120.0: [9.100 * G, 9.106 * G]}}
     choice = _select(_store_from(pts), 120.0)
     c = choice.comparison
-    assert choice.best.config.variant == "htcp" and c.decision == "tie"
+    assert choice.best.config.variant == "htcp" and c.decision == "insufficient"
+    assert (c.ci_low_bps, c.ci_high_bps, c.p_value) == (None, None, None)
     assert choice.recommended.config.variant == "cubic"
-    # Welch with 2 df: the difference 0.01 ± t(0.975, 2)·√(2·0.003²/2)... far wider than its value
-    assert c.ci_low_bps < 0 < c.ci_high_bps and c.p_value > 0.5
-    # without a margin the best stands; the difference is still not significant (t with 2 df)
+    # s = 0.003·√2 Gbit/s each: the smallest k ≥ 3 with t(0.975, k−1)·√(2s²/k) < 0.0911 − 0.01 is 3
+    assert c.decides_as == "tie" and c.runs_to_decide == 3
     strict = _select(_store_from(pts), 120.0, margin=0.0)
-    assert strict.recommended.config.variant == "htcp" and strict.comparison.decision == "unresolved"
+    assert strict.recommended.config.variant == "htcp" and strict.comparison.decision == "insufficient"
 
 
-def test_a_lead_beyond_the_margin_with_too_few_repetitions_is_unresolved():
+def test_a_lead_beyond_the_margin_with_too_few_repetitions_is_not_assessed():
     pts = {("cubic", 1, None, "builtin"): {10.0: [9.0 * G, 9.6 * G]},
            ("cubic", 2, None, "builtin"): {10.0: [8.5 * G, 9.3 * G]}}
-    c = _select(_store_from(pts), 10.0).comparison
-    assert c.decision == "unresolved" and c.difference_bps == pytest.approx(0.4 * G)
+    choice = _select(_store_from(pts), 10.0)
+    c = choice.comparison
+    assert c.decision == "insufficient" and c.difference_bps == pytest.approx(0.4 * G)
+    assert all(e.ci_low_bps is None and e.too_few_runs for e in choice.ranking)
 
 
 def test_cli_margin_is_validated(db, capsys):

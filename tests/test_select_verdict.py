@@ -51,31 +51,40 @@ def _welch(best, runner_up):
 
 def _runs_needed(sd_a, sd_b, target):
     """Smallest k with t_{0.975, k−1}·√((s_a² + s_b²)/k) < target, by scipy."""
-    return next(k for k in range(2, 10**4) if stats.t.ppf(0.975, k - 1) * math.sqrt((sd_a**2 + sd_b**2) / k) < target)
+    return next(k for k in range(3, 10**4) if stats.t.ppf(0.975, k - 1) * math.sqrt((sd_a**2 + sd_b**2) / k) < target)
 
 
 # The issue's case: two repetitions each, +0.065 Gbit/s, 95 % t interval [−0.343, 0.473], margin 1 % of
 # 8.6 = 0.086 Gbit/s: printed "within the margin: a tie", an interval nine times wider than the margin.
+# Two runs give no interval at all now (decide.MIN_INTERVAL_RUNS); three with the same spread are
+# "not separated".
 SD2 = 0.134 * G / math.sqrt(2)              # two values 0.134 Gbit/s apart
 ISSUE = (_values(8.600 * G, SD2, 2), _values(8.535 * G, SD2, 2))
+THREE = (_values(8.600 * G, SD2, 3), _values(8.535 * G, SD2, 3))
 
 
-def test_the_issues_case_is_not_separated_not_a_tie():
+def test_the_issues_case_has_no_interval_but_the_runs_that_would_decide():
     choice = _compare(*ISSUE)
     c = choice.comparison
-    d, lo, hi = _welch(*ISSUE)
-    assert (c.difference_bps, c.ci_low_bps, c.ci_high_bps) == pytest.approx((d, lo, hi), rel=1e-9)
-    assert (round(lo / G, 3), round(hi / G, 3), round(c.margin_bps / G, 3)) == (-0.343, 0.473, 0.086)
-    assert c.decision == "unresolved" and not c.equivalent
+    assert c.decision == "insufficient" and (c.ci_low_bps, c.ci_high_bps, c.p_value) == (None, None, None)
     # the difference (0.065) lies inside the margin: more runs would show the tie, at this many
     assert c.decides_as == "tie"
+    assert c.runs_to_decide == _runs_needed(SD2, SD2, c.margin_bps - (8.600 - 8.535) * G) == 159
+
+
+def test_three_runs_each_of_the_same_spread_are_not_separated_not_a_tie():
+    choice = _compare(*THREE)
+    c = choice.comparison
+    d, lo, hi = _welch(*THREE)
+    assert (c.difference_bps, c.ci_low_bps, c.ci_high_bps) == pytest.approx((d, lo, hi), rel=1e-9)
+    assert c.decision == "unresolved" and not c.equivalent and c.decides_as == "tie"
     assert c.runs_to_decide == _runs_needed(SD2, SD2, c.margin_bps - d)
 
 
 def test_runs_to_decide_would_decide_at_that_count_with_the_same_means_and_spread():
     for best_mean, runner_mean, sd, outcome in ((9.30 * G, 9.25 * G, 0.15 * G, "tie"),
                                                 (9.30 * G, 9.00 * G, 0.40 * G, "significant")):
-        choice = _compare(_values(best_mean, sd, 2), _values(runner_mean, sd, 2))
+        choice = _compare(_values(best_mean, sd, 3), _values(runner_mean, sd, 3))
         c = choice.comparison
         assert c.decision == "unresolved" and c.decides_as == outcome
         margin = 0.01 * best_mean
@@ -90,7 +99,7 @@ def test_separated_tie_and_not_separated_in_words(tmp_path, capsys):
         "separated": (_values(9.0 * G, 0.08 * G, 4), _values(5.0 * G, 0.08 * G, 4)),
         # 0.01 Gbit/s apart, sd 0.005, 5 each: the whole interval inside ±0.09
         "tie": (_values(9.01 * G, 0.005 * G, 5), _values(9.0 * G, 0.005 * G, 5)),
-        "not separated": ISSUE,
+        "not separated": THREE,
     }
     for name, (best, runner_up) in cases.items():
         db = tmp_path / f"{name.replace(' ', '_')}.duckdb"
@@ -109,7 +118,7 @@ def test_separated_tie_and_not_separated_in_words(tmp_path, capsys):
             assert "tie" not in line.split(":", 1)[1].replace("no tie is shown", "")
             k = _runs_needed(SD2, SD2, m - d)
             assert (f"not separated: the interval is neither above +{m / G:.3f} nor inside ±{m / G:.3f}, so no tie "
-                    f"is shown either; about {k} repetitions of each (now 2) would show them within the margin") in line
+                    f"is shown either; about {k} repetitions of each (now 3) would show them within the margin") in line
 
 
 def test_not_separated_beyond_the_repetition_cap_says_more_than_the_cap():

@@ -4,7 +4,9 @@ Small-sample intervals: a mean of n repetitions is a `Mean` (value, sampling var
 degrees of freedom); its interval is Student's t, exact for normal repetitions at any n ≥ 2 (a
 bootstrap of two values is their range and covers about half the time). Weighted sums (interpolation
 between RTTs) and differences (best vs runner-up, candidate vs leader) keep the t form with the
-Welch–Satterthwaite degrees of freedom. One repetition gives no interval ("not enough repetitions").
+Welch–Satterthwaite degrees of freedom. What an operator is shown needs MIN_INTERVAL_RUNS repetitions
+(`select`: fewer give no interval but the runs that would decide), and a throughput interval is clipped
+to the physically possible [0, C] (`physical`).
 
 The indifference margin: configurations whose mean is within `margin` (relative, default 1 %) of the
 best are a tie, and a tie goes to the simplest configuration (select.TIE_BREAK).
@@ -23,6 +25,9 @@ from .errors import ValidationError
 
 DEFAULT_MARGIN = 0.01
 DEFAULT_CONFIDENCE = 0.95
+# The project's standard: no interval shown from fewer than 3 runs. With 2, Student's t has 1 degree of
+# freedom (t_{0.975, 1} = 12.71): two runs 0.1 Gbit/s apart give ±0.9 Gbit/s, beyond physics near C or 0.
+MIN_INTERVAL_RUNS = 3
 
 
 @functools.lru_cache(maxsize=4096)
@@ -69,6 +74,16 @@ class Mean:
         if self.se == 0:
             return 0.0 if self.value > threshold else 1.0
         return float(stats.t.sf((self.value - threshold) / self.se, self.df))
+
+
+def physical(interval: tuple[float, float], ceiling: float | None) -> tuple[float, float, bool]:
+    """A throughput interval [bit/s] clipped to what a link can carry, [0, C] (C None: [0, ∞)), and whether
+    it was clipped. Throughput is never negative and never above the link's rate: a t interval reaching
+    beyond either is a symmetric approximation, not a possible value."""
+    lo, hi = interval
+    top = math.inf if ceiling is None or not ceiling > 0 else float(ceiling)
+    new_lo, new_hi = min(max(lo, 0.0), top), max(min(hi, top), 0.0)
+    return new_lo, new_hi, (new_lo, new_hi) != (lo, hi)
 
 
 def mean_of(values) -> Mean:

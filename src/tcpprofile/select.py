@@ -5,7 +5,8 @@ Its profile is the mean throughput of its ok runs at each measured RTT τ_k (§5
 At a query RTT τ the estimate is the profile point where τ was measured, the linear interpolation
 between the two bracketing measured RTTs otherwise (§5.1 step 2), and, only when asked, a model
 extrapolation outside the measured range. Intervals are small-sample valid (Student t over the
-repetitions at each RTT used, combined with the same interpolation weights, Welch–Satterthwaite df);
+repetitions at each RTT used, combined with the same interpolation weights, Welch–Satterthwaite df),
+clipped to the physical [0, C] and never from fewer than 3 runs (then: the runs that would decide);
 candidates within the indifference margin of the best go to the simplest; best and runner-up are
 "separated" when the difference's interval lies above the margin, a "tie" only when it lies within
 ±margin, and "not separated" otherwise, with the repetitions that would decide (tcpprofile.decide,
@@ -273,20 +274,80 @@ class Estimate:
     runs_flagged: int = 0                              # flagged runs of the whole profile
     model_flags: list[dict] = field(default_factory=list)   # extrapolated: what the model fit cannot explain
     model_structure: dict | None = None                     # extrapolated: its residual-structure test
+    ceiling_bps: float | None = None    # C the interval is clipped to (the link rate); None: unknown, [0, ∞)
+    ci_clipped: bool = False            # the t interval reached beyond [0, C] and was clipped there
+    too_few_runs: bool = False          # fewer than decide.MIN_INTERVAL_RUNS at an RTT used: no interval
+    more_runs: int | None = None        # then: about this many more repetitions would decide (select())
+    more_runs_against: str | None = None   # … against this configuration (the best; the runner-up for the best)
+    decides_as: str | None = None       # … showing 'tie' or 'significant'
+    decide_stat: decide.Mean | None = field(default=None, repr=False)  # stat, one-run spreads pooled (pooled_spread)
+
+    def interval_note(self) -> str | None:
+        """Why there is no interval, in words an operator reads (None when there is one, or a model's)."""
+        if not self.too_few_runs:
+            return None
+        text = "too few runs for an interval"
+        if self.more_runs is None:
+            if self.more_runs_against is not None and self.decides_as is None:
+                return f"{text}; its difference from {self.more_runs_against} lies on the margin's edge"
+            if self.decides_as is not None:
+                return (f"{text}; more than {MAX_RUNS_TO_DECIDE} more would be needed to decide (against "
+                        f"{self.more_runs_against})")
+            return (f"{text}; at least {decide.MIN_INTERVAL_RUNS - min(self.repetitions)} more give one (no "
+                    "configuration of this group has repeated runs to judge the spread)")
+        if self.more_runs_against is None:
+            return f"{text}; about {self.more_runs} more would give one"
+        shows = "a tie" if self.decides_as == "tie" else "separated"
+        return (f"{text}; about {self.more_runs} more would decide (against {self.more_runs_against}: "
+                f"{shows}, if the means and spread stay as observed)")
 
     def to_json(self) -> dict:
         return {**self.config.to_json(), "label": self.config.label(), "cc_kernel_name": self.kernel_name,
                 "throughput_bps": self.throughput_bps, "ci_low_bps": self.ci_low_bps,
-                "ci_high_bps": self.ci_high_bps, "method": self.method, "rtts_ms": self.rtts_ms,
+                "ci_high_bps": self.ci_high_bps, "ci_clipped": self.ci_clipped, "ceiling_bps": self.ceiling_bps,
+                "ci_reason": self.interval_note(), "more_runs": self.more_runs,
+                "more_runs_against": self.more_runs_against, "decides_as": self.decides_as,
+                "method": self.method, "rtts_ms": self.rtts_ms,
                 "weights": self.weights, "repetitions": self.repetitions, "flagged": self.flagged,
                 "runs": self.runs, "runs_flagged": self.runs_flagged, "model": self.model,
                 "model_flagged": bool(self.model_flags), "model_flags": self.model_flags,
                 "model_structure": self.model_structure}
 
 
+def pooled_spread(profiles: list[Profile]) -> float | None:
+    """The relative variance of one repetition, pooled over every (configuration, RTT) of one comparable
+    group with at least 2 repetitions: Σ (n−1)·s²/x̄² / Σ (n−1) (s² the sample variance, x̄ the mean);
+    None when no configuration has repeated runs. It stands in for the spread of a configuration measured
+    once, to say how many runs would decide (docs/select.md, step 6)."""
+    num = den = 0.0
+    for p in profiles:
+        for x in p.samples:
+            if x.size >= 2 and x.mean() > 0:
+                num += (x.size - 1) * float(x.var(ddof=1)) / float(x.mean()) ** 2
+                den += x.size - 1
+    return num / den if den else None
+
+
+def _with_spread(profile: Profile, used: list[int], weights, spread: float | None) -> decide.Mean | None:
+    """The estimate's t form with a one-run mean's variance taken from the pooled relative spread
+    (pooled_spread × x², one repetition); None when a one-run mean has no spread to borrow."""
+    means = []
+    for k in used:
+        x = profile.samples[k]
+        if x.size >= 2:
+            means.append(decide.mean_of(x))
+        elif spread is None:
+            return None
+        else:
+            means.append(decide.Mean(float(x[0]), spread * float(x[0]) ** 2, 0.0, 1))
+    return decide.weighted(means, weights)
+
+
 def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int, confidence: float,
-             rng: np.random.Generator) -> Estimate:
-    """The profile at `rtt_ms` with its Student-t interval (raises TcpProfileError when out of range).
+             rng: np.random.Generator, spread: float | None = None) -> Estimate:
+    """The profile at `rtt_ms` with its Student-t interval clipped to [0, C] (raises TcpProfileError when
+    out of range). Fewer than decide.MIN_INTERVAL_RUNS repetitions at an RTT used: no interval
+    (too_few_runs; select() fills in the runs that would decide, with `spread` for one-run means).
     n_boot and rng are unused since intervals are t intervals (kept for callers)."""
     tau = profile.rtts_ms
     near = [k for k, t in enumerate(tau) if abs(t - rtt_ms) <= rtt_tolerance_ms(t)]
@@ -308,16 +369,20 @@ def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int,
     flagged = [profile.flagged_at(k) for k in used]
     if method == "extrapolated":
         point, lo_ci, hi_ci, model, model_flags, structure = model_extrapolate(profile, rtt_ms, confidence)
+        lo_ci, hi_ci, clipped = decide.physical((lo_ci, hi_ci), profile.rate_bps)   # the model's, in [0, C] too
         return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used], [], counts,
                         profile.runs, None, model, profile.kernel_name, flagged, profile.runs_flagged,
-                        model_flags, structure)
+                        model_flags, structure, ceiling_bps=profile.rate_bps, ci_clipped=clipped)
     # Θ̂(τ) = Σ w_k·Θ̂(τ_k) (§5.1 step 2), variance Σ w_k²·s_k²/n_k, Satterthwaite df
     stat = decide.weighted([decide.mean_of(profile.samples[k]) for k in used], weights)
-    ci = stat.interval(confidence)                # None with one repetition at an RTT used
-    lo_ci, hi_ci = ci if ci is not None else (None, None)
+    few = min(counts) < decide.MIN_INTERVAL_RUNS
+    ci = None if few else stat.interval(confidence)
+    lo_ci, hi_ci, clipped = (None, None, False) if ci is None else decide.physical(ci, profile.rate_bps)
     return Estimate(profile.config, stat.value, lo_ci, hi_ci, method, [tau[k] for k in used],
                     [float(x) for x in weights], counts, profile.runs, stat, model, profile.kernel_name,
-                    flagged, profile.runs_flagged)
+                    flagged, profile.runs_flagged, ceiling_bps=profile.rate_bps, ci_clipped=clipped,
+                    too_few_runs=few, decide_stat=stat if min(counts) >= 2 else _with_spread(
+                        profile, used, weights, spread))
 
 
 # -- selection -------------------------------------------------------------------------------
@@ -384,7 +449,7 @@ def runs_to_decide(a: decide.Mean, b: decide.Mean, confidence: float, margin_bps
     outcome = "tie" if abs(d) < margin_bps else "significant"
     target = abs(abs(d) - margin_bps)
     u = a.var * a.n + b.var * b.n
-    for k in range(max(a.n, b.n, 2), MAX_RUNS_TO_DECIDE + 1):
+    for k in range(max(a.n, b.n, decide.MIN_INTERVAL_RUNS), MAX_RUNS_TO_DECIDE + 1):
         h = decide.t_quantile(0.5 + confidence / 2, k - 1) * math.sqrt(u / k)
         if h < target:
             return k, outcome
@@ -399,14 +464,37 @@ def _compare(a: Estimate, b: Estimate, confidence: float, margin: float) -> Comp
     m = margin * abs(a.throughput_bps)
     if a.stat is None or b.stat is None:
         return Comparison(diff, None, None, None, "extrapolated", m)
-    if a.ci_low_bps is None or b.ci_low_bps is None:
-        return Comparison(diff, None, None, None, "insufficient", m)
+    if a.too_few_runs or b.too_few_runs or a.ci_low_bps is None or b.ci_low_bps is None:
+        # no interval from fewer than decide.MIN_INTERVAL_RUNS: only the runs that would decide
+        runs, outcome = ((None, None) if a.decide_stat is None or b.decide_stat is None
+                         else runs_to_decide(a.decide_stat, b.decide_stat, confidence, m))
+        return Comparison(diff, None, None, None, "insufficient", m, False, runs, outcome)
     d = decide.difference(a.stat, b.stat)           # disjoint runs: independent (Welch)
     lo, hi = d.interval(confidence)
     equivalent = bool(-m <= lo and hi <= m)
     decision = "significant" if lo > m else "tie" if equivalent else "unresolved"
     runs, outcome = runs_to_decide(a.stat, b.stat, confidence, m) if decision == "unresolved" else (None, None)
     return Comparison(diff, lo, hi, d.p_above(m), decision, m, equivalent, runs, outcome)
+
+
+def _more_runs(ranking: list[Estimate], confidence: float, margin: float) -> None:
+    """For each estimate with too few runs for an interval: the repetitions that would decide it against
+    the best (the best: against the runner-up), runs_to_decide's count less the runs it has; alone, the
+    runs that give an interval at all."""
+    for i, e in enumerate(ranking):
+        if not e.too_few_runs:
+            continue
+        now = min(e.repetitions)
+        if len(ranking) == 1:
+            e.more_runs = decide.MIN_INTERVAL_RUNS - now
+            continue
+        other = ranking[1] if i == 0 else ranking[0]
+        if e.decide_stat is None or other.decide_stat is None:
+            continue
+        k, e.decides_as = runs_to_decide(e.decide_stat, other.decide_stat, confidence,
+                                         margin * abs(ranking[0].throughput_bps))
+        e.more_runs_against = other.config.label()
+        e.more_runs = None if k is None else max(k - now, decide.MIN_INTERVAL_RUNS - now)
 
 
 def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, confidence: float = 0.95,
@@ -423,10 +511,11 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
         raise ValidationError("margin", f"must be from 0% to 50%, got {margin:.4g}")
     rng = np.random.default_rng(seed)
     ranking, excluded = [], []
+    spread = pooled_spread(profiles.profiles)
     for p in profiles.profiles:
         try:
             ranking.append(estimate(p, rtt_ms, extrapolate=extrapolate, n_boot=n_boot,
-                                    confidence=confidence, rng=rng))
+                                    confidence=confidence, rng=rng, spread=spread))
         except TcpProfileError as err:
             excluded.append({**p.config.to_json(), "label": p.config.label(), "reason": str(err)})
     if not ranking:  # one line: configurations that share a reason are counted, not repeated
@@ -438,6 +527,7 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
             f"{'s' if len(labels) > 1 else ''}{'' if len(labels) > 3 else ': ' + ', '.join(labels)})"
             for reason, labels in reasons.items()))
     ranking.sort(key=lambda e: (-e.throughput_bps, e.config.simplicity()))
+    _more_runs(ranking, confidence, margin)
     best = ranking[0]
     flags = dict(exclude_flagged=profiles.exclude_flagged, flagged_left_out=profiles.flagged_left_out)
     if len(ranking) == 1:

@@ -12,6 +12,10 @@ Arrays
   classify_regions(tau, mean, se=None, *, z=2.0) -> Regions;  regions_of(profile, *, z=2.0) -> Regions
   fit_dual_sigmoid(tau, mean, *, capacity=None) -> DualSigmoidFit   (τ_T, kind, a1, tau1, a2, tau2, sse)
   transition_rtt(samples, tau, *, capacity=None, key=None, n_boot=200, level=0.95, seed=None) -> Transition
+  transition(samples, tau, capacity, *, key=None, n_boot=200, level=0.95, seed=None) -> Transition   (the one
+      τ_T every reader uses: no bootstrap below 3 runs at a τ; .tau_T -> TauT, measured or censored)
+  tau_t_of(fit, rtts) -> TauT (.side measured|above|below, .value_ms | None, .bound_ms, .text() "> 366 ms")
+  capacity_of(capacities) -> float | None   (median of the runs' payload ceilings / rates)
   ramp_up(bps, start_s=None, end_s=None, *, fraction=0.9) -> RampUp   (T_R, T_O, f_R, θ̄_R, θ̄_S, Θ_O)
   poincare_points(x) -> (θ_i, θ_{i+1});  poincare_spread(x, *, k=8) -> float in [0, 1]
   local_lyapunov(x, *, pairing="successive"|"neighbour", min_tsep=1) -> array of L_i
@@ -59,6 +63,7 @@ from .lyapunov import Divergence, local_lyapunov, lyap_rosenstein, min_length, r
 from .profiles import BoxStats, Profile, box_stats, profile
 from .regions import Regions, classify_regions, regions_of
 from .sigmoid import DualSigmoidFit, Transition, fit_dual_sigmoid, flipped_sigmoid, transition_rtt
+from .tau_t import TauT, capacity_of, tau_t_of, transition
 from .surrogates import (SURROGATES, LyapunovTest, SurrogateTest, lyapunov_test, lyapunov_tests,
                          prediction_error, surrogate_test)
 
@@ -71,5 +76,5 @@ __all__ = [
     "lyap_rosenstein", "poincare_points", "poincare_spread", "prediction_error", "profile",
     "profiles_from_store", "ramp_up", "regions_of", "relations_from_store", "rosenstein", "samples_needed",
     "surrogate_test", "throughput_vs_lyapunov", "trace_dynamics", "transition_rtt", "transitions_from_store",
-    "vc_bound",
+    "vc_bound", "TauT", "capacity_of", "tau_t_of", "transition",
 ]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from ..decide import MIN_INTERVAL_RUNS
 from ..errors import ValidationError
 
 READINGS = ("covering", "printed")
@@ -95,7 +96,8 @@ def bootstrap_ci(values, stat: Callable = np.mean, *, level: float = 0.95, n_boo
     stat must be a numpy-style reduction accepting axis= (np.mean, np.median, ...). method "percentile"
     takes the (1±level)/2 quantiles of the resampled statistic; "bca" (default) corrects them for bias
     and skewness (Efron 1987: bias z0 from the resamples, acceleration from the jackknife). seed: int or
-    numpy Generator. Fewer than 2 values give (nan, nan); constant values give (v, v).
+    numpy Generator. Fewer than decide.MIN_INTERVAL_RUNS (3) values give (nan, nan): a bootstrap of 2 is
+    their range, which covers the mean about half the time (docs/select.md); constant values give (v, v).
     """
     if method not in CI_METHODS:
         raise ValidationError("method", f"one of {', '.join(CI_METHODS)}, got {method!r}")
@@ -104,7 +106,7 @@ def bootstrap_ci(values, stat: Callable = np.mean, *, level: float = 0.95, n_boo
     x = np.asarray(values, dtype=float)
     x = x[np.isfinite(x)]
     n = x.size
-    if n < 2:
+    if n < MIN_INTERVAL_RUNS:
         return (math.nan, math.nan)
     theta = float(stat(x, axis=-1))
     if np.ptp(x) == 0:

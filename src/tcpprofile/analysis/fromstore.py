@@ -17,7 +17,8 @@ from .dynamics import Relation, TraceDynamics, dynamics_many, throughput_vs_lyap
 from ..dimensions import DEFAULT_BY
 from .load import load_runs, load_traces
 from .profiles import Profile, profile
-from .sigmoid import Transition, transition_rtt
+from .sigmoid import Transition
+from .tau_t import capacity_of, transition
 
 
 def _seeds(seed, n: int) -> list[np.random.SeedSequence]:
@@ -37,8 +38,9 @@ def profiles_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagged:
 
 def transitions_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagged: bool = False,
                            n_boot: int = 200, level: float = 0.95, seed=None) -> list[Transition]:
-    """τ_T per configuration with at least 3 measured τ; capacity = median over the group's links of
-    the goodput ceiling (else configured rate; else the profile maximum)."""
+    """τ_T per configuration with at least 3 measured τ, by tau_t.transition (the one τ_T the report
+    draws too); capacity = median over the group's runs of their link's goodput ceiling (else configured
+    rate; else the profile maximum): tau_t.capacity_of."""
     runs = load_runs(con, exclude_flagged=exclude_flagged)
     groups = runs.groups(by)
     out = []
@@ -46,11 +48,9 @@ def transitions_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagg
         grid, inv = np.unique(runs.tau_ms[i], return_inverse=True)
         if grid.size < 3:
             continue
-        cap = runs.capacity_bps[i]
-        cap = float(np.median(cap[np.isfinite(cap)])) if np.isfinite(cap).any() else None
         samples = [runs.throughput_bps[i][inv == k] for k in range(grid.size)]
-        out.append(transition_rtt(samples, grid, capacity=cap, key=key, n_boot=n_boot, level=level,
-                                  seed=np.random.default_rng(s)))
+        out.append(transition(samples, grid, capacity_of(runs.capacity_bps[i]), key=key, n_boot=n_boot,
+                              level=level, seed=np.random.default_rng(s)))
     return out
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..decide import MIN_INTERVAL_RUNS
 from ..errors import ValidationError
 from .confidence import bootstrap_ci
 
@@ -38,7 +39,7 @@ class Profile:
     """One configuration's profile; every array is indexed like `tau` (sorted, unique, in ms).
 
     mean is the profile mean Θ̂_O(τ_k) = (1/n_k) Σ_i θ(τ_k, ·) over repeated runs (§5.2); ci_low/ci_high
-    is its bootstrap interval at `level`; n_flagged counts runs on links that failed calibration.
+    is its bootstrap interval at `level` (nan below 3 runs: rows() says "too few runs for an interval"); n_flagged counts runs on links that failed calibration.
     """
     key: dict
     tau: np.ndarray
@@ -71,7 +72,9 @@ class Profile:
         names = ("count", "mean", "std", "median", "q1", "q3", "whisker_low", "whisker_high",
                  "n_outliers", "ci_low", "ci_high", "n_flagged")
         return [{**self.key, "tau_ms": float(t), **{k: getattr(self, k)[i].item() for k in names},
-                 "level": self.level} for i, t in enumerate(self.tau)]
+                 "level": self.level, "ci_reason": None if np.isfinite(self.ci_low[i]) else
+                 "too few runs for an interval" if self.count[i] < MIN_INTERVAL_RUNS else "no interval"}
+                for i, t in enumerate(self.tau)]
 
 
 def profile(tau, throughput, *, flagged=None, key: dict | None = None, level: float = 0.95,

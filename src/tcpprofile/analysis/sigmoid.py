@@ -15,6 +15,7 @@ For each candidate and side a dense (a, τ0) grid gives the global region, then 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -201,11 +202,27 @@ class Transition:
     ci_high: float
     level: float
     boot_tau_T: np.ndarray
+    tau_min: float = float("nan")     # the measured RTTs' range [ms]: where a censored τ_T lies beyond
+    tau_max: float = float("nan")
+
+    @property
+    def tau_T(self):
+        """The τ_T every reader prints and draws (analysis.tau_t.TauT: measured, or censored at a grid end)."""
+        from .tau_t import tau_t_of
+        return tau_t_of(self.fit, [self.tau_min, self.tau_max])
 
     def row(self) -> dict:
-        f = self.fit
-        return {**self.key, "tau_T_ms": f.tau_T, "tau_T_grid_ms": f.tau_T_grid, "kind": f.kind,
-                "tau_T_ci_low_ms": self.ci_low, "tau_T_ci_high_ms": self.ci_high, "level": self.level,
+        """One τ_T (tau_t.TauT): tau_T_ms null when censored, tau_T_censored says beyond which end
+        (tau_T_bound_ms); its interval null when censored or from too few runs (ci_reason)."""
+        f, t = self.fit, self.tau_T
+        has_ci = not t.censored and math.isfinite(self.ci_low) and math.isfinite(self.ci_high)
+        reason = (None if has_ci else "censored: a bound, not a value" if t.censored
+                  else "too few runs for an interval (fewer than 3 at an RTT)")
+        return {**self.key, "tau_T": t.text(), "tau_T_ms": t.value_ms,
+                "tau_T_censored": None if not t.censored else t.side,
+                "tau_T_bound_ms": t.bound_ms if t.censored else None, "kind": f.kind,
+                "tau_T_ci_low_ms": self.ci_low if has_ci else None,
+                "tau_T_ci_high_ms": self.ci_high if has_ci else None, "ci_reason": reason, "level": self.level,
                 "a1_per_ms": float(f.a1), "tau1_ms": float(f.tau1), "a2_per_ms": float(f.a2),
                 "tau2_ms": float(f.tau2),
                 "sse_scaled": f.sse, "capacity_bps": f.capacity, "n_boot": int(self.boot_tau_T.size)}
@@ -237,4 +254,4 @@ def transition_rtt(samples, tau, *, capacity: float | None = None, key: dict | N
             boot[lo:lo + 50] = [tau[0] + cands[r[0]][0] * span for r in rs]
     q = np.quantile(boot, [(1 - level) / 2, (1 + level) / 2]) if boot.size else (np.nan, np.nan)
     return Transition(key=dict(key or {}), fit=fit, ci_low=float(q[0]), ci_high=float(q[1]),
-                      level=level, boot_tau_T=boot)
+                      level=level, boot_tau_T=boot, tau_min=float(tau[0]), tau_max=float(tau[-1]))

@@ -1,7 +1,8 @@
 """`tcpprofile analyze`: profiles, regions, τ_T, dynamics, Lyapunov relation and the §5.2 bound of a store.
 
-Output: a readable table (default), or one flat JSON object per row (jsonl) / CSV with a header; the
-columns of each --what are documented in docs/analysis.md. NaN is written as null (jsonl) or empty (csv).
+Output: a readable table (default: throughput in Gbit/s, the configuration in words, τ_T as a value or a
+censored bound; analyze_text), or one flat JSON object per row (jsonl) / CSV with a header; the columns of
+each --what are documented in docs/analysis.md. NaN is written as null (jsonl) or empty (csv).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import math
 import sys
 
+from . import analyze_text
 from ..dimensions import DEFAULT_BY, DIMENSIONS, check_by
 from ..errors import ValidationError
 
@@ -94,37 +96,11 @@ def _plain(v):
     return v
 
 
-def _text(v) -> str:
-    v = _plain(v)
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
-
-
-def _table(rows: list[dict], out) -> None:
-    if not rows:
-        print("(no rows)", file=out)
-        return
-    cols = list(dict.fromkeys(k for r in rows for k in r))
-    cells = [[_text(r.get(c)) for c in cols] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
-    print("  ".join(c.rjust(w) for c, w in zip(cols, widths)), file=out)
-    for row in cells:
-        print("  ".join(v.rjust(w) for v, w in zip(row, widths)), file=out)
-
-
-def _fig10(rows: list[dict], by: tuple[str, ...], out) -> None:
-    """τ_T (last concave grid RTT, ms) with streams down and the other `by` values across (Fig. 10)."""
-    across = [k for k in by if k != "streams"]
-    cols = sorted({tuple(r[k] for k in across) for r in rows}, key=lambda t: tuple(map(str, t)))
-    value = {(r["streams"], tuple(r[k] for k in across)): r["tau_T_grid_ms"] for r in rows}
-    streams = sorted({r["streams"] for r in rows}, key=lambda v: (v is None, v))
-    table = [{"streams": n, **{"/".join(map(_text, c)) or "tau_T_ms": _text(value.get((n, c)))
-                               for c in cols}} for n in streams]
-    print(f"tau_T (ms, last concave grid RTT); columns: {'/'.join(across) or '-'}", file=out)
-    _table(table, out)
+def _key_names(args) -> tuple[str, ...]:
+    """The grouping columns of this --what's rows (printed in words by analyze_text)."""
+    if args.what in ("dynamics",):
+        return DEFAULT_BY
+    return _by(args.by)
 
 
 def run(args) -> int:
@@ -144,9 +120,9 @@ def run(args) -> int:
             for r in rows:
                 w.writerow({k: "" if _plain(v) is None else _plain(v) for k, v in r.items()})
         elif args.what == "transition" and rows and "streams" in _by(args.by):
-            _fig10(rows, _by(args.by), out)
+            analyze_text.fig10(rows, _by(args.by), out)
         else:
-            _table(rows, out)
+            analyze_text.table(rows, _key_names(args), out)
     finally:
         if out is not sys.stdout:
             out.close()

@@ -91,16 +91,26 @@ def _gb(v) -> str:
     return "time" if v is None else f"{v / 1e9:.3g}"
 
 
+def _amount(d: dict) -> str:
+    """The "size or duration" column: a size-mode dataset's transfer size F in GB, a duration-mode one's
+    target duration T in s, each with its unit (one header over both)."""
+    size, dur = d.get("transfer_bytes"), d.get("duration_target_s")
+    if size is not None and size == size:
+        return f"{size / 1e9:.3g} GB"
+    return f"{dur:g} s" if dur is not None and dur == dur else "-"
+
+
 def _wmax(d: dict) -> str:
     """W_max column: fitted [MB], or known from the store's socket-buffer limit."""
     mb = f"{d['wmax_bytes_fit'] / 1e6:.4g}"
     return f"{mb} known" if d.get("wmax_known") else mb
 
 
-def _beta_fit(d: dict) -> str:
-    """The fitted β in MB, or as a multiple of the configured buffer (β = k×BDP datasets)."""
+def _beta_fit(d: dict) -> tuple[str, str]:
+    """(β fit MB, β fit ×cfg): the fitted β in MB, or (β = k×BDP datasets) the factor m of the configured
+    buffer, each under its own header; the other column '-'."""
     m = d.get("buffer_multiple_fit")
-    return f"{m:.3g}×" if m is not None else _mb(d["buffer_bytes_fit"])
+    return ("-", f"{m:.3g}") if m is not None else (_mb(d["buffer_bytes_fit"]), "-")
 
 
 def run(args) -> int:
@@ -219,23 +229,21 @@ def _fit(args) -> int:
         print("no successful runs of a modelled variant in the store"
               + (f" for campaign {', '.join(args.campaign)}" if args.campaign else ""))
         return 0
-    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'sock buf':>8} {'size GB':>8} {'loss':>12}"
-          f" {'β fit MB':>9}"
+    print(f"{'variant':>8} {'rate Gbit/s':>11} {'buffer β':>9} {'sock buf':>8} {'size or duration':>16} {'loss':>12}"
+          f" {'β fit MB':>9} {'β fit ×cfg':>10}"
           f" {'W_max fit MB':>12} {'d RTT':>5} {'n':>3} {'E %':>6} {'held-out E %':>12}  flags")
     for f in fits:
         d = f.as_dict()
         for s, e in d["E_percent"].items():
             # β as the store keys the dataset: the spec's words ("BDP") or, for plain tables, bytes
             buf = d.get("buffer") or (_mb(d["buffer_bytes"]) + "MB" if d.get("buffer_bytes") is not None else "-")
-            size = d.get("transfer_bytes")
-            dur = d.get("duration_target_s")
-            amount = f"{dur:g}s" if size is None and dur is not None and dur == dur else _gb(size)
             loss = "none" if d.get("loss_mode") in (None, "none") else f"{d['loss_mode'][:4]} {d['loss_rate']:.3g}"
             held = d["E_heldout_percent"].get(s, float("nan"))
             sb = d.get("socket_buffer_bytes")
             sock = "auto" if sb is None or sb != sb else _mb(sb) + "MB"      # None/NaN: autotuned
-            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {sock:>8} {amount:>8} {loss:>12} "
-                  f"{_beta_fit(d):>9} "
+            beta_mb, beta_factor = _beta_fit(d)
+            print(f"{d['variant']:>8} {d['rate_bps'] / 1e9:11.3g} {buf:>9} {sock:>8} {_amount(d):>16} {loss:>12} "
+                  f"{beta_mb:>9} {beta_factor:>10} "
                   f"{_wmax(d):>12} {d['startup_rtts']:5.2f} {s:3d} {e:6.2f} {held:12.2f}  "
                   f"{short(f.flags, f.structure)}")
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
@@ -252,7 +260,8 @@ def _fit(args) -> int:
           f"with a trend or curvature over τ ({LEVEL:g} level, stratified rank test), τ:n/t = too few RTTs to test "
           "it (docs/models.md, \"When a fit cannot explain the data\")")
     if any(f.buffer_multiple is not None for f in fits):
-        print("β fit m×: the configured buffer changes with τ (k×BDP), so β is fitted as m × the configured one")
+        print("β fit ×cfg: the configured buffer changes with τ (k×BDP), so β is fitted as a factor m of the "
+              "configured one (β = m × buffer β)")
     if any(f.wmax_known for f in fits):
         print("W_max known: autotuned socket buffers, W_max = half the kernel's limit (not fitted; docs/models.md)")
     return 0

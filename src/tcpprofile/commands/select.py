@@ -157,11 +157,19 @@ def print_text(choice, settings, applied, ping, top: int, rows, netns=None) -> N
     print(f"\n{'rank':>4}  {'configuration':<34} {'Gbit/s':>8}  {f'{pct}% CI':>17}  {'method':<12} "
           f"{'unflagged/flagged':>17}  profile runs")
     for i, e in enumerate(choice.ranking[:top]):
-        ci = "–" if e.ci_low_bps is None else f"{_gbps(e.ci_low_bps)}–{_gbps(e.ci_high_bps)}"
+        ci = interval_cell(e)
         where = "model fit" if e.method == "extrapolated" else "at " + ",".join(f"{t:g}" for t in e.rtts_ms) + " ms"
         used, flagged = sum(e.repetitions), sum(e.flagged)
         print(f"{i + 1:>4}  {e.config.label():<34} {_value(e):>8}  {ci:>17}  "
               f"{e.method:<12} {f'{used - flagged}/{flagged}':>17}  {e.runs} ({where})")
+    for e in choice.ranking[:top]:
+        if e.interval_note():
+            print(f"  – {e.config.label()}: {e.interval_note()} (now {'/'.join(map(str, e.repetitions))} at "
+                  f"{', '.join(f'{t:g}' for t in e.rtts_ms)} ms)")
+    if any(e.ci_clipped for e in choice.ranking[:top]):
+        c = next(e.ceiling_bps for e in choice.ranking[:top] if e.ci_clipped)
+        print(f"  * interval clipped to the physical range [0, {_gbps(c) if c else '∞'}] Gbit/s "
+              f"(0 to the link rate C; the t interval reached beyond it)")
     for e in choice.ranking[:top]:
         for f in e.model_flags:
             print(f"  ! {e.config.label()}: model fit FLAGGED, the value is not a plain prediction: {f['text']}")
@@ -174,8 +182,7 @@ def print_text(choice, settings, applied, ping, top: int, rows, netns=None) -> N
         print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s; significance not assessed "
               "(model-backed estimates carry the model's interval only).")
     elif c.decision == "insufficient":
-        print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s; not enough repetitions to separate "
-              "them (one repetition at an RTT used: no interval).")
+        print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s; {insufficient(choice)}.")
     else:
         margin = f"margin {choice.margin * 100:g}% = {_gbps(c.margin_bps)} Gbit/s"
         print(f"\nBest vs runner-up: +{_gbps(c.difference_bps)} Gbit/s, {pct}% t interval "
@@ -191,6 +198,34 @@ def print_text(choice, settings, applied, ping, top: int, rows, netns=None) -> N
     if r.model_flags:
         print("  ! its model fit is FLAGGED (above): the model does not explain this profile; measure at this RTT")
     print_settings(settings, applied, rows, netns)
+
+
+def interval_cell(e) -> str:
+    """The CI column: low–high in Gbit/s ('*': clipped to [0, C]); '–' without one (the note below says why)."""
+    if e.ci_low_bps is None:
+        return "–"
+    return f"{_gbps(e.ci_low_bps)}–{_gbps(e.ci_high_bps)}" + ("*" if e.ci_clipped else "")
+
+
+def insufficient(choice) -> str:
+    """Best vs runner-up when either has fewer than decide.MIN_INTERVAL_RUNS runs at an RTT used: no
+    interval, and the repetitions of each that would decide (select.runs_to_decide)."""
+    from ..decide import MIN_INTERVAL_RUNS
+    from ..select import MAX_RUNS_TO_DECIDE
+
+    c, best, second = choice.comparison, choice.best, choice.ranking[1]
+    now = min(min(best.repetitions), min(second.repetitions))
+    said = f"too few runs for an interval (fewer than {MIN_INTERVAL_RUNS} at an RTT used)"
+    if best.decide_stat is None or second.decide_stat is None:
+        return (f"{said}; no configuration of this group has repeated runs to judge the spread, so at least "
+                f"{MIN_INTERVAL_RUNS - now} more of each are needed before anything decides")
+    if c.decides_as is None:
+        return f"{said}; the difference lies on the margin's edge, where no number of runs decides"
+    would = "show them within the margin" if c.decides_as == "tie" else "separate them"
+    if c.runs_to_decide is None:
+        return f"{said}; more than {MAX_RUNS_TO_DECIDE} repetitions of each would be needed to {would}"
+    return (f"{said}; about {c.runs_to_decide - now} more would decide: {c.runs_to_decide} repetitions of each "
+            f"would {would}, if the means and spread stay as observed")
 
 
 def verdict(choice) -> str:

@@ -42,7 +42,7 @@ def build_report(store: Store, out_dir: str | Path, *, exclude_flagged: bool = F
     if not data.groups:
         more = f" ({data.flagged} flagged runs left out)" if exclude_flagged and data.flagged else ""
         raise TcpProfileError(f"{store.path}: no ok runs with a known RTT{more}; nothing to report")
-    fits = profiles.SigmoidFits()
+    fits = profiles.SigmoidFits.for_store(data.store)
     refs = dynamics.references(data)
     sections = [
         findings.verdicts(store, exclude_flagged=exclude_flagged),

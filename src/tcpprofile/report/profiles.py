@@ -98,19 +98,31 @@ TRANSITION_BOOT = 200     # bootstrap refits of τ_T per profile (Fig. 10 interv
 
 
 class SigmoidFits:
-    """analysis.transition_rtt per profile (≥ 3 RTTs): the dual-sigmoid fit and τ_T's bootstrap interval,
-    computed once for Figs. 9 and 10."""
+    """analysis.transition per profile (≥ 3 RTTs): the dual-sigmoid fit and τ_T's bootstrap interval,
+    computed once for Figs. 9 and 10 and the papers section; the same function and capacity (the runs'
+    payload ceiling, analysis.capacity_of) as `analyze --what transition`, so both say one τ_T."""
 
-    def __init__(self):
+    def __init__(self, capacities: dict[str, float] | None = None):
         self._fits: dict[int, analysis.Transition | None] = {}
+        self._capacities = capacities     # run_id -> its link's payload ceiling, else rate [bit/s]
+
+    @classmethod
+    def for_store(cls, store) -> "SigmoidFits":
+        runs = analysis.load_runs(store)
+        return cls(dict(zip(runs.run_id, runs.capacity_bps)))
+
+    def capacity(self, p: sel.Profile) -> float | None:
+        if self._capacities is None:
+            return p.rate_bps
+        return analysis.capacity_of([self._capacities.get(r, np.nan) for ids in p.run_ids for r in ids])
 
     def transition(self, p: sel.Profile) -> analysis.Transition | None:
         if id(p) not in self._fits:
             tr = None
             if len(p.rtts_ms) >= 3:
                 try:
-                    tr = analysis.transition_rtt(list(p.samples), np.asarray(p.rtts_ms), capacity=p.rate_bps,
-                                                 n_boot=TRANSITION_BOOT, seed=0)
+                    tr = analysis.transition(list(p.samples), np.asarray(p.rtts_ms), self.capacity(p),
+                                             n_boot=TRANSITION_BOOT, seed=0)
                 except ValidationError:
                     tr = None
             self._fits[id(p)] = tr
@@ -141,7 +153,9 @@ def sigmoid_fits(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
                 if f.kind in ("dual", "convex"):
                     x = np.linspace(f.tau_T if f.kind == "dual" else p.rtts_ms[0], p.rtts_ms[-1], 60)
                     ax.plot(x, analysis.flipped_sigmoid(x, f.a2, f.tau2), "k--", label="convex fit")
-                ax.axvline(f.tau_T, color="r", lw=1, label=rf"$\tau_T$ = {f.tau_T:.3g} ms ({f.kind})")
+                tau = fits.transition(p).tau_T      # analysis.tau_t: "137 ms", or censored "> 366 ms"
+                ax.axvline(tau.bound_ms, color="r", lw=1, ls="-" if not tau.censored else ":",
+                           label=rf"$\tau_T$ {'' if tau.censored else '= '}{tau.text()} ({f.kind})")
                 label(ax, f"{v}, n={n}, B={sel.fmt_buffer(p.config.buffer_bytes)}", "RTT (ms)", "scaled throughput")
                 ax.set_ylim(0, 1.05)
                 ax.legend(fontsize=7)
@@ -166,26 +180,44 @@ def transition_rtts(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
                               "measured RTTs) for two or more stream counts"))
             continue
         fig, axes = subplots(len(by_v))
-        runs = 0
+        runs = censored = 0
         for ax, (v, ps) in zip(axes, sorted(by_v.items())):
             for b in _buffers(ps):
                 trs = sorted(((p.config.streams, fits.transition(p)) for p in ps if p.config.buffer_bytes == b),
                              key=lambda x: x[0])
-                n = np.array([x[0] for x in trs])
-                t = np.array([x[1].fit.tau_T for x in trs])
-                err = np.array([[x[1].fit.tau_T - x[1].ci_low, x[1].ci_high - x[1].fit.tau_T] for x in trs]).T
-                ax.errorbar(n, t, yerr=np.clip(np.nan_to_num(err), 0, None), fmt="o-", capsize=3, label=f"B={sel.fmt_buffer(b)}")
+                censored += _draw_tau_line(ax, trs, f"B={sel.fmt_buffer(b)}")
             label(ax, v, "streams n", r"$\tau_T$ (ms)")
             ax.legend(fontsize=7)
             runs += sum(p.runs for p in ps)
         name = f"transition-g{gi}"
         items.append(Figure(name, f"Transition RTT τ_T over n, B and V ({g.label})",
-                            f"Transition RTT τ_T of the dual-sigmoid fit (Fig. 9) per stream count n, with its 95 % "
-                            f"bootstrap interval ({TRANSITION_BOOT} resamples of the runs within each RTT, refitted; "
-                            f"tcpprofile.analysis.transition_rtt), one line per socket buffer B, one panel per "
-                            f"variant; {len(sum(by_v.values(), []))} profiles from "
+                            f"Transition RTT τ_T of the dual-sigmoid fit (Fig. 9; tcpprofile.analysis.tau_t, the "
+                            f"τ_T `analyze --what transition` prints) per stream count n, with its 95 % bootstrap "
+                            f"interval ({TRANSITION_BOOT} resamples of the runs within each RTT, refitted; none "
+                            f"from fewer than 3 runs at an RTT), one line per socket buffer B, one panel per "
+                            f"variant. A censored τ_T (beyond the largest measured RTT, or below the smallest) is "
+                            f"a bound: an open triangle at the grid's end pointing the way it lies, never a point "
+                            f"({censored} censored). {len(sum(by_v.values(), []))} profiles from "
                             f"{runs_phrase(runs)}; runs with {g.label}.", runs, save(fig, out, name)))
     return Section("transition", "Transition RTTs", "HPDC'17 Fig. 10", items)
+
+
+def _draw_tau_line(ax, trs: list, name: str) -> int:
+    """One line of τ_T over n: measured τ_T as points with their interval (where there is one), censored
+    ones as open triangles at the grid's end (▲: τ_T above it, ▼: below); returns how many were censored."""
+    taus = [(n, tr.tau_T, tr) for n, tr in trs]
+    measured = [(n, t, tr) for n, t, tr in taus if not t.censored]
+    x = np.array([n for n, _, _ in measured])
+    y = np.array([t.value_ms for _, t, _ in measured])
+    err = np.array([[t.value_ms - tr.ci_low, tr.ci_high - t.value_ms] for _, t, tr in measured]).reshape(-1, 2).T
+    line = ax.errorbar(x, y, yerr=np.clip(np.nan_to_num(err), 0, None), fmt="o-", capsize=3, label=name)
+    color = line[0].get_color()
+    for side, marker, word in (("above", "^", ">"), ("below", "v", "<")):
+        cens = [(n, t) for n, t, _ in taus if t.side == side]
+        if cens:
+            ax.plot([n for n, _ in cens], [t.bound_ms for _, t in cens], marker, ms=8, mfc="none", ls="none",
+                    color=color, label=f"{name}: τ_T {word} {cens[0][1].bound_ms:g} ms (censored)")
+    return sum(t.censored for _, t, _ in taus)
 
 
 def loss_profiles(data: ReportData, out: Path) -> Section:

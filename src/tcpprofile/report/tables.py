@@ -61,7 +61,7 @@ def _verdict(c: sel.Comparison) -> str:
         return "tie (shown within ±margin)"
     if c.decision == "unresolved":
         return "not separated" + (f" (~{c.runs_to_decide} repetitions each would decide)" if c.runs_to_decide else "")
-    return "only configuration" if c.decision == "single" else "not assessed (1 repetition)"
+    return "only configuration" if c.decision == "single" else "not assessed (too few runs for an interval)"
 
 
 def calibration(data: ReportData) -> Section:

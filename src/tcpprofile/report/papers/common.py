@@ -34,19 +34,17 @@ def gbit(x: float) -> str:
 
 def censored_side(fit) -> str | None:
     """'right' when the dual-sigmoid fit found no convex part (τ_T at the grid's largest τ: the concave
-    region reaches beyond the measured RTTs), 'left' when no concave part (τ_T ≤ the smallest τ); None
-    when τ_T lies inside the grid and is a measured value."""
-    return {"concave": "right", "convex": "left"}.get(fit.kind)
+    region reaches beyond the measured RTTs), 'left' when no concave part (τ_T < the smallest τ); None
+    when τ_T lies inside the grid and is a measured value (analysis.tau_t.side_of, the one definition)."""
+    from ...analysis.tau_t import ABOVE, BELOW, side_of
+    return {ABOVE: "right", BELOW: "left"}.get(side_of(fit))
 
 
 def tau_text(fit, rtts_ms) -> str:
-    """τ_T as the report prints it: a censored τ_T is a bound, never a value."""
-    side = censored_side(fit)
-    if side == "right":
-        return f"> {max(rtts_ms):g} ms"
-    if side == "left":
-        return f"≤ {min(rtts_ms):g} ms"
-    return f"{fit.tau_T:.3g} ms"
+    """τ_T as the report prints it (analysis.tau_t, the one τ_T `analyze` prints too): a censored τ_T is
+    a bound, never a value."""
+    from ...analysis.tau_t import tau_t_of
+    return tau_t_of(fit, rtts_ms).text()
 
 
 def interval_text(tr, rtts_ms) -> str:

@@ -189,7 +189,7 @@ def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> li
     ax = axes[0]
     xs, ys = np.asarray(x), np.asarray(y)
     for side, marker, text in ((None, "o", "τ_T measured"), ("right", "^", "τ_T > τ_max (censored)"),
-                               ("left", "v", "τ_T ≤ τ_min (all convex)")):
+                               ("left", "v", "τ_T < τ_min (censored, all convex)")):
         sel_ = np.array([c == side for c in cens])
         if sel_.any():
             ax.plot(xs[sel_], ys[sel_], marker, ms=7, mfc="none" if side else None, ls="none", label=text)

@@ -154,7 +154,7 @@ def transitions(data: ReportData, out: Path, fits: SigmoidFits) -> list:
                         label=f"B={sel.fmt_buffer(b)}: τ_T > {top:g} ms (censored)")
             if n_lo:
                 ax.plot(n_lo, [bottom] * len(n_lo), "v", ms=8, color=color, mfc="none",
-                        label=f"B={sel.fmt_buffer(b)}: τ_T ≤ {bottom:g} ms")
+                        label=f"B={sel.fmt_buffer(b)}: τ_T < {bottom:g} ms (censored)")
         label(ax, v, "streams n", r"$\tau_T$ (ms)")
         ax.legend(fontsize=6)
     name = "papers-fig10"
