@@ -23,6 +23,7 @@ from scipy.optimize import least_squares
 from scipy.special import expit
 
 from ..errors import ValidationError
+from .censoring import tau_t_of
 
 _A = np.geomspace(0.3, 300.0, 40)           # steepness a·span (τ normalised to [0, 1])
 _T0 = np.linspace(-1.5, 2.5, 121)           # τ0 in normalised units
@@ -207,8 +208,7 @@ class Transition:
 
     @property
     def tau_T(self):
-        """The τ_T every reader prints and draws (analysis.tau_t.TauT: measured, or censored at a grid end)."""
-        from .tau_t import tau_t_of
+        """The τ_T every reader prints and draws (analysis.censoring.TauT: measured, or censored at a grid end)."""
         return tau_t_of(self.fit, [self.tau_min, self.tau_max])
 
     def row(self) -> dict:
