@@ -1,0 +1,202 @@
+"""pScheduler throughput results: the result object of its iperf3 and iperf2 tools, bare or inside the
+run record that pScheduler's REST API (and `pscheduler result --format json`) gives for a run.
+
+The result (pscheduler-test-throughput/throughput/validate.py, RESULT_SCHEMA): `succeeded`, `diags`,
+`intervals[]` each with `streams[]` and `summary`, and `summary` with `streams[]` (per stream, whole
+test) and `summary` (the whole test); each a throughput-data object: `stream-id`, `start`, `end` [s],
+`throughput-bytes` [bytes in the interval], `throughput-bits` [bit/s, the sender's],
+`receiver-throughput-bits` [bit/s, the receiver's, where the tool has it], `retransmits`,
+`tcp-window-size` [bytes: the sender's cwnd], `rtt` [µs], `omitted`.
+- iperf3 tool (pscheduler-tool-iperf3/iperf3/iperf3_parser.py, rename_json): iperf3's own numbers
+  renamed (socket → stream-id, bytes → throughput-bytes, bits_per_second → throughput-bits, snd_cwnd →
+  tcp-window-size, rtt and end.streams[].sender.mean_rtt → rtt); the summary is end.sum_sent.
+- iperf2 tool (pscheduler-tool-iperf2/iperf2/iperf2_parser.py, parse_output): iperf2's text report,
+  numbers as printed (3 significant digits: sums agree with their streams to 0.5 %), stream-id the
+  transfer id or "SUM"; its intervals include the whole-test line, and its summary may be that line's
+  list of entries rather than an object: both are read. iperf2 reports no RTT.
+The run record (pscheduler-server api-server runs; python-pscheduler batchprocessor.py reads
+`result-merged`): `start-time`, `state`, `result-merged`, and `task` with `tool` and `test` {type:
+"throughput", spec}; of the spec (validate.py, SPEC_SCHEMA) source, dest, parallel, window-size
+[bytes], congestion, duration (ISO 8601), reverse are used.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from .. import iperf
+from ..errors import IperfDocumentError, IperfError
+from .base import Reader
+from .common import build, count, number, sample, text_field
+
+RECORD_KEYS = ("result-merged", "result")
+ROUNDED_REL_TOL = 0.005     # iperf2 prints 3 significant digits (src/stdio.c byte_snprintf: %4.2f/%4.1f/%4.0f)
+
+
+def detect(doc) -> bool:
+    if not isinstance(doc, dict):
+        return False
+    if isinstance(doc.get("result-merged"), dict) or (isinstance(doc.get("result"), dict) and "task" in doc):
+        return True
+    return "summary" in doc and ("intervals" in doc or "succeeded" in doc)
+
+
+def read(doc) -> list[iperf.Parsed]:
+    prefix, spec, tool, started = "", {}, None, None
+    key = next((k for k in RECORD_KEYS if isinstance(doc.get(k), dict)), None)
+    if key and "summary" not in doc:
+        prefix, spec, tool, started = f"{key}.", *_record(doc)
+        doc = doc[key]
+    if doc.get("succeeded") is False:
+        raise IperfError(f"pScheduler: the run failed: {str(doc.get('error') or 'no error given')[:200]}")
+    items = _list(doc.get("intervals"), f"{prefix}intervals")
+    if tool is None:
+        ids = [s.get("stream-id") for it in items if isinstance(it, dict)
+               for s in (it.get("streams") or []) if isinstance(s, dict)]
+        tool = "iperf2" if any(isinstance(i, str) for i in ids) else "iperf3"
+    total_where, total, per_stream = _summary(doc.get("summary"), f"{prefix}summary")
+    if tool == "iperf2" and len(items) > 1:     # its intervals hold the whole-test line too
+        items = [it for it in items if not (isinstance(it, dict) and _span(it.get("summary")) == _span(total)
+                                            and _span(total)[0] == 0)]
+    order: dict = {}
+    intervals = []
+    for k, it in enumerate(items):
+        where = f"{prefix}intervals[{k}]"
+        if not isinstance(it, dict):
+            raise IperfDocumentError(where, "not an object")
+        streams = _list(it.get("streams"), f"{where}.streams")
+        for s in streams:
+            if isinstance(s, dict) and s.get("stream-id") not in order and k == 0:
+                order[s.get("stream-id")] = len(order)
+        parts: list = [None] * len(order)
+        for i, s in enumerate(streams):
+            sid = s.get("stream-id") if isinstance(s, dict) else None
+            if sid not in order or parts[order[sid]] is not None:
+                raise IperfDocumentError(f"{where}.streams[{i}].stream-id",
+                                         f"{sid!r} is not one of the first interval's streams {list(order)} (each once)")
+            parts[order[sid]] = _sample(f"{where}.streams[{i}]", s)
+        if None in parts:
+            raise IperfDocumentError(f"{where}.streams", f"{sum(p is not None for p in parts)} streams, "
+                                                         f"but the test has {len(order)}")
+        summary = it.get("summary")
+        intervals.append((where, parts, _sample(f"{where}.summary", summary) if summary else parts[0]
+                          if len(parts) == 1 else _missing(f"{where}.summary")))
+    n = len(order)
+    parallel = spec.get("parallel", 1)
+    if "parallel" in spec and count("task.test.spec.parallel", parallel, "stream count") != n:
+        raise IperfDocumentError("task.test.spec.parallel", f"{parallel}, but the intervals have {n} streams")
+    if per_stream and len(per_stream) != n:
+        raise IperfDocumentError(f"{prefix}summary.streams", f"{len(per_stream)} streams, but the test has {n}")
+    receiver = total.get("receiver-throughput-bits")
+    receiver = None if receiver is None else number(f"{total_where}.receiver-throughput-bits", receiver, "rate", 1e15)
+    run = _configuration(spec, doc, started)
+    run["rtt_means_us"] = [count(f"{prefix}summary.streams[{i}].rtt", s["rtt"], "round-trip time in µs", 10**9)
+                           for i, s in enumerate(per_stream) if isinstance(s, dict) and s.get("rtt") is not None]
+    reverse = bool(run["reverse"])
+    flags = ["intervals_receiver_side" if reverse else "intervals_sender_bytes"]
+    return [build(intervals, (total_where, _sample(total_where, total)), streams=n, receiver_bps=receiver,
+                  bytes_rel_tol=ROUNDED_REL_TOL if tool == "iperf2" else 0.0, run=run, flags=flags)]
+
+
+def _record(doc: dict) -> tuple[dict, str | None, dt.datetime | None]:
+    task = doc.get("task") if isinstance(doc.get("task"), dict) else {}
+    test = task.get("test") if isinstance(task.get("test"), dict) else {}
+    if test.get("type", "throughput") != "throughput":
+        raise IperfDocumentError("task.test.type", f"{test.get('type')!r}: only throughput runs are results "
+                                                   f"of a transfer")
+    state = doc.get("state")
+    if state is not None and state != "finished":
+        raise IperfDocumentError("state", f"{state!r}: the run did not finish")
+    spec = test.get("spec") if isinstance(test.get("spec"), dict) else {}
+    tool = task.get("tool") if task.get("tool") in ("iperf3", "iperf2") else None
+    return spec, tool, _time("start-time", doc.get("start-time"))
+
+
+def _configuration(spec: dict, result: dict, started) -> dict:
+    window = spec.get("window-size")
+    window = None if window is None else count("task.test.spec.window-size", window, "socket buffer size")
+    granted = result.get("tcp-window-size")          # iperf2: what the kernel gave (TCP window size: …)
+    congestion = spec.get("congestion")
+    if congestion is not None and not (isinstance(congestion, str) and re.fullmatch(r"[A-Za-z0-9_.-]{1,16}",
+                                                                                    congestion)):
+        raise IperfDocumentError("task.test.spec.congestion", f"{congestion!r} is not a congestion-control name")
+    duration = spec.get("duration")
+    return {
+        "cc_reported": congestion, "socket_buffer_bytes": window,
+        "effective_socket_buffer_bytes": None if granted is None or window is None
+        else count("tcp-window-size", granted, "socket buffer size"),
+        "duration_target_s": None if duration is None else _iso_seconds("task.test.spec.duration", duration),
+        "reverse": bool(spec.get("reverse", False)), "started_at": started,
+        "source_host": text_field("task.test.spec.source", spec.get("source")),
+        "dest_host": text_field("task.test.spec.dest", spec.get("dest")),
+    }
+
+
+def _summary(summary, where: str) -> tuple[str, dict, list]:
+    """(where, the whole test's entry, per-stream entries): an object {streams, summary}, or the iperf2
+    tool's list of the whole-test line's entries (its SUM, or its one stream)."""
+    if isinstance(summary, dict) and isinstance(summary.get("summary"), dict):
+        streams = summary.get("streams") or []
+        return f"{where}.summary", summary["summary"], _list(streams, f"{where}.streams")
+    if isinstance(summary, list) and summary and all(isinstance(s, dict) for s in summary):
+        sums = [i for i, s in enumerate(summary) if s.get("stream-id") == "SUM"]
+        k = sums[0] if sums else 0 if len(summary) == 1 else None
+        if k is None:
+            raise IperfDocumentError(where, "several streams and no SUM entry")
+        return f"{where}[{k}]", summary[k], [s for i, s in enumerate(summary) if i != k]
+    raise IperfDocumentError(f"{where}.summary", "missing: a throughput result has summary.summary")
+
+
+def _sample(where: str, s):
+    if not isinstance(s, dict):
+        raise IperfDocumentError(where, "not an object")
+    for key in ("start", "end", "throughput-bytes", "throughput-bits"):
+        if s.get(key) is None:
+            raise IperfDocumentError(f"{where}.{key}", "missing")
+    return sample(where, s["start"], s["end"], s["throughput-bytes"], s["throughput-bits"],
+                  retransmits=s.get("retransmits"), cwnd_bytes=s.get("tcp-window-size"), rtt_us=s.get("rtt"),
+                  omitted=bool(s["omitted"]) if s.get("omitted") is not None else None)
+
+
+def _span(s) -> tuple:
+    return (s.get("start"), s.get("end")) if isinstance(s, dict) else (None, None)
+
+
+def _list(v, where: str) -> list:
+    if not isinstance(v, list):
+        raise IperfDocumentError(where, "missing" if v is None else f"{type(v).__name__}, not a list")
+    return v
+
+
+def _missing(where: str):
+    raise IperfDocumentError(where, "missing: an interval of several streams has a summary")
+
+
+_ISO = re.compile(r"P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+
+
+def _iso_seconds(where: str, v) -> float:
+    """An ISO 8601 duration (pScheduler's Duration: 'PT30S', 'PT1M30S') in seconds."""
+    m = _ISO.fullmatch(v) if isinstance(v, str) else None
+    if not m or v in ("P", "PT"):
+        raise IperfDocumentError(where, f"{v!r} is not an ISO 8601 duration (e.g. PT30S)")
+    d, h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+    return ((d * 24 + h) * 60 + mi) * 60 + s
+
+
+def _time(where: str, v) -> dt.datetime | None:
+    """An ISO 8601 time with its offset, as UTC without a zone (the store's timestamps)."""
+    if v is None:
+        return None
+    try:
+        t = dt.datetime.fromisoformat(v) if isinstance(v, str) else None
+    except ValueError:
+        t = None
+    if t is None or t.tzinfo is None:
+        raise IperfDocumentError(where, f"{v!r} is not an ISO 8601 time with its UTC offset")
+    return t.astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+
+READER = Reader("pScheduler throughput", "an object with intervals/summary (a pScheduler throughput result) "
+                "or result-merged (a pScheduler run record)", True, detect, read)
