@@ -9,7 +9,9 @@ Formats (iperf2 src/Locale.c, written by src/ReportOutputs.c):
 - time: the client's local time, `%Y%m%d%H%M%S` (2.1 adds `.%03d` ms);
 - the sum over -P streams has transfer id -1 (tcp_output_write_enhanced_csv: `transferID == -1`
   /* Sums */; its cwnd and RTT are 0).
-Bytes and speed are whole numbers (exact counters): a sum's bytes equal its streams'. The client's
+Bytes and speed are whole numbers (exact counters): a sum's bytes equal its streams', and the run's
+duration is 8·bytes/speed (the printed one is rounded to 0.1 s; with -P and no sum line, bytes and
+speeds of the streams' whole-test lines added up). The client's
 report is the sender's (flagged throughput_sender_side). The RTT compared with a given --rtt: the
 smallest interval tcprtt (smoothed, sampled at each interval's end).
 """
@@ -26,6 +28,7 @@ from .common import build, sample
 from .iperf2_lines import SUM, Line, assemble
 
 ENHANCED_HEADER = "time,srcaddress,srcport,dstaddr,dstport,transferid,istart,iend,bytes,speed,writecnt"
+DURATION_ROUNDING_S = 0.05     # times printed %.1f
 ROW = re.compile(r"\d{14}(?:\.\d+)?,[^,]+,\d+,[^,]+,\d+,-?\d+,")
 
 
@@ -67,7 +70,8 @@ def read(text: str) -> list[iperf.Parsed]:
     if not lines:
         raise IperfDocumentError("report", "no data line: the test did not run")
     intervals, total, n = assemble(lines, order)
-    return [build(intervals, total, streams=n, run=run, flags=["intervals_sender_bytes"])]
+    return [build(intervals, total, streams=n, run=run, flags=["intervals_sender_bytes"],
+                  duration_rounding_s=DURATION_ROUNDING_S)]
 
 
 def _int(where: str, v: str, signed: bool = False) -> int:

@@ -28,13 +28,16 @@ class Line:
 
 
 def assemble(lines: list[Line], order: list[str]) -> tuple[list, tuple[str, Sample], int]:
-    """(intervals as (where, stream samples in `order`, sum), (where, the total), streams)."""
+    """(intervals as (where, stream samples by transfer id, sum), (where, the total), streams); `order`:
+    the ids of the connection lines (a stream without data lines is an error of the report)."""
     by_id: dict[str, list[Line]] = {}
     for ln in lines:
         by_id.setdefault(ln.sid, []).append(ln)
-    ids = [i for i in order if i in by_id] + [i for i in by_id if i not in order and i != SUM]
+    ids = sorted({i for i in [*order, *by_id] if i in by_id and i != SUM}, key=int)   # by transfer id
     if not ids:
         raise IperfDocumentError("report", "no stream's line (only [SUM] lines)")
+    if silent := [i for i in order if i not in by_id]:
+        raise IperfDocumentError("report", f"stream {silent[0]} connected but has no data line")
     steps, finals = {}, {}
     for sid in ids + ([SUM] if SUM in by_id else []):
         steps[sid], finals[sid] = _split(by_id[sid])

@@ -12,9 +12,11 @@ Formats (iperf2 src/Locale.c; written by src/ReportOutputs.c):
   `%dK(%u)` with its packets and may put InF(pkts)/ before it), the sum `… %d/%d %10d`.
 Numbers: Transfer in Byte/KByte/MByte/GByte (×1024) and Bandwidth in bit/Kbit/Mbit/Gbit (×1000), three
 significant digits (src/stdio.c byte_snprintf: 'A' and 'a' adaptive formats); cwnd in KByte (×1024),
-RTT in µs (tcp_info's tcpi_rtt, smoothed). A client's report is the sender's: its throughput is what was
+RTT in µs (tcp_info's tcpi_rtt, smoothed): the run's bytes are not kept (3 digits; the rate is the
+throughput, checked against them to 0.5 %). A client's report is the sender's: its throughput is what was
 written into the sockets (flagged throughput_sender_side); iperf2 prints no receiver's throughput for
-TCP. The RTT compared with a given --rtt: the smallest irtt, else the smallest interval RTT.
+TCP. The loaded RTT: the mean and smallest of the -e intervals' RTTs. The RTT compared with a given
+--rtt: the smallest irtt, else the smallest interval RTT.
 Times of day are the client's local time as printed.
 """
 
@@ -26,10 +28,9 @@ import re
 from .. import iperf
 from ..errors import IperfDocumentError, IperfError
 from .base import Reader
-from .common import build, sample
+from .common import ROUNDED_REL_TOL, build, sample
 from .iperf2_lines import SUM, Line, assemble
 
-ROUNDED_REL_TOL = 0.005     # three significant digits: half a unit of the third is ≤ 0.5 %
 _BYTES = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _BITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 _NUM = r"(\d+(?:\.\d+)?)"
@@ -91,9 +92,10 @@ def read(text: str) -> list[iperf.Parsed]:
         raise IperfDocumentError("report", "no data line ([ ID] … sec … Bytes … bits/sec): the test did not run")
     intervals, total, n = assemble(lines, order)
     if irtts:
-        run["rtt_min_us"], run["rtt_min_what"] = min(irtts), "iperf2 -e irtt (the handshake's RTT)"
+        run["rtt_min_us"], run["rtt_min_what"] = min(irtts), "iperf2 irtt, the handshake's RTT"
     flags = ["intervals_sender_bytes"]
-    return [build(intervals, total, streams=n, bytes_rel_tol=ROUNDED_REL_TOL, run=run, flags=flags)]
+    return [build(intervals, total, streams=n, bytes_rel_tol=ROUNDED_REL_TOL, run=run, flags=flags,
+                  total_bytes="printed")]
 
 
 def _sample(where: str, m: re.Match, extra: re.Match | None):

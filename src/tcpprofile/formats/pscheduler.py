@@ -12,8 +12,10 @@ test) and `summary` (the whole test); each a throughput-data object: `stream-id`
   tcp-window-size, rtt and end.streams[].sender.mean_rtt → rtt); the summary is end.sum_sent.
 - iperf2 tool (pscheduler-tool-iperf2/iperf2/iperf2_parser.py, parse_output): iperf2's text report,
   numbers as printed (3 significant digits: sums agree with their streams to 0.5 %), stream-id the
-  transfer id or "SUM"; its intervals include the whole-test line, and its summary may be that line's
-  list of entries rather than an object: both are read. iperf2 reports no RTT.
+  transfer id or "SUM"; its intervals include the whole-test lines, and its summary is a list of the
+  longest line group's entries rather than an object: both are read (_iperf2_split). Its byte counts
+  come from iperf2's KByte/MByte (×1024) read with SI prefixes (pscheduler.si_as_number), so they are
+  not kept for the run; its rate (bit/s, ×1000 in both) is the throughput. iperf2 reports no RTT.
 The run record (pscheduler-server api-server runs; python-pscheduler batchprocessor.py reads
 `result-merged`): `start-time`, `state`, `result-merged`, and `task` with `tool` and `test` {type:
 "throughput", spec}; of the spec (validate.py, SPEC_SCHEMA) source, dest, parallel, window-size
@@ -28,10 +30,9 @@ import re
 from .. import iperf
 from ..errors import IperfDocumentError, IperfError
 from .base import Reader
-from .common import build, count, number, sample, text_field
+from .common import ROUNDED_REL_TOL, build, count, number, sample, text_field
 
 RECORD_KEYS = ("result-merged", "result")
-ROUNDED_REL_TOL = 0.005     # iperf2 prints 3 significant digits (src/stdio.c byte_snprintf: %4.2f/%4.1f/%4.0f)
 
 
 def detect(doc) -> bool:
@@ -50,24 +51,25 @@ def read(doc) -> list[iperf.Parsed]:
         doc = doc[key]
     if doc.get("succeeded") is False:
         raise IperfError(f"pScheduler: the run failed: {str(doc.get('error') or 'no error given')[:200]}")
-    items = _list(doc.get("intervals"), f"{prefix}intervals")
+    items = list(enumerate(_list(doc.get("intervals"), f"{prefix}intervals")))
+    for k, it in items:
+        if not isinstance(it, dict):
+            raise IperfDocumentError(f"{prefix}intervals[{k}]", "not an object")
     if tool is None:
-        ids = [s.get("stream-id") for it in items if isinstance(it, dict)
-               for s in (it.get("streams") or []) if isinstance(s, dict)]
+        ids = [s.get("stream-id") for _, it in items for s in (it.get("streams") or []) if isinstance(s, dict)]
         tool = "iperf2" if any(isinstance(i, str) for i in ids) else "iperf3"
-    total_where, total, per_stream = _summary(doc.get("summary"), f"{prefix}summary")
-    if tool == "iperf2" and len(items) > 1:     # its intervals hold the whole-test line too
-        items = [it for it in items if not (isinstance(it, dict) and _span(it.get("summary")) == _span(total)
-                                            and _span(total)[0] == 0)]
+    if tool == "iperf2":
+        items, (total_where, total) = _iperf2_split(items, doc.get("summary"), prefix)
+        per_stream = []
+    else:
+        total_where, total, per_stream = _summary(doc.get("summary"), f"{prefix}summary")
     order: dict = {}
     intervals = []
-    for k, it in enumerate(items):
+    for k, it in items:
         where = f"{prefix}intervals[{k}]"
-        if not isinstance(it, dict):
-            raise IperfDocumentError(where, "not an object")
         streams = _list(it.get("streams"), f"{where}.streams")
         for s in streams:
-            if isinstance(s, dict) and s.get("stream-id") not in order and k == 0:
+            if not intervals and isinstance(s, dict) and s.get("stream-id") not in order:
                 order[s.get("stream-id")] = len(order)
         parts: list = [None] * len(order)
         for i, s in enumerate(streams):
@@ -95,8 +97,10 @@ def read(doc) -> list[iperf.Parsed]:
                            for i, s in enumerate(per_stream) if isinstance(s, dict) and s.get("rtt") is not None]
     reverse = bool(run["reverse"])
     flags = ["intervals_receiver_side" if reverse else "intervals_sender_bytes"]
+    iperf2 = tool == "iperf2"
     return [build(intervals, (total_where, _sample(total_where, total)), streams=n, receiver_bps=receiver,
-                  bytes_rel_tol=ROUNDED_REL_TOL if tool == "iperf2" else 0.0, run=run, flags=flags)]
+                  bytes_rel_tol=ROUNDED_REL_TOL if iperf2 else 0.0, run=run, flags=flags,
+                  total_bytes="unreliable" if iperf2 else "exact")]
 
 
 def _record(doc: dict) -> tuple[dict, str | None, dt.datetime | None]:
@@ -135,7 +139,7 @@ def _configuration(spec: dict, result: dict, started) -> dict:
 
 def _summary(summary, where: str) -> tuple[str, dict, list]:
     """(where, the whole test's entry, per-stream entries): an object {streams, summary}, or the iperf2
-    tool's list of the whole-test line's entries (its SUM, or its one stream)."""
+    tool's list of the longest line group's entries (its SUM, or its one stream)."""
     if isinstance(summary, dict) and isinstance(summary.get("summary"), dict):
         streams = summary.get("streams") or []
         return f"{where}.summary", summary["summary"], _list(streams, f"{where}.streams")
@@ -146,6 +150,30 @@ def _summary(summary, where: str) -> tuple[str, dict, list]:
             raise IperfDocumentError(where, "several streams and no SUM entry")
         return f"{where}[{k}]", summary[k], [s for i, s in enumerate(summary) if i != k]
     raise IperfDocumentError(f"{where}.summary", "missing: a throughput result has summary.summary")
+
+
+def _iperf2_split(items: list, summary, prefix: str) -> tuple[list, tuple[str, dict]]:
+    """(the report intervals, sorted by start; (where, the whole test's entry)) of the iperf2 tool's
+    result. Its intervals are the report's lines grouped by their printed span, the whole-test lines
+    included: those start at 0 and end after the first interval (iperf 2.1 prints one per stream, each
+    with its own end, and the [SUM] with another). The total: the whole-test [SUM], else the one
+    stream's whole-test line; without -i the whole-test lines are the only interval."""
+    spans = [(k, it, _span(it.get("summary") or (it.get("streams") or [None])[0])) for k, it in items]
+    starts_at_0 = [span[1] for _, _, span in spans if span[0] == 0 and span[1] is not None]
+    first_end = min(starts_at_0, default=None)
+    whole = [(k, it) for k, it, span in spans if first_end is not None and span[0] == 0 and span[1] > first_end]
+    regular = [(k, it) for k, it, span in spans if (k, it) not in whole]
+    sums = [(k, it) for k, it in whole + regular if isinstance(it.get("summary"), dict)
+            and it["summary"].get("stream-id") == "SUM" and _span(it["summary"])[0] == 0]
+    if sums:
+        k, it = max(sums, key=lambda e: _span(e[1]["summary"])[1])
+        total = (f"{prefix}intervals[{k}].summary", it["summary"])
+    else:
+        total_where, entry, _ = _summary(summary, f"{prefix}summary")
+        total = (total_where, entry)
+    if not regular:                           # no -i: the whole test is the one interval
+        regular = [(k, it) for k, it in whole if it.get("summary") is total[1]] or whole[:1]
+    return sorted(regular, key=lambda e: _span(e[1].get("summary") or e[1]["streams"][0])[0]), total
 
 
 def _sample(where: str, s):
