@@ -35,17 +35,16 @@ def read(data: bytes) -> tuple[Reader, list[iperf.Parsed]]:
         text = data.decode()
     except UnicodeDecodeError:
         raise Unrecognised(f"not text (not UTF-8): {WHAT}") from None
-    if text.lstrip()[:1] in ("{", "["):
-        doc = _json(text)
+    as_text = next((r for r in READERS if not r.json and r.detect(text)), None)
+    if text.lstrip()[:1] in ("{", "[") and not (as_text and text.lstrip().startswith("[ ")):
+        doc = _json(text)                         # an iperf2 report may start with '[  2] local …'
         reader = next((r for r in READERS if r.json and r.detect(doc)), None)
         if reader is None:
             raise Unrecognised(f"{WHAT}: JSON, but not {looked_for(True)}")
-    else:
-        reader = next((r for r in READERS if not r.json and r.detect(text)), None)
-        if reader is None:
-            raise Unrecognised(f"{WHAT}: looked for JSON or {looked_for(False)}")
-        doc = text
-    return reader, reader.read(doc)
+        return reader, reader.read(doc)
+    if as_text is None:
+        raise Unrecognised(f"{WHAT}: looked for JSON or {looked_for(False)}")
+    return as_text, as_text.read(text)
 
 
 def _json(text: str):
