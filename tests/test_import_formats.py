@@ -202,3 +202,28 @@ def test_the_host_pair_and_format_are_stored_with_the_run(tmp_path):
     assert got == {"iperf3_run.json": ("dtn1.example.net", "dtn2.example.net", "pScheduler throughput"),
                    "p4.txt": ("127.0.0.1", "127.0.0.1", "iperf2"),
                    "one_stream.json": ("127.0.0.1", "127.0.0.1", "iperf3 -J")}
+
+
+def test_iperf2_csv_enhanced_with_sum_lines(tmp_path):
+    # iperf 2.1.8 wrote the plain fields with -e (csv_p4.csv); these lines follow Locale.c's
+    # reportCSV_bw_tcp_write_enhanced_format (17 fields, tcpcwnd in KByte, tcprtt in µs, the sum's id -1)
+    header = "time,srcaddress,srcport,dstaddr,dstport,transferid,istart,iend,bytes,speed,writecnt,writeerr," \
+             "tcpretry,tcpcwnd,tcppcwnd,tcprtt,tcprttvar"
+    rows = [header]
+    for a, b in ((0.0, 1.0), (1.0, 2.0), (0.0, 2.0)):
+        n = int(b - a)
+        for tid, port, rtt in ((1, 40000, 45000 + int(a)), (2, 40002, 46000)):
+            rows.append(f"20260101120000.000,10.0.0.1,{port},10.0.0.2,5001,{tid},{a},{b},{125000000 * n},1000000000,"
+                        f"{953 * n},0,{tid * n},1000,700,{rtt},300")
+        rows.append(f"20260101120000.000,10.0.0.1,0,10.0.0.2,5001,-1,{a},{b},{250000000 * n},2000000000,"
+                    f"{1906 * n},0,{3 * n},0,0,0,0")
+    (tmp_path / "e.csv").write_text("\n".join(rows) + "\n")
+    name, run = one(tmp_path / "e.csv")
+    r = run.run
+    assert name == "iperf2 -y C"
+    assert (r["streams"], r["throughput_bps"], r["bytes_transferred"], r["duration_s"], r["retransmits"]) == \
+        (2, 2e9, 500_000_000, 2.0, 6)
+    assert [x["bytes"] for x in sums(run)] == [250_000_000] * 2
+    assert {x["snd_cwnd_bytes"] for x in run.intervals if x["stream"] is not None} == {1000 * 1024}
+    assert r["rtt_file_min_ms"] == 45.0 and r["rtt_loaded_min_ms"] == 45.0
+    assert (r["source_host"], r["dest_host"]) == ("10.0.0.1", "10.0.0.2")
