@@ -166,7 +166,7 @@ def _summary(run: iperf.Parsed, overrides: Overrides, run_id: str | None) -> str
     """What one stored run is, in words: 'cubic n=1 18.410 Gbit/s'; of a --bidir file, with its
     direction and run id."""
     r = run.run
-    text = (f"{r['cc_reported'] if overrides.variant is None else overrides.variant} "
+    text = (f"{overrides.variant or r['cc_reported'] or 'variant unknown'} "
             f"n={r['streams']} {r['throughput_bps'] / 1e9:.3f} Gbit/s")
     if BIDIR_FLAG not in run.flags:
         return text

@@ -21,7 +21,7 @@ def register(sub) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="iperf3 -J files, pScheduler results or run records (JSON), iperf2 client reports (text or -y C)")
     p.add_argument("--db", required=True, help="the store (a DuckDB file; created if absent)")
     p.add_argument("--name", default="import", help="campaign name for this batch (default: import)")
-    p.add_argument("--variant", help="congestion-control variant (default: what iperf3 reported)")
+    p.add_argument("--variant", help="congestion-control variant (default: what the file reports)")
     p.add_argument("--rtt", help="the path's RTT, e.g. 45.6ms (default: unknown); a file's own smallest RTT beyond max(1 %%, 0.1 ms) of it is a warning")
     p.add_argument("--rate", help="the path's bottleneck rate, e.g. 10Gbit (default: unknown)")
     p.add_argument("--buffer", help="the bottleneck buffer, e.g. 50MB (default: unknown)")

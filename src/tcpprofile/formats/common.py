@@ -23,7 +23,6 @@ from .. import iperf
 from ..errors import IperfDocumentError
 from ..iperf_json import MAX_COUNT, MAX_RATE_BPS, MAX_RTT_US, MAX_STREAMS, MAX_TIME_S, TIME_ROUNDING_S, Sample
 
-RUN_EXTRAS = ("source_host", "dest_host", "rtt_file_min_ms", "rtt_file_min_what")
 ROUNDED_REL_TOL = 0.005     # three printed significant digits: half a unit of the third is ≤ 0.5 %
 
 
