@@ -179,6 +179,10 @@ def _edit(src: Path, dst: Path, old: str, new: str) -> Path:
      "pScheduler: the run failed: no error given"),
     ("pscheduler/iperf3_run.json", '"duration": "PT2S"', '"duration": "2s"',
      "task.test.spec.duration: '2s' is not an ISO 8601 duration"),
+    ("pscheduler/iperf3_run.json", '"state": "finished"', '"state": "running"',
+     "state: 'running': the run did not finish"),
+    ("pscheduler/iperf3_run.json", '"type": "throughput"', '"type": "latency"',
+     "task.test.type: 'latency': only throughput runs are results of a transfer"),
     ("pscheduler/iperf3_result.json", '"receiver-throughput-bits": 19269698597.940556',
      '"receiver-throughput-bits": -1', "summary.summary.receiver-throughput-bits: -1 is outside"),
 ])
