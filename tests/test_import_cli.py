@@ -104,3 +104,7 @@ def test_every_format_imports_as_one_run(tmp_path, capsys):
         line = next(x for x in out.splitlines() if x.startswith(f"stored   {DATA / f}: "))
         assert f": {fmt}: " in line and f" n={n} " in line, line
     assert runs_in(db) == len(files)
+    # the path (the operator's unit of comparison) and the file's own smallest RTT, where it says them
+    record = next(x for x in out.splitlines() if "iperf3_run.json" in x)
+    assert (": cubic n=1 66.586 Gbit/s, dtn1.example.net -> dtn2.example.net, RTT 0.024 ms (the smallest "
+            "smoothed RTT sampled at an interval's end) (run ") in record

@@ -66,6 +66,7 @@ class FileResult:
     format: str | None = None       # the reader's name: 'iperf3 -J', 'pScheduler throughput', 'iperf2', …
     warnings: list[str] = field(default_factory=list)   # stored, but something disagrees (a given --rtt)
     already: tuple[str, ...] = ()   # runs that held this file's content before this import
+    about: str = ""                 # the file's path and RTT, in words: ', 10.0.0.1 -> 10.0.0.2, RTT 0.83 ms (…)'
 
 
 @dataclass
@@ -111,7 +112,7 @@ def store_files(store: Store, read: list[ReadFile], overrides: Overrides = Overr
     parsed, results = [], []      # parsed: one entry per direction of a file
     for i, f in enumerate(read):
         results.append(FileResult(f.path, None, f.reason, format=f.format,
-                                  warnings=_rtt_warnings(f.runs, overrides)))
+                                  warnings=_rtt_warnings(f.runs, overrides), about=_about(f.runs)))
         parsed.extend((i, f.path, f.digest, f.raw, run) for run in f.runs)
 
     campaign_id = "import-" + hashlib.sha256(
@@ -160,6 +161,18 @@ def _rtt_warnings(runs: list[iperf.Parsed], overrides: Overrides) -> list[str]:
             if text not in out:
                 out.append(text)
     return out
+
+
+def _about(runs: list[iperf.Parsed]) -> str:
+    """The host pair and the file's smallest RTT, where it says them (the first direction's)."""
+    if not runs:
+        return ""
+    r = runs[0].run
+    hosts = (r.get("source_host"), r.get("dest_host"))
+    text = f", {hosts[0] or '?'} -> {hosts[1] or '?'}" if any(hosts) else ""
+    if r.get("rtt_file_min_ms") is not None:
+        text += f", RTT {r['rtt_file_min_ms']:.3f} ms ({r['rtt_file_min_what']})"
+    return text
 
 
 def _summary(run: iperf.Parsed, overrides: Overrides, run_id: str | None) -> str:

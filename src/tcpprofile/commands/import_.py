@@ -1,7 +1,7 @@
 """`tcpprofile import FILE... --db DB`: ingest existing throughput results (iperf3 -J, pScheduler, iperf2).
 
-One line per file: `stored` (with its format, what was stored and its run; `already stored` when its
-content was in the store before), `rejected` (with the reason), and `warning` lines under a stored
+One line per file: `stored` (with its format, what was stored, the host pair and the file's smallest
+RTT where it says them, and its run; `already stored` when its content was in the store before), `rejected` (with the reason), and `warning` lines under a stored
 file (a given --rtt the file's RTT disagrees with). Exit status: 0 only when every file was stored;
 1 with "N of M files rejected" otherwise. No store is created when no file could be read.
 """
@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
     stored = [r for r in results if r.run_id]
     for r in results:
         if r.run_id:
-            print(f"stored   {r.path}: {r.format}: {r.summary}" + _run_note(r))
+            print(f"stored   {r.path}: {r.format}: {r.summary}{r.about}" + _run_note(r))
             for w in r.warnings:
                 print(f"warning  {r.path}: {w}")
         else:
