@@ -77,10 +77,10 @@ def build(intervals: list[tuple[str, list[Sample], Sample]], total: tuple[str, S
     0.05 s) while bytes and rate are exact counts: the duration is 8·bytes/rate [s], which must lie
     within the rounding of the printed one."""
     flags, run = list(flags or []), dict(run)
-    if not 1 <= streams <= MAX_STREAMS:
-        raise IperfDocumentError("streams", f"{streams}: a test has 1 to {MAX_STREAMS} streams")
     if not intervals:
         raise IperfDocumentError("intervals", "empty: the file reports no interval")
+    if not 1 <= streams <= MAX_STREAMS:
+        raise IperfDocumentError("streams", f"{streams}: a test has 1 to {MAX_STREAMS} streams")
     previous_end = 0.0
     for where, parts, total_it in intervals:
         if len(parts) != streams:

@@ -29,6 +29,7 @@ import re
 
 from .. import iperf
 from ..errors import IperfDocumentError, IperfError
+from ..iperf_json import MAX_RATE_BPS, MAX_RTT_US
 from .base import Reader
 from .common import ROUNDED_REL_TOL, build, count, number, sample, text_field
 
@@ -63,6 +64,28 @@ def read(doc) -> list[iperf.Parsed]:
         per_stream = []
     else:
         total_where, total, per_stream = _summary(doc.get("summary"), f"{prefix}summary")
+    intervals, n = _intervals(items, prefix)
+    parallel = spec.get("parallel", 1)
+    if "parallel" in spec and count("task.test.spec.parallel", parallel, "stream count") != n:
+        raise IperfDocumentError("task.test.spec.parallel", f"{parallel}, but the intervals have {n} streams")
+    if per_stream and len(per_stream) != n:
+        raise IperfDocumentError(f"{prefix}summary.streams", f"{len(per_stream)} streams, but the test has {n}")
+    receiver = total.get("receiver-throughput-bits")
+    receiver = None if receiver is None else number(f"{total_where}.receiver-throughput-bits", receiver, "rate", MAX_RATE_BPS)
+    run = _configuration(spec, doc, started)
+    run["rtt_means_us"] = [count(f"{prefix}summary.streams[{i}].rtt", s["rtt"], "round-trip time in µs", MAX_RTT_US)
+                           for i, s in enumerate(per_stream) if isinstance(s, dict) and s.get("rtt") is not None]
+    reverse = bool(run["reverse"])
+    flags = ["intervals_receiver_side" if reverse else "intervals_sender_bytes"]
+    iperf2 = tool == "iperf2"
+    return [build(intervals, (total_where, _sample(total_where, total)), streams=n, receiver_bps=receiver,
+                  bytes_rel_tol=ROUNDED_REL_TOL if iperf2 else 0.0, run=run, flags=flags,
+                  total_bytes="unreliable" if iperf2 else "exact")]
+
+
+def _intervals(items: list, prefix: str) -> tuple[list, int]:
+    """(the intervals as build() takes them, the number of streams): stream k is the k-th stream-id of
+    the first interval, found by its id in the others (iperf2 lists them in any order)."""
     order: dict = {}
     intervals = []
     for k, it in items:
@@ -82,25 +105,10 @@ def read(doc) -> list[iperf.Parsed]:
             raise IperfDocumentError(f"{where}.streams", f"{sum(p is not None for p in parts)} streams, "
                                                          f"but the test has {len(order)}")
         summary = it.get("summary")
-        intervals.append((where, parts, _sample(f"{where}.summary", summary) if summary else parts[0]
-                          if len(parts) == 1 else _missing(f"{where}.summary")))
-    n = len(order)
-    parallel = spec.get("parallel", 1)
-    if "parallel" in spec and count("task.test.spec.parallel", parallel, "stream count") != n:
-        raise IperfDocumentError("task.test.spec.parallel", f"{parallel}, but the intervals have {n} streams")
-    if per_stream and len(per_stream) != n:
-        raise IperfDocumentError(f"{prefix}summary.streams", f"{len(per_stream)} streams, but the test has {n}")
-    receiver = total.get("receiver-throughput-bits")
-    receiver = None if receiver is None else number(f"{total_where}.receiver-throughput-bits", receiver, "rate", 1e15)
-    run = _configuration(spec, doc, started)
-    run["rtt_means_us"] = [count(f"{prefix}summary.streams[{i}].rtt", s["rtt"], "round-trip time in µs", 10**9)
-                           for i, s in enumerate(per_stream) if isinstance(s, dict) and s.get("rtt") is not None]
-    reverse = bool(run["reverse"])
-    flags = ["intervals_receiver_side" if reverse else "intervals_sender_bytes"]
-    iperf2 = tool == "iperf2"
-    return [build(intervals, (total_where, _sample(total_where, total)), streams=n, receiver_bps=receiver,
-                  bytes_rel_tol=ROUNDED_REL_TOL if iperf2 else 0.0, run=run, flags=flags,
-                  total_bytes="unreliable" if iperf2 else "exact")]
+        if not summary and len(parts) != 1:
+            raise IperfDocumentError(f"{where}.summary", "missing: an interval of several streams has a summary")
+        intervals.append((where, parts, _sample(f"{where}.summary", summary) if summary else parts[0]))
+    return intervals, len(order)
 
 
 def _record(doc: dict) -> tuple[dict, str | None, dt.datetime | None]:
@@ -113,6 +121,8 @@ def _record(doc: dict) -> tuple[dict, str | None, dt.datetime | None]:
     if state is not None and state != "finished":
         raise IperfDocumentError("state", f"{state!r}: the run did not finish")
     spec = test.get("spec") if isinstance(test.get("spec"), dict) else {}
+    if spec.get("udp"):
+        raise IperfDocumentError("task.test.spec.udp", "true: only TCP runs are supported")
     tool = task.get("tool") if task.get("tool") in ("iperf3", "iperf2") else None
     return spec, tool, _time("start-time", doc.get("start-time"))
 
@@ -195,10 +205,6 @@ def _list(v, where: str) -> list:
     if not isinstance(v, list):
         raise IperfDocumentError(where, "missing" if v is None else f"{type(v).__name__}, not a list")
     return v
-
-
-def _missing(where: str):
-    raise IperfDocumentError(where, "missing: an interval of several streams has a summary")
 
 
 _ISO = re.compile(r"P(?:(\d+(?:\.\d+)?)D)?(?:T(?:(\d+(?:\.\d+)?)H)?(?:(\d+(?:\.\d+)?)M)?(?:(\d+(?:\.\d+)?)S)?)?")
