@@ -1,8 +1,9 @@
 """`tcpprofile import FILE... --db DB`: ingest existing throughput results (iperf3 -J, pScheduler, iperf2).
 
 One line per file: `stored` (with its format, what was stored, the host pair and the file's smallest
-RTT where it says them, and its run; `already stored` when its content was in the store before), `rejected` (with the reason), and `warning` lines under a stored
-file (a given --rtt the file's RTT disagrees with). Exit status: 0 only when every file was stored;
+RTT where it says them, and its run; `already stored` when its content was in the store before),
+`rejected` (with the reason), and `warning` lines under a stored file (a given --rtt the file's RTT
+disagrees with). docs/import.md. Exit status: 0 only when every file was stored;
 1 with "N of M files rejected" otherwise. No store is created when no file could be read.
 """
 
@@ -18,11 +19,14 @@ from ..errors import ValidationError
 def register(sub) -> None:
     p = sub.add_parser("import", help="import existing iperf3 -J, pScheduler or iperf2 results into a store",
                        description=__doc__.splitlines()[0])
-    p.add_argument("files", nargs="+", metavar="FILE", help="iperf3 -J files, pScheduler results or run records (JSON), iperf2 client reports (text or -y C)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="iperf3 -J files, pScheduler results or run records (JSON), iperf2 client reports "
+                        "(text or -y C)")
     p.add_argument("--db", required=True, help="the store (a DuckDB file; created if absent)")
     p.add_argument("--name", default="import", help="campaign name for this batch (default: import)")
     p.add_argument("--variant", help="congestion-control variant (default: what the file reports)")
-    p.add_argument("--rtt", help="the path's RTT, e.g. 45.6ms (default: unknown); a file's own smallest RTT beyond max(1 %%, 0.1 ms) of it is a warning")
+    p.add_argument("--rtt", help="the path's RTT, e.g. 45.6ms (default: unknown); a file's own smallest RTT "
+                                 "beyond max(1 %%, 0.1 ms) of it is a warning")
     p.add_argument("--rate", help="the path's bottleneck rate, e.g. 10Gbit (default: unknown)")
     p.add_argument("--buffer", help="the bottleneck buffer, e.g. 50MB (default: unknown)")
     p.add_argument("--repetition", type=int,

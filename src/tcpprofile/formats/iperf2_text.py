@@ -37,7 +37,8 @@ _NUM = r"(\d+(?:\.\d+)?)"
 DATA = re.compile(r"\[\s*\*?(\d+|SUM(?:-\d+)?)\]\s+" + _NUM + r"\s*-\s*" + _NUM + r"\s+sec\s+" + _NUM
                   + r"\s+([KMGT]?)Bytes\s+" + _NUM + r"\s+([KMGTkmgt]?)bits/sec(.*)")
 ENHANCED = re.compile(r"\s+(\d+)/(\d+)\s+(\d+)(?:\s+(\S+)\s+us)?")
-PEER = re.compile(r"\[\s*\*?(\d+)\]\s+local\s+(\S+?)(?:%\S+)?\s+port\s+(\d+)\s+connected with\s+(\S+)\s+port\s+(\d+)(.*)")
+PEER = re.compile(r"\[\s*\*?(\d+)\]\s+local\s+(\S+?)(?:%\S+)?\s+port\s+(\d+)\s+connected with\s+(\S+)"
+                  r"\s+port\s+(\d+)(.*)")
 CLIENT = re.compile(r"Client connecting to (\S+), (\S+) port (\d+)")
 WINDOW = re.compile(r"TCP window size:\s*" + _NUM + r"\s*([KMGT]?)Bytes?\s*(\(default\)|\(WARNING: requested\s*"
                     + _NUM + r"\s*([KMGT]?)Bytes?\))?")

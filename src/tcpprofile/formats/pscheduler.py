@@ -71,7 +71,8 @@ def read(doc) -> list[iperf.Parsed]:
     if per_stream and len(per_stream) != n:
         raise IperfDocumentError(f"{prefix}summary.streams", f"{len(per_stream)} streams, but the test has {n}")
     receiver = total.get("receiver-throughput-bits")
-    receiver = None if receiver is None else number(f"{total_where}.receiver-throughput-bits", receiver, "rate", MAX_RATE_BPS)
+    if receiver is not None:
+        receiver = number(f"{total_where}.receiver-throughput-bits", receiver, "rate", MAX_RATE_BPS)
     run = _configuration(spec, doc, started)
     run["rtt_means_us"] = [count(f"{prefix}summary.streams[{i}].rtt", s["rtt"], "round-trip time in µs", MAX_RTT_US)
                            for i, s in enumerate(per_stream) if isinstance(s, dict) and s.get("rtt") is not None]
@@ -99,7 +100,8 @@ def _intervals(items: list, prefix: str) -> tuple[list, int]:
             sid = s.get("stream-id") if isinstance(s, dict) else None
             if sid not in order or parts[order[sid]] is not None:
                 raise IperfDocumentError(f"{where}.streams[{i}].stream-id",
-                                         f"{sid!r} is not one of the first interval's streams {list(order)} (each once)")
+                                         f"{sid!r} is not one of the first interval's streams {list(order)} "
+                                         f"(each once)")
             parts[order[sid]] = _sample(f"{where}.streams[{i}]", s)
         if None in parts:
             raise IperfDocumentError(f"{where}.streams", f"{sum(p is not None for p in parts)} streams, "
