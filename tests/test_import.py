@@ -206,11 +206,13 @@ def test_cli_exit_codes_and_lines(tmp_path, capsys):
     assert cli(["import", str(DATA / "refused.json"), str(DATA / "truncated.json"), "--db", db]) == 1
     out = capsys.readouterr()
     assert out.out.count("rejected ") == 2 and "no file could be imported" in out.err
-    assert "0 stored, 2 rejected; no run added to" in out.out
+    assert "0 stored, 2 rejected; nothing written to" in out.out
     assert f"rejected {DATA / 'refused.json'}: iperf3 error: unable to connect to server" in out.out
+    assert not Path(db).exists()
     assert cli(["import", str(DATA / "one_stream.json"), str(DATA / "refused.json"), "--db", db,
-                "--rtt", "45.6ms"]) == 0
-    assert "1 stored, 1 rejected" in capsys.readouterr().out
+                "--rtt", "45.6ms"]) == 1
+    out = capsys.readouterr()
+    assert "1 stored, 1 rejected" in out.out and "tcpprofile import: 1 of 2 files rejected" in out.err
     assert cli(["import", str(DATA / "one_stream.json"), "--db", db, "--rtt", "soon"]) == 2
     assert "--rtt" in capsys.readouterr().err
     assert cli(["export", "--db", db, "--what", "runs", "--format", "parquet"]) == 2
@@ -230,7 +232,8 @@ def test_unreadable_and_non_json_files(store, tmp_path):
     shutil.copy(DATA / "one_stream.json", tmp_path / "ok.json")
     _, results = importer.import_files(store, [bad, tmp_path / "missing.json", tmp_path / "ok.json"])
     reasons = [r.reason for r in results]
-    assert reasons[0].startswith("not JSON") and reasons[1].startswith("cannot read") and reasons[2] is None
+    assert reasons[0] == "not text (not UTF-8): not an iperf3 -J, pScheduler or iperf2 result"
+    assert reasons[1].startswith("cannot read") and reasons[2] is None
 
 
 def test_intervals_count_received_bytes_and_carry_the_senders_cwnd():

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import TcpProfileError
 from .checks import NON_NEGATIVE, check_columns
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 TABLES = ("campaigns", "links", "runs", "intervals", "cwnd", "stops")
 
 

@@ -12,10 +12,12 @@ clock starts again), bidir.json (--bidir, one stream each way), bidir_four.json 
 
 from __future__ import annotations
 
-import secrets
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from loopback import namespace, serving  # noqa: E402  (tests/data/loopback.py)
 
 HERE = Path(__file__).resolve().parent
 PORT = 5399
@@ -37,25 +39,14 @@ def main(names: list[str]) -> None:
     if unknown:
         raise SystemExit(f"unknown fixtures {sorted(unknown)}; known: {', '.join([*RUNS, *DERIVED])}")
     names = names or [*RUNS, *DERIVED]
-    ns = f"tcpp-gen{secrets.token_hex(2)}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        subprocess.run(["ip", "-n", ns, "link", "set", "lo", "up"], check=True)
+    with namespace("tcpp-gen") as ns:
         for name, args in RUNS.items():
             if name not in names:
                 continue
-            server = subprocess.Popen(["ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-J", "-p", str(PORT)],
-                                      stdout=subprocess.DEVNULL)
-            try:
-                while not subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{PORT}"],
-                                         capture_output=True, text=True).stdout.strip():
-                    if server.poll() is not None:
-                        raise SystemExit("iperf3 server exited")
+            with serving(ns, ["iperf3", "-s", "-1", "-J", "-p", str(PORT)], PORT, stop=False):
                 out = subprocess.run(["ip", "netns", "exec", ns, "iperf3", "-c", "127.0.0.1", "-p", str(PORT),
                                       "-J", *args], capture_output=True, text=True, timeout=60).stdout
                 (HERE / name).write_text(out)
-            finally:
-                server.wait(timeout=30)
         if "refused.json" in names:
             out = subprocess.run(["ip", "netns", "exec", ns, "iperf3", "-c", "127.0.0.1", "-p", str(PORT + 1),
                                   "-t", "2", "-J"], capture_output=True, text=True, timeout=60).stdout
@@ -63,9 +54,6 @@ def main(names: list[str]) -> None:
         if "truncated.json" in names:
             text = (HERE / "one_stream.json").read_text()
             (HERE / "truncated.json").write_text(text[: len(text) // 2])
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], check=False)
-
 
 if __name__ == "__main__":
     main(sys.argv[1:])
