@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 
 import numpy as np
@@ -428,3 +429,43 @@ def test_cli_shows_flagged_counts_and_leaves_them_out(tmp_path, capsys):
     assert doc["recommended"]["variant"] == "cubic" and doc["best"]["flagged"] == [0]
     assert main(["select", "--db", str(path), "--rtt", "10ms", "--exclude-flagged"]) == 0
     assert "Flagged runs left out (--exclude-flagged): 2." in capsys.readouterr().out
+
+
+def _bidir_import(tmp_path) -> str:
+    """The issue's store: an imported bidirectional test at 45.6 ms (links of kind 'unknown'), its
+    forward runs at 9 Gbit/s, its reverse ones (stored as -R) at 4 Gbit/s, and 20 GB transfers forward."""
+    path = str(tmp_path / "bidir.duckdb")
+    with Store.open(path) as s:
+        s.insert_campaign({"campaign_id": "c1", "name": "imported", "mode": "emulated"})
+        s.insert_link({"link_id": "U", "campaign_id": "c1", "kind": "unknown", "rtt_ms": 45.6, "rate_bps": 10e9})
+        for i in range(3):
+            for reverse, thr in ((False, 9 * G), (True, 4 * G)):
+                s.put_run({"run_id": f"{reverse}-{i}", "campaign_id": "c1", "link_id": "U", "variant": "cubic",
+                           "cc_kernel_name": "cubic", "streams": 1, "duration_target_s": 10.0, "duration_s": 10.0,
+                           "repetition": i, "status": "ok", "throughput_bps": thr + i * 0.01 * G,
+                           "reverse": reverse})
+        add_run(s, "big", "U", "cubic", 1, None, 9.9 * G, transfer_bytes=20_000_000_000, duration_s=None)
+    return path
+
+
+def test_incomparable_groups_name_the_flags_that_pick_each_and_forward_runs_are_selectable(tmp_path, capsys):
+    db = _bidir_import(tmp_path)
+    assert main(["select", "--db", db, "--rtt", "45.6ms", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "3 incomparable groups" in err
+    groups = re.findall(r"\[\d\] ([^(]+) \((\d+) runs\): ([^;\n]+)", err)
+    # the flags given for a group are exactly what `select` needs to pick it: each runs on its own
+    picked = {}
+    for words, n, flags in groups:
+        assert main(["select", "--db", db, "--rtt", "45.6ms", "--json", *flags.split()]) == 0, (words, flags)
+        doc = json.loads(capsys.readouterr().out)
+        picked[flags] = (int(n), doc["ranking"][0]["throughput_bps"])
+    assert picked == {"--duration 10s --forward": (3, pytest.approx(9.01 * G)),
+                      "--duration 10s --reverse": (3, pytest.approx(4.01 * G)),
+                      "--size 20000000000B --forward": (1, pytest.approx(9.9 * G))}
+    assert "duration=10s loss=none C=10Gbit/s forward unknown links" in err
+    # forward alone still spans the 20 GB transfers and the 10 s runs; --forward and --reverse exclude each other
+    assert main(["select", "--db", db, "--rtt", "45.6ms", "--forward"]) == 2
+    assert "2 incomparable groups" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["select", "--db", db, "--rtt", "45.6ms", "--forward", "--reverse"])

@@ -132,7 +132,9 @@ def flagged_candidates(store: Store) -> tuple[int, int]:
     return sum(1 for r in rows if r["flagged"]), len(rows)
 
 
-def describe_conditions(cond: dict) -> str:
+def describe_conditions(cond: dict, *, forward: bool = False) -> str:
+    """The group's conditions in words; `forward` names the forward direction too (where groups differ
+    in it; otherwise only reverse is named)."""
     parts = []
     if cond.get("transfer_bytes"):
         parts.append(f"F={fmt_bytes(cond['transfer_bytes'])}")
@@ -145,8 +147,8 @@ def describe_conditions(cond: dict) -> str:
     if cond.get("link_buffer"):
         buf = cond["link_buffer"]
         parts.append(f"β={fmt_bytes(int(buf)) if buf.isdigit() else buf}")  # digits: a link without buffer_spec
-    if cond.get("reverse"):
-        parts.append("reverse")
+    if cond.get("reverse") or forward:
+        parts.append("reverse" if cond.get("reverse") else "forward")
     if cond.get("link_kind"):
         parts.append(f"{cond['link_kind']} links")
     return " ".join(parts)
@@ -180,12 +182,7 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
     for r in rows:
         groups[_condition_key(r)].append(r)
     if len(groups) > 1:
-        listing = "; ".join(f"{describe_conditions(dict(zip(CONDITION_FIELDS, k)))} ({len(v)} runs)"
-                            for k, v in sorted(groups.items(), key=lambda kv: -len(kv[1])))
-        raise TcpProfileError(
-            "the runs span incomparable groups; pick one with --size/--duration/--loss/--rate/"
-            "--link-buffer/--reverse/--link-kind: "
-            + listing)
+        raise TcpProfileError(incomparable({k: len(v) for k, v in groups.items()}))
     (key, rows), = groups.items()
     clusters = cluster_rtts([r["rtt_ms"] for r in rows])
     centre = {v: float(np.mean(c)) for c in clusters for v in c}
@@ -205,6 +202,46 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
                                 transfer_bytes=cond["transfer_bytes"], duration_s=cond["duration_s"],
                                 flagged=[np.array([x[2] for x in p[1]], bool) for p in pts]))
     return ProfileSet(cond, profiles, exclude_flagged, sum(1 for r in left_out if _condition_key(r) == key))
+
+
+def incomparable(groups: dict[tuple, int]) -> str:
+    """The refusal of runs that span several condition groups (keys: _condition_key -> ok runs): each
+    group with its runs and the flags of `tcpprofile select` that pick it (only the conditions that differ)."""
+    conds = {k: dict(zip(CONDITION_FIELDS, k)) for k in groups}
+    differ = [f for f in CONDITION_FIELDS if len({repr(c[f]) for c in conds.values()}) > 1]
+    listing = []
+    for i, (k, n) in enumerate(sorted(groups.items(), key=lambda kv: -kv[1]), 1):
+        c = conds[k]
+        text = describe_conditions(c, forward="reverse" in differ)
+        listing.append(f"[{i}] {text} ({n} runs): {' '.join(pick_flags(c, differ))}")
+    return f"the runs span {len(groups)} incomparable groups; pick one with the flags given for it: {'; '.join(listing)}"
+
+
+def pick_flags(cond: dict, fields: list[str]) -> list[str]:
+    """The `tcpprofile select` flags that fix `fields` of a condition group at its values (read back
+    exactly by commands/select.py's _conditions: sizes in bytes, durations in s, rates in bit/s)."""
+    flags = []
+    if "transfer_bytes" in fields or "duration_s" in fields:
+        flags.append(f"--size {cond['transfer_bytes']}B" if cond["transfer_bytes"] is not None
+                     else f"--duration {_exact(cond['duration_s'])}s")
+    if "loss_mode" in fields or "loss_rate" in fields:
+        mode = cond["loss_mode"] or "none"
+        flags.append("--loss none" if mode == "none" else f"--loss {mode}:{_exact(cond['loss_rate'])}")
+    if "rate_bps" in fields and cond["rate_bps"] is not None:
+        flags.append(f"--rate {_exact(cond['rate_bps'])}bit")
+    if "link_buffer" in fields and cond["link_buffer"] is not None:
+        flags.append(f"--link-buffer {cond['link_buffer']}")
+    if "reverse" in fields:
+        flags.append("--reverse" if cond["reverse"] else "--forward")
+    if "link_kind" in fields and cond["link_kind"] is not None:
+        flags.append(f"--link-kind {cond['link_kind']}")
+    return flags
+
+
+def _exact(x: float) -> str:
+    """x as the shortest text that reads back as the same float (e.g. 10, 0.002, 9.9e+09)."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
 
 
 def _same(a, b) -> bool:

@@ -25,7 +25,11 @@ def register(subparsers) -> None:
     p.add_argument("--loss", help="condition: none | periodic:RATE | uniform:RATE")
     p.add_argument("--rate", help="condition: link rate C (e.g. 10Gbit)")
     p.add_argument("--link-buffer", help="condition: bottleneck buffer β as the campaign spec wrote it (e.g. BDP, 50MB)")
-    p.add_argument("--reverse", action="store_true", default=None, help="condition: reverse-direction runs")
+    direction = p.add_mutually_exclusive_group()
+    direction.add_argument("--reverse", action="store_true", default=None,
+                           help="condition: reverse-direction runs (server to client, iperf3 -R)")
+    direction.add_argument("--forward", action="store_true", default=None,
+                           help="condition: forward-direction runs (client to server)")
     p.add_argument("--link-kind", choices=("emulated", "remote", "unknown"), help="condition: kind of link")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="leave flagged runs out (link calibration missed, or run flags: docs/analysis.md)")
@@ -74,8 +78,8 @@ def _conditions(args) -> dict:
         cond["rate_bps"] = units.rate_bps("--rate", args.rate)
     if args.link_buffer is not None:
         cond["link_buffer"] = args.link_buffer
-    if args.reverse:
-        cond["reverse"] = True
+    if args.reverse or args.forward:
+        cond["reverse"] = bool(args.reverse)
     if args.link_kind is not None:
         cond["link_kind"] = args.link_kind
     return cond
