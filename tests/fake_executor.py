@@ -5,6 +5,7 @@ one would have)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 
 import numpy as np
@@ -13,10 +14,13 @@ from tcpprofile.campaign import LinkSetup, LinkUp, RunDone, RunStarted
 
 
 class FakeExecutor:
-    def __init__(self, campaign_id: str, truth, duration_s: float = 10.0, flags=None):
-        """truth(point) -> (mean_bps, sd_bps); flags(point) -> the run's flags (str or None), default none."""
+    def __init__(self, campaign_id: str, truth, duration_s: float = 10.0, flags=None, rtt_base=None, ping=None):
+        """truth(point) -> (mean_bps, sd_bps); flags(point) -> the run's flags (str or None), default none;
+        rtt_base(point) -> the run's tcp_info min_rtt [ms] (default none); ping: the link's set-up ping
+        (ping.rtt's dict; its avg is the link's RTT, default 10 ms)."""
         self.campaign_id, self.truth, self.duration_s = campaign_id, truth, duration_s
         self.flags = flags or (lambda p: None)
+        self.rtt_base, self.ping = rtt_base or (lambda p: None), ping
         self.ran: list = []
         self.links = 0
 
@@ -37,7 +41,9 @@ class FakeExecutor:
             yield LinkSetup(block.link)
             link_id = f"{self.campaign_id}-{secrets.token_hex(4)}"
             yield LinkUp(block.link, {"link_id": link_id, "campaign_id": self.campaign_id, "kind": "remote",
-                                      "host": block.link.host, "rtt_measured_ms": 10.0, "calibration_ok": True})
+                                      "host": block.link.host, "calibration_ok": True,
+                                      "rtt_measured_ms": self.ping["avg_ms"] if self.ping else 10.0,
+                                      "calibration_json": json.dumps({"ping": self.ping}) if self.ping else None})
             for seq, p in block.runs:
                 base = {"run_id": p.run_id(self.campaign_id), "campaign_id": self.campaign_id, "link_id": link_id,
                         "seq": seq, "variant": p.variant, "streams": p.streams,
@@ -47,4 +53,5 @@ class FakeExecutor:
                 yield RunStarted(seq, p, 1, {**base, "status": "running", "attempts": 1})
                 self.ran.append(p)
                 yield RunDone(seq, p, {**base, "status": "ok", "attempts": 1, "throughput_bps": self.value(p),
-                                       "duration_s": self.duration_s, "flags": self.flags(p)})
+                                       "duration_s": self.duration_s, "flags": self.flags(p),
+                                       "rtt_base_ms": self.rtt_base(p)})

@@ -4,6 +4,7 @@ executor (decision, evidence, budget, resume), the store usable by select, and t
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from tcpprofile.campaign.rules.paired import replay
 from tcpprofile.cli import main
 from tcpprofile.errors import ValidationError
 from tcpprofile.store import Store
+from tcpprofile.tolerance import rtt_tolerance_ms
 
 G = 1e9
 RULE = dict(first=3, max_rounds=10, margin=0.01, confidence=0.95)
@@ -216,3 +218,61 @@ def test_paired_counts_the_rounds_each_candidate_raced():
     st = replay({k: [x * G for x in v] for k, v in values.items()}, **{**RULE, "max_rounds": 5})
     assert st.dropped["b"][0] == 3 and st.counts["b"] == 3
     assert all(st.counts[c] == st.rounds for c in st.alive)
+
+
+ISSUE_PING = {"host": "10.0.0.2", "count": 10, "min_ms": 22.91, "avg_ms": 22.98, "max_ms": 23.1, "mdev_ms": 0.05}
+
+
+def remote_race_spec():
+    return tune.spec_for(rtt=None, host="10.0.0.2", variants=["cubic", "bbr"], streams=[1, 4, 8],
+                         buffers=["default"], seed=5)
+
+
+def issue_min_rtt(p) -> float:
+    """The issue's path: TCP's min_rtt 45.6 ms, µs samples a little above it; BBR's read the 1 ms
+    timestamp tick below it (45.000, fidelity.rtt_off) in loss recovery."""
+    return 45.0 if p.variant == "bbr" else 45.6 + 0.004 * p.repetition + 0.001 * p.streams
+
+
+def test_a_remote_paths_rtt_is_tcps_min_rtt_with_the_ping_beside_it(tmp_path):
+    """The issue's race: plain ping read 22.98 ms, TCP's min_rtt 45.6. The links row ends with TCP's
+    smallest µs min_rtt (the ticks left out), the ping kept as the cross-check that disagrees, and the
+    output says where the RTT came from. Old code: the links row kept the ping's 22.98 ms."""
+    s = remote_race_spec()
+    with Store.open(tmp_path / "r.duckdb") as store:
+        ex = FakeExecutor(s.campaign_id, truth, rtt_base=issue_min_rtt, ping=ISSUE_PING)
+        res = tune.tune(s, store, out=io.StringIO(), executor=ex)
+        links = store.query("SELECT link_id, rtt_measured_ms, rtt_measured_mdev_ms, calibration_json FROM links "
+                            "ORDER BY created_at, rowid")
+        ok = store.query("SELECT link_id, rtt_base_ms FROM runs WHERE status = 'ok'")
+    assert len(links) > 1                                # the fake sets a link up per block: each has its own RTT
+    for link in links:
+        mine = [r["rtt_base_ms"] for r in ok if r["link_id"] == link["link_id"]]
+        mus = [v for v in mine if v != 45.0]
+        assert link["rtt_measured_ms"] == pytest.approx(min(mus))
+        assert abs(link["rtt_measured_ms"] - 45.6) <= rtt_tolerance_ms(45.6)
+        assert link["rtt_measured_mdev_ms"] == pytest.approx(np.std(mus))
+        cal = json.loads(link["calibration_json"])
+        assert cal["ping"] == ISSUE_PING and (cal["runs"], cal["tick_samples_left_out"]) == (len(mus), len(mine) - len(mus))
+        assert cal["cross_check"]["agree"] is False and cal["cross_check"]["tolerance_ms"] == pytest.approx(0.456, abs=1e-3)
+    text = tune.format_result(res, margin=0.01, confidence=0.95)
+    assert text.count("path RTT to 10.0.0.2:") == 1           # the latest link's
+    assert f"path RTT to 10.0.0.2: {links[-1]['rtt_measured_ms']:.3f} ms from TCP" in text
+    assert "replaced ping -U's 22.980 ms" in text and "WARNING: ping -U's min 22.910 ms" in text
+
+
+def test_path_rtt_keeps_the_ping_until_tcp_measured_and_says_when_they_agree():
+    from tcpprofile.campaign.environments import path_rtt, path_rtt_note
+    assert path_rtt(ISSUE_PING, [None, None]) is None                 # no min_rtt sampled: the ping stays
+    only_ticks = path_rtt(ISSUE_PING, [45.0, 46.0])                    # nothing else: the ticks are all there is
+    assert only_ticks["rtt_measured_ms"] == 45.0
+    ping = {**ISSUE_PING, "min_ms": 45.75, "avg_ms": 45.8}
+    cols = path_rtt(ping, [45.62, 45.601, None, 45.0])
+    assert cols["rtt_measured_ms"] == 45.601
+    cal = json.loads(cols["calibration_json"])
+    assert cal["cross_check"] == {"ping_min_ms": 45.75, "tcp_min_rtt_ms": 45.601, "tolerance_ms": pytest.approx(0.45601),
+                                  "agree": True}
+    assert "agrees within 0.456 ms" in path_rtt_note("h", cols["rtt_measured_ms"], cal)
+    # just outside max(1 %, 0.1 ms): a disagreement
+    assert json.loads(path_rtt({"min_ms": 45.601 * 1.01 + 1e-3}, [45.601])["calibration_json"])["cross_check"]["agree"] is False
+    assert "the ping stays" in path_rtt_note("h", 22.98, {"ping": ISSUE_PING})

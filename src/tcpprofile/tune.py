@@ -14,6 +14,7 @@ from typing import TextIO
 
 from . import decide, spec as specs
 from .campaign import run_campaign
+from .campaign.environments import path_rtt_notes
 from .campaign.policies.racing import Racing
 from .campaign.rules import DEFAULT_RULE, RULES
 from .campaign.recorder import Recorder
@@ -68,6 +69,7 @@ class TuneResult:
     runs: int
     rule: str = DEFAULT_RULE        # the racing rule (campaign/rules/)
     flagged: dict | None = None     # instrument flags (docs/testbed.md): runs, chosen (the decision's), kinds
+    path_rtt: list[str] | None = None   # remote: where the path's stored RTT came from (TCP's, ping beside it)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -91,7 +93,7 @@ def tune(spec: specs.CampaignSpec, store: Store, *, margin: float = decide.DEFAU
     per_run = d["spent_s"] / max(1, summary.ok)
     return TuneResult(spec.campaign_id, chosen, st.stop, st.rounds, evidence, d["spent_s"], budget_s,
                       per_run * spec.repetitions * len(race.points), summary.ok + summary.failed, rule,
-                      flagged_runs(store, spec.campaign_id, chosen))
+                      flagged_runs(store, spec.campaign_id, chosen), path_rtt_notes(store, spec.campaign_id))
 
 
 def flagged_runs(store: Store, campaign_id: str, chosen: dict | None) -> dict:
@@ -125,6 +127,7 @@ def format_result(res: TuneResult, *, margin: float, confidence: float) -> str:
     ratio = f" ({res.fixed_s / res.spent_s:.1f}× less)" if res.spent_s else ""
     lines.append(f"transfer time: {res.spent_s:.0f} s{budget} over {res.runs} runs; measuring every candidate "
                  f"in every round would take about {res.fixed_s:.0f} s{ratio}")
+    lines += res.path_rtt or []
     fl = res.flagged or {}
     if fl.get("runs"):
         kinds = ", ".join(f"{k} ×{v}" for k, v in fl["kinds"].items())

@@ -20,6 +20,7 @@ from .. import cc, fidelity, iperf, ping, trace
 from ..errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from ..spec import LinkPoint
 from ..store.db import dumps
+from ..tolerance import rtt_tolerance_ms
 
 
 @dataclass
@@ -93,7 +94,9 @@ def link_config(point: LinkPoint):
 
 @contextlib.contextmanager
 def remote(point: LinkPoint) -> Iterator[Environment]:
-    """A real iperf3 server elsewhere: the client runs in the caller's namespace; RTT by ping."""
+    """A real iperf3 server elsewhere: the client runs in the caller's namespace. The path's RTT is
+    TCP's: `ping -U` at set-up (the only RTT before the first run), replaced in the links row by the
+    runs' tcp_info min_rtt as they end (path_rtt, applied by the Recorder), ping kept as its cross-check."""
     host = iperf.LocalHost()
     rtt = ping_rtt(point.host)          # {} when it does not answer: the link is flagged rtt_unmeasured
     flags = [] if rtt else ["rtt_unmeasured"]
@@ -101,20 +104,81 @@ def remote(point: LinkPoint) -> Iterator[Environment]:
            "rtt_measured_ms": rtt.get("avg_ms") if rtt else None,
            "rtt_measured_mdev_ms": rtt.get("mdev_ms") if rtt else None,
            "calibration_ok": bool(rtt), "flags": ",".join(flags) or None,
-           "calibration_json": dumps({"ping": rtt})}
+           "calibration_json": dumps({"ping": rtt, "rtt_source": RTT_FROM_PING})}
     sysctls = {"sender": iperf.read_sysctls(host, "sender")}
     yield Environment(host, point.host, point.port, False, row, [f"link_{f}" for f in flags], sysctls,
                       fidelity.remote_monitor(host))
 
 
 def ping_rtt(host: str, count: int = 10) -> dict:
-    """Idle RTT to host by ping (from the caller's namespace); {} if it does not answer."""
+    """Idle RTT to host by ping -U (from the caller's namespace); {} if it does not answer."""
     try:
         return ping.rtt(host, count=count)
     except EnvironmentNotReady:
         raise
     except TcpProfileError:
         return {}
+
+
+RTT_FROM_PING = "ping -U at set-up (TCP's min_rtt replaces it once runs exist)"
+RTT_FROM_TCP = "tcp_info min_rtt: the smallest over the link's ok runs"
+
+
+def tick_sample(ms: float) -> bool:
+    """A whole number of milliseconds: a min_rtt taken from the timestamp option in loss recovery
+    (tcp_rtt_tsopt_us in net/ipv4/tcp_input.c: TS ticks are 1 ms), which reads up to one tick below
+    the path's RTT (fidelity.rtt_off: 45.000 at 45.6 ms); a µs sample is whole by chance 1 in 1000."""
+    return abs(ms - round(ms)) < 1e-9
+
+
+def path_rtt(ping_json: dict, run_min_rtts_ms: list[float | None]) -> dict | None:
+    """A remote link's RTT columns from its runs: rtt_measured_ms = the smallest tcp_info min_rtt [ms]
+    of the runs (each run's is the smallest over its data connections, fidelity.RttWatcher: TCP's RTT
+    samples, taken when the ACK is processed, net/ipv4/tcp_input.c tcp_update_rtt_min), whole-ms
+    timestamp samples left out (tick_sample) unless no other exists; rtt_measured_mdev_ms = their
+    population standard deviation (a spread, like ping's mdev). calibration_json keeps the ping and its
+    cross-check: ping's min within rtt_tolerance_ms of TCP's (max(1 %, 0.1 ms), tolerance.py). None
+    when no run measured a min_rtt (the ping stays)."""
+    seen = [v for v in run_min_rtts_ms if v is not None]
+    values = [v for v in seen if not tick_sample(v)] or seen
+    if not values:
+        return None
+    tcp = min(values)
+    mean = sum(values) / len(values)
+    ping_min = (ping_json or {}).get("min_ms")
+    tol = rtt_tolerance_ms(tcp)
+    check = {"ping_min_ms": ping_min, "tcp_min_rtt_ms": tcp, "tolerance_ms": tol,
+             "agree": None if ping_min is None else abs(ping_min - tcp) <= tol}
+    return {"rtt_measured_ms": tcp,
+            "rtt_measured_mdev_ms": (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5,
+            "calibration_json": dumps({"ping": ping_json, "rtt_source": RTT_FROM_TCP, "runs": len(values),
+                                       "tick_samples_left_out": len(seen) - len(values), "cross_check": check})}
+
+
+def path_rtt_notes(store, campaign_id: str) -> list[str]:
+    """path_rtt_note for each host of a campaign's remote links: its latest link (a resumed campaign set
+    up one per invocation)."""
+    rows = store.query("SELECT host, rtt_measured_ms, calibration_json FROM links WHERE campaign_id = ? "
+                       "AND kind = 'remote' ORDER BY created_at, rowid", [campaign_id])
+    latest = {r["host"]: r for r in rows}
+    return [path_rtt_note(h, r["rtt_measured_ms"], json.loads(r["calibration_json"] or "{}")) for h, r in latest.items()]
+
+
+def path_rtt_note(host: str | None, rtt_ms: float | None, calibration: dict) -> str:
+    """One line on where a remote link's stored RTT came from, and the ping cross-check's verdict."""
+    ping_json = calibration.get("ping") or {}
+    check = calibration.get("cross_check")
+    if check is None:
+        got = f"{rtt_ms:.3f} ms by ping -U" if rtt_ms is not None else "unmeasured (no ping reply)"
+        return f"path RTT to {host}: {got}; no run measured TCP's min_rtt, so the ping stays"
+    line = (f"path RTT to {host}: {rtt_ms:.3f} ms from TCP (tcp_info min_rtt, smallest of {calibration['runs']} "
+            f"runs; it replaced ping -U's {ping_json.get('avg_ms', float('nan')):.3f} ms from set-up)")
+    if check["agree"] is False:
+        line += (f"; WARNING: ping -U's min {check['ping_min_ms']:.3f} ms is more than {check['tolerance_ms']:.3f} ms "
+                 f"from TCP's: ICMP does not see the path as TCP does (its stamps, priority or route)")
+    elif check["agree"]:
+        line += f"; ping -U's min {check['ping_min_ms']:.3f} ms agrees within {check['tolerance_ms']:.3f} ms"
+    return line
 
 
 # -- congestion control: the one place the catalogue plugs in --------------------------------------

@@ -73,6 +73,8 @@ class Progress:
         measured = row.get("rtt_measured_ms")
         rate = row.get("rate_measured_bps")
         bits = [f"rtt {measured:.3f} ms" if measured is not None else "rtt unmeasured"]
+        if row.get("kind") == "remote" and measured is not None:   # environments.remote, path_rtt
+            bits[0] += " by ping -U (TCP's min_rtt replaces it once runs exist)"
         if rate:
             bits.append(f"rate {rate / 1e9:.3f} Gbit/s")
         bits.append("ok" if row.get("calibration_ok") else f"FLAGGED {row.get('flags')}")

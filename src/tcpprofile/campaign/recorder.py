@@ -12,9 +12,12 @@ Gbit/s [its failure_reason: …]"), so the reruns of a run stay on record, one n
 
 from __future__ import annotations
 
+import json
+
 from ..fidelity import rerun_flags
 from ..spec import CampaignSpec, draw_seed
 from ..store.db import Store, dumps
+from .environments import path_rtt
 from .executor import Event, LinkUp, RunDone, RunStarted
 
 
@@ -23,6 +26,7 @@ class Recorder:
         self.store = store
         self.campaign_id = campaign_id
         self._redo: dict[str, str] = {}     # run_id -> what the row it replaces was (rerun_flagged)
+        self._remote: dict[str, dict] = {}  # remote link_id -> its set-up ping (environments.remote)
 
     def open(self, spec: CampaignSpec) -> int:
         """Record the campaign (once: a resumed campaign keeps its row) and return its seed: the stored
@@ -53,11 +57,25 @@ class Recorder:
     def record(self, event: Event) -> None:
         if isinstance(event, LinkUp):
             self.store.insert_link(event.row)
+            if event.row.get("kind") == "remote":
+                self._remote[event.row["link_id"]] = json.loads(event.row.get("calibration_json") or "{}").get("ping") or {}
         elif isinstance(event, RunStarted):
             self.store.put_run(self._noted(event.row))
         elif isinstance(event, RunDone):
-            self.store.put_run(self._noted(event.row), intervals=event.intervals, cwnd=event.cwnd)
+            with self.store.transaction():
+                self.store.put_run(self._noted(event.row), intervals=event.intervals, cwnd=event.cwnd)
+                self._path_rtt(event.row)
             self._redo.pop(event.row["run_id"], None)
+
+    def _path_rtt(self, row: dict) -> None:
+        """A remote link's RTT becomes TCP's once its runs measured one (environments.path_rtt)."""
+        link_id = row.get("link_id")
+        if link_id not in self._remote or row["status"] != "ok":
+            return
+        runs = self.store.query("SELECT rtt_base_ms FROM runs WHERE link_id = ? AND status = 'ok'", [link_id])
+        columns = path_rtt(self._remote[link_id], [r["rtt_base_ms"] for r in runs])
+        if columns is not None:
+            self.store.update_link(link_id, columns)
 
     def _noted(self, row: dict) -> dict:
         """A rerun's row keeps what it replaces in failure_reason (after its own failed attempts)."""

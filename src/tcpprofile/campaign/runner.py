@@ -18,7 +18,7 @@ from ..spec import CampaignSpec
 from ..store.db import Store
 from . import policies
 from .policy import Policy
-from .environments import EnvironmentFactory, emulated, link_config
+from .environments import EnvironmentFactory, emulated, link_config, path_rtt_notes
 from .executor import Block, Executor, LinkSetup, LinkUp, LocalExecutor, RunDone, RunStarted, Settings, default_environments
 from .progress import Progress, expected_seconds
 from .recorder import Recorder
@@ -119,6 +119,7 @@ def summarise(store: Store, campaign_id: str, seed: int | None, total: int, skip
               remaining: int = 0, notes: tuple[str, ...] = ()) -> Summary:
     counts = reads.campaign_counts(store, campaign_id)   # flagged: as analyze, select and report count them
     table = reads.campaign_table(store, campaign_id)
+    notes = tuple(path_rtt_notes(store, campaign_id)) + notes    # a remote path's RTT: TCP's, ping beside it
     return Summary(campaign_id, seed, total, skipped, counts["ok"], counts["failed"], counts["flagged"], table,
                    remaining, notes)
 

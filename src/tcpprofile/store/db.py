@@ -219,6 +219,14 @@ class Store:
     def insert_link(self, row: Mapping) -> None:
         self._insert("links", [row])
 
+    def update_link(self, link_id: str, columns: Mapping) -> None:
+        """Set some columns of one links row (a remote link's RTT, replaced by TCP's once runs measured it)."""
+        unknown = set(columns) - set(self._columns["links"])
+        if unknown or not columns:
+            raise TcpProfileError(f"links: unknown or no columns {sorted(unknown)}")
+        sets = ", ".join(f"{c} = ?" for c in columns)
+        self.con.execute(f"UPDATE links SET {sets} WHERE link_id = ?", [*columns.values(), link_id])
+
     def put_run(self, row: Mapping, intervals: Iterable[Mapping] = (), cwnd: Iterable[Mapping] = ()) -> None:
         """Write a run with its intervals and cwnd samples atomically, replacing an earlier attempt."""
         run_id = row["run_id"]
