@@ -109,6 +109,8 @@ def test_foreign_cores_leaves_out_our_tree_and_kernel_threads():
     # foreign: pid 20 (+100) and the new pid 21 (+50) = 150 jiffies over 1 s at 100 Hz
     assert F.foreign_cores(before, after, root=10, hz=100, wall_s=1.0) == pytest.approx(1.5)
     assert F.foreign_cores(before, before, root=10, hz=100, wall_s=1.0) == 0.0
+    # a remote run's own processes outside our tree (ownprocs: an engine, the server) are not foreign either
+    assert F.foreign_cores(before, after, root=10, hz=100, wall_s=1.0, own={20}) == pytest.approx(0.5)
 
 
 def test_host_sampler_counts_foreign_cpu():
@@ -286,3 +288,49 @@ def test_tcp_memory_at_the_pressure_threshold_flags_the_host():
     assert F.host_flags(F.HostLoad(**load, tcp_mem_pages_max=1542727, tcp_mem_pressure_pages=1542728)) == []
     assert F.host_flags(F.HostLoad(**load)) == []                     # not sampled: no verdict
     assert "host_tcp_memory" in F.RERUN_FLAGS
+
+
+SERVER = """import socket, sys
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0)); srv.listen()
+print(srv.getsockname()[1], flush=True)
+conn, _ = srv.accept()
+sys.stdin.read()
+"""
+
+
+def test_the_process_holding_the_far_end_of_our_connection_is_found_by_its_socket():
+    """ownprocs.server_pids on real sockets: two listening children, one of which we connect to; only
+    that one holds an established socket on its port whose peer is our client port (proc(5)
+    /proc/PID/net/tcp, /proc/PID/fd). Before the connection nothing matches."""
+    import socket
+    from tcpprofile import ownprocs
+    kids = [subprocess.Popen([sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(2)]
+    try:
+        ports = [int(k.stdout.readline()) for k in kids]
+        comm = open(f"/proc/{kids[0].pid}/comm").read().strip()
+        assert ownprocs.client_ports(ports[0]) == set()
+        with socket.create_connection(("127.0.0.1", ports[0])) as c:
+            mine = c.getsockname()[1]
+            deadline = time.monotonic() + 10
+            while not ownprocs.server_pids(ports[0], {mine}, name=comm):    # the child accepts
+                assert time.monotonic() < deadline
+                time.sleep(0.01)  # polling interval of the readiness check
+            assert ownprocs.client_ports(ports[0]) >= {mine}
+            assert ownprocs.server_pids(ports[0], {mine}, name=comm) == {kids[0].pid}
+            assert ownprocs.server_pids(ports[1], {mine}, name=comm) == set()      # the other serves no one of ours
+            assert ownprocs.server_pids(ports[0], {mine + 1}, name=comm) == set()  # not our client port
+            assert ownprocs.server_pids(ports[0], {mine}, name="iperf3") == set()  # by name only iperf3 by default
+    finally:
+        for k in kids:
+            k.kill()
+            k.wait()
+
+
+def test_proc_net_tcp_lines_are_read_by_their_hex_fields():
+    text = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+            "   0: 0100007F:1521 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 4242 1 0\n"
+            "   1: 00000000:1521 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 17 1 0\n")
+    from tcpprofile import ownprocs
+    assert ownprocs.parse_proc_net_tcp(text) == [(5409, 40000, "01", 4242), (5409, 0, "0A", 17)]

@@ -8,7 +8,10 @@ Measured for every run (remote runs: the host and the base RTT only):
   host     CPU busy share (/proc/stat), CPU pressure (PSI "some" stall time / wall time), the largest
            run queue seen (procs_running, sampled every SAMPLE_S), and the CPU used by *foreign*
            processes: user-space processes that are neither this process nor its descendants
-           (iperf3, delayd), in cores; kernel threads (softirq work of our own packets) are not foreign.
+           (iperf3, delayd) nor, in remote mode, the run's own elsewhere on this host (ownprocs.py:
+           the engines of a testbed link this process runs inside, an iperf3 server holding the far
+           end of the run's connections), in cores; kernel threads (softirq work of our own packets)
+           are not foreign.
   base RTT the smallest RTT TCP measured on the run's data connections (tcp_info min_rtt, `ss -ti`).
   engines  per direction: release lateness (mean, max) during the run, packets the engine path lost
            (kernel queue full, undeliverable, ENOBUFS), CPU share; the bottleneck's drops and
@@ -35,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ContextManager
 
+from . import ownprocs
 from .store.db import dumps
 
 SAMPLE_S = 0.5
@@ -162,14 +166,25 @@ def _descendants(procs: dict, root: int) -> set[int]:
     return ours
 
 
-def foreign_cores(before: dict, after: dict, root: int, hz: int, wall_s: float) -> float:
-    """CPU [cores] used between two process tables (_processes) by user-space processes that are not
-    root or its descendants; processes that started in between count from zero, those that ended are
-    not seen."""
-    ours = _descendants(after, root)
-    jiffies = sum(t - before.get(pid, (0, 0, 0))[1] for pid, (_, t, kthread) in after.items()
-                  if pid not in ours and not kthread)
-    return max(jiffies, 0) / hz / wall_s
+def foreign_usage(before: dict, after: dict, root: int, hz: int, wall_s: float, own=()) -> dict[int, float]:
+    """CPU [cores] used between two process tables (_processes), per user-space process that is not
+    root, nor one of `own` (the run's processes outside root's tree, ownprocs.py), nor a descendant
+    of these; processes that started in between count from zero, those that ended are not seen."""
+    ours = set().union(*(_descendants(after, pid) for pid in (root, *own)))
+    used = {pid: (t - before.get(pid, (0, 0, 0))[1]) / hz / wall_s for pid, (_, t, kthread) in after.items()
+            if pid not in ours and not kthread}
+    return {pid: c for pid, c in used.items() if c > 0}
+
+
+def foreign_cores(before: dict, after: dict, root: int, hz: int, wall_s: float, own=()) -> float:
+    """The CPU [cores] of foreign_usage, all together."""
+    return sum(foreign_usage(before, after, root, hz, wall_s, own).values())
+
+
+def top_foreign(usage: dict[int, float], n: int = 5) -> list[list]:
+    """The n foreign processes that used the most CPU: [pid, comm, cores] (what host_contended saw)."""
+    top = sorted(usage.items(), key=lambda kv: -kv[1])[:n]
+    return [[pid, _read_text(f"/proc/{pid}/comm").strip() or "?", round(c, 4)] for pid, c in top]
 
 
 @dataclass(frozen=True)
@@ -182,6 +197,8 @@ class HostLoad:
     cpus_busy_share: float | None = None   # busy share of the CPUs asked for (the link's application CPUs)
     tcp_mem_pages_max: int | None = None     # the most memory TCP held during the run [pages] (/proc/net/sockstat)
     tcp_mem_pressure_pages: int | None = None   # tcp_mem[1]: above it TCP is under memory pressure
+    own_pids: dict | None = None     # remote: the run's processes outside our tree (ownprocs.py): path, server
+    foreign_top: list | None = None  # the foreign processes that used the most CPU: [pid, comm, cores]
 
 
 def tcp_memory(sockstat: str, tcp_mem: str) -> tuple[int | None, int | None]:
@@ -205,9 +222,14 @@ def _read_text(path: str) -> str:
 class HostSampler:
     """Context manager sampling the host's CPU while a run measures; .result() after the block."""
 
-    def __init__(self, interval_s: float = SAMPLE_S, cpus: set[int] | None = None):
+    def __init__(self, interval_s: float = SAMPLE_S, cpus: set[int] | None = None, port: int | None = None):
+        """port: a remote run's server port: the run's processes outside our tree are looked for
+        (ownprocs.py) and not counted as foreign."""
         self.interval_s = interval_s
         self.cpus = cpus
+        self.port = port
+        self._path: set[int] = set()
+        self._server: set[int] = set()
         self._stop = threading.Event()
         self._runqueue_max = 0
         self._tcp_mem_max: int | None = None
@@ -220,6 +242,8 @@ class HostSampler:
         self._cpus0 = _cpu_times_of(self.cpus) if self.cpus else None
         self._psi0 = _pressure_some_us()
         self._procs0 = _processes()
+        if self.port is not None:
+            self._path = ownprocs.testbed_pids()
         # tcp_mem is a sysctl, fixed during a run: read once; sockstat is sampled
         self._tcp_mem_pressure = tcp_memory("", _read_text("/proc/sys/net/ipv4/tcp_mem"))[1]
         self._thread = threading.Thread(target=self._sample, daemon=True, name="tcpprofile-host-sampler")
@@ -230,6 +254,8 @@ class HostSampler:
         while not self._stop.is_set():
             # procs_running counts this sampler too: subtract it
             self._runqueue_max = max(self._runqueue_max, _procs_running() - 1)
+            if self.port is not None and not self._server:     # a server stays one process: found once
+                self._server = ownprocs.server_pids(self.port, ownprocs.client_ports(self.port))
             pages = tcp_memory(_read_text("/proc/net/sockstat"), "")[0]
             if pages is not None:
                 self._tcp_mem_max = max(self._tcp_mem_max or 0, pages)
@@ -243,13 +269,16 @@ class HostSampler:
         busy = (busy1 - self._cpu0[0]) / max(total1 - self._cpu0[1], 1)
         psi1 = _pressure_some_us()
         pressure = (psi1 - self._psi0) / 1e6 / wall if psi1 is not None and self._psi0 is not None else None
-        foreign = foreign_cores(self._procs0, _processes(), os.getpid(), os.sysconf("SC_CLK_TCK"), wall)
+        usage = foreign_usage(self._procs0, _processes(), os.getpid(), os.sysconf("SC_CLK_TCK"), wall,
+                              self._path | self._server)
+        foreign = sum(usage.values())
         cpus_busy = None
         if self._cpus0 is not None:
             b1, t1 = _cpu_times_of(self.cpus)
             cpus_busy = (b1 - self._cpus0[0]) / max(t1 - self._cpus0[1], 1)
+        own = None if self.port is None else {"path": sorted(self._path), "server": sorted(self._server)}
         self._result = HostLoad(busy, pressure, self._runqueue_max, foreign, wall, cpus_busy,
-                                self._tcp_mem_max, self._tcp_mem_pressure)
+                                self._tcp_mem_max, self._tcp_mem_pressure, own, top_foreign(usage))
 
     def result(self) -> HostLoad:
         if self._result is None:
@@ -363,8 +392,9 @@ class RttWatcher:
     smallest seen; min_rtt is itself a running minimum) and every sample (.samples, for the chrono
     counters: the connections close when the run ends, so the last sample before that is kept)."""
 
-    def __init__(self, host, role: str, port: int):
-        self.host, self.role, self.port = host, role, port
+    def __init__(self, host, role: str, port: int, first_s: float = RTT_SAMPLE_S):
+        """first_s: when the first sample is taken (remote runs: early, so that a 1 s run has one)."""
+        self.host, self.role, self.port, self.first_s = host, role, port, first_s
         self.value: float | None = None
         self.samples: list[ConnSample] = []
         self._stop = threading.Event()
@@ -375,7 +405,9 @@ class RttWatcher:
         return self
 
     def _loop(self) -> None:
-        while not self._stop.wait(RTT_SAMPLE_S):
+        wait = self.first_s
+        while not self._stop.wait(wait):
+            wait = RTT_SAMPLE_S
             try:
                 out = self.host.run(self.role, ["ss", "-tinH", "state", "established", f"dport = :{self.port}"],
                                     check=False, timeout=10).stdout
@@ -463,7 +495,7 @@ def remote_monitor(host, role: str = "sender") -> Monitor:
     @contextlib.contextmanager
     def monitor(port: int, run: dict | None = None) -> Iterator[RunFidelity]:
         fid = RunFidelity()
-        with HostSampler() as sampler, RttWatcher(host, role, port) as rtt:
+        with HostSampler(port=port) as sampler, RttWatcher(host, role, port, first_s=SAMPLE_S) as rtt:
             yield fid
         load = sampler.result()
         fid.columns.update(host_columns(load), rtt_base_ms=rtt.value,
