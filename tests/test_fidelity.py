@@ -111,6 +111,9 @@ def test_foreign_cores_leaves_out_our_tree_and_kernel_threads():
     assert F.foreign_cores(before, before, root=10, hz=100, wall_s=1.0) == 0.0
     # a remote run's own processes outside our tree (ownprocs: an engine, the server) are not foreign either
     assert F.foreign_cores(before, after, root=10, hz=100, wall_s=1.0, own={20}) == pytest.approx(0.5)
+    # … themselves only: what such a process started (pid 22, 30 jiffies) is not known to be the run's
+    assert F.foreign_cores(before, {**after, 22: (20, 30, 0)}, root=10, hz=100, wall_s=1.0,
+                           own={20}) == pytest.approx(0.8)
 
 
 def test_host_sampler_counts_foreign_cpu():

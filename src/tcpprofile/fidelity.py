@@ -167,10 +167,11 @@ def _descendants(procs: dict, root: int) -> set[int]:
 
 
 def foreign_usage(before: dict, after: dict, root: int, hz: int, wall_s: float, own=()) -> dict[int, float]:
-    """CPU [cores] used between two process tables (_processes), per user-space process that is not
-    root, nor one of `own` (the run's processes outside root's tree, ownprocs.py), nor a descendant
-    of these; processes that started in between count from zero, those that ended are not seen."""
-    ours = set().union(*(_descendants(after, pid) for pid in (root, *own)))
+    """CPU [cores] used between two process tables (_processes), per user-space process that is
+    neither root nor its descendant, nor one of `own` (the run's processes outside root's tree,
+    ownprocs.py: themselves only, what they started is not known to be the run's); processes that
+    started in between count from zero, those that ended are not seen."""
+    ours = _descendants(after, root) | set(own)
     used = {pid: (t - before.get(pid, (0, 0, 0))[1]) / hz / wall_s for pid, (_, t, kthread) in after.items()
             if pid not in ours and not kthread}
     return {pid: c for pid, c in used.items() if c > 0}
