@@ -17,7 +17,7 @@ class FakeExecutor:
     def __init__(self, campaign_id: str, truth, duration_s: float = 10.0, flags=None, rtt_base=None, ping=None):
         """truth(point) -> (mean_bps, sd_bps); flags(point) -> the run's flags (str or None), default none;
         rtt_base(point) -> the run's tcp_info min_rtt [ms] (default none); ping: the link's set-up ping
-        (ping.rtt's dict; its avg is the link's RTT, default 10 ms)."""
+        (ping.rtt's dict; its min is the link's RTT, default 10 ms)."""
         self.campaign_id, self.truth, self.duration_s = campaign_id, truth, duration_s
         self.flags = flags or (lambda p: None)
         self.rtt_base, self.ping = rtt_base or (lambda p: None), ping
@@ -42,7 +42,7 @@ class FakeExecutor:
             link_id = f"{self.campaign_id}-{secrets.token_hex(4)}"
             yield LinkUp(block.link, {"link_id": link_id, "campaign_id": self.campaign_id, "kind": "remote",
                                       "host": block.link.host, "calibration_ok": True,
-                                      "rtt_measured_ms": self.ping["avg_ms"] if self.ping else 10.0,
+                                      "rtt_measured_ms": self.ping["min_ms"] if self.ping else 10.0,
                                       "calibration_json": json.dumps({"ping": self.ping}) if self.ping else None})
             for seq, p in block.runs:
                 base = {"run_id": p.run_id(self.campaign_id), "campaign_id": self.campaign_id, "link_id": link_id,

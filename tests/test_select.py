@@ -238,7 +238,7 @@ def test_cli_host_pings_loopback(db, capsys):
     assert main(["select", "--db", db, "--host", "127.0.0.1", "--ping-count", "2", "--json", "--boot", "200"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["rtt_source"] == "ping" and doc["ping"]["host"] == "127.0.0.1"
-    assert 0 < doc["rtt_ms"] == doc["ping"]["avg_ms"] < 20
+    assert 0 < doc["rtt_ms"] == doc["ping"]["min_ms"] < 20
     # loopback answers within a tenth of a ms of the 0.1 ms link (exact); a busy host's slower answer lies
     # between 0.1 and 11.8 ms (interpolated): which one, the measured RTT says
     exact = abs(doc["rtt_ms"] - 0.1) <= 0.1            # within max(1 %, 0.1 ms) of 0.1 ms

@@ -101,7 +101,7 @@ def remote(point: LinkPoint) -> Iterator[Environment]:
     rtt = ping_rtt(point.host)          # {} when it does not answer: the link is flagged rtt_unmeasured
     flags = [] if rtt else ["rtt_unmeasured"]
     row = {"kind": "remote", "host": point.host, "port": point.port, "rate_bps": point.rate_bps,
-           "rtt_measured_ms": rtt.get("avg_ms") if rtt else None,
+           "rtt_measured_ms": rtt.get("min_ms") if rtt else None,     # a base RTT, as TCP's min_rtt
            "rtt_measured_mdev_ms": rtt.get("mdev_ms") if rtt else None,
            "calibration_ok": bool(rtt), "flags": ",".join(flags) or None,
            "calibration_json": dumps({"ping": rtt, "rtt_source": RTT_FROM_PING})}
@@ -172,7 +172,7 @@ def path_rtt_note(host: str | None, rtt_ms: float | None, calibration: dict) -> 
         got = f"{rtt_ms:.3f} ms by ping -U" if rtt_ms is not None else "unmeasured (no ping reply)"
         return f"path RTT to {host}: {got}; no run measured TCP's min_rtt, so the ping stays"
     line = (f"path RTT to {host}: {rtt_ms:.3f} ms from TCP (tcp_info min_rtt, smallest of {calibration['runs']} "
-            f"runs; it replaced ping -U's {ping_json.get('avg_ms', float('nan')):.3f} ms from set-up)")
+            f"runs; it replaced ping -U's min {ping_json.get('min_ms', float('nan')):.3f} ms from set-up)")
     if check["agree"] is False:
         line += (f"; WARNING: ping -U's min {check['ping_min_ms']:.3f} ms is more than {check['tolerance_ms']:.3f} ms "
                  f"from TCP's: ICMP does not see the path as TCP does (its stamps, priority or route)")

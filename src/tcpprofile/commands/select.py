@@ -119,7 +119,7 @@ def run(args) -> int:
     ping = None
     if rtt_ms is None:
         ping = sel.ping_rtt(args.host, count=args.ping_count)
-        rtt_ms = ping["avg_ms"]
+        rtt_ms = ping["min_ms"]     # a base RTT, as the profiles' (configured τ, remote: TCP's min_rtt)
     with Store.open(args.db, read_only=True) as store:
         profiles = sel.load_profiles(store, variants=args.variants, streams=args.streams,
                                      buffers=buffers, conditions=cond, exclude_flagged=args.exclude_flagged)
@@ -154,7 +154,7 @@ def _value(e) -> str:
 def print_text(choice, settings, applied, ping, top: int, rows, netns=None) -> None:
     from .. import select as sel
 
-    src = f"ping {ping['host']}: avg of {ping['count']}" if ping else "given"
+    src = f"ping -U {ping['host']}: min of {ping['count']}" if ping else "given"
     print(f"RTT {choice.rtt_ms:.3f} ms ({src}); runs: {sel.describe_conditions(choice.conditions)}")
     print(flagged_line(choice))
     pct = round(choice.confidence * 100)
