@@ -276,3 +276,25 @@ def test_path_rtt_keeps_the_ping_until_tcp_measured_and_says_when_they_agree():
     # just outside max(1 %, 0.1 ms): a disagreement
     assert json.loads(path_rtt({"min_ms": 45.601 * 1.01 + 1e-3}, [45.601])["calibration_json"])["cross_check"]["agree"] is False
     assert "the ping stays" in path_rtt_note("h", 22.98, {"ping": ISSUE_PING})
+
+
+def test_a_path_that_does_not_answer_ping_is_measured_by_tcp(monkeypatch):
+    """ICMP filtered (ping gets no answer): the remote link is set up flagged rtt_unmeasured, without
+    an RTT, and its runs carry no link flag; the first run's min_rtt measures the path and the links row
+    becomes calibrated and unflagged. Old code: the link stayed flagged and every run carried
+    link_rtt_unmeasured (an instrument flag: rerun on resume), with no RTT to select by."""
+    from tcpprofile.campaign import environments as env
+    from tcpprofile.campaign.executor import LinkUp, RunDone
+    from tcpprofile.campaign.recorder import Recorder
+    monkeypatch.setattr(env, "ping_rtt", lambda host: {})
+    monkeypatch.setattr(env.iperf, "read_sysctls", lambda host, role: {})
+    s = remote_race_spec()
+    with Store.open(":memory:") as store, env.remote(s.links[0]) as e:
+        assert e.flags == [] and e.link_row["flags"] == "rtt_unmeasured" and e.link_row["rtt_measured_ms"] is None
+        rec = Recorder(store, s.campaign_id)
+        rec.record(LinkUp(s.links[0], {"link_id": "L", "campaign_id": s.campaign_id, **e.link_row}))
+        rec.record(RunDone(0, None, {"run_id": "r0", "campaign_id": s.campaign_id, "link_id": "L", "status": "ok",
+                                     "throughput_bps": 9e9, "rtt_base_ms": 45.62}))
+        (link,) = store.query("SELECT rtt_measured_ms, calibration_ok, flags, calibration_json FROM links")
+    assert (link["rtt_measured_ms"], link["calibration_ok"], link["flags"]) == (45.62, True, None)
+    assert json.loads(link["calibration_json"])["cross_check"]["agree"] is None    # nothing to compare with

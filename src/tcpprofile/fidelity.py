@@ -68,8 +68,9 @@ class Thresholds:
 THRESHOLDS = Thresholds()
 
 # The flags that say the instrument was not faithful during a run, so that the same run made again may
-# be: this module's, and the link's calibration copied to the run (link_rate_low, link_rtt_off; remote:
-# link_rtt_unmeasured). A campaign with `rerun_flagged = true` runs ok runs carrying one again on resume.
+# be: this module's, and the link's calibration copied to the run (link_rate_low, link_rtt_off; a remote
+# link's rtt_unmeasured stays on its links row, cleared once a run measured TCP's min_rtt: a path that
+# filters ICMP is measured by TCP). A campaign with `rerun_flagged = true` runs ok runs carrying one again on resume.
 # Not: the iperf3 output notes (throughput_sender_side, intervals_*, streams_matched_by_order) and
 # cc_mismatch, which say what the run reported or loaded, and come out the same again.
 # engine_stall is not rerun: on a quiet host every 10 Gbit/s run of the models' validation design so far had a

@@ -99,15 +99,14 @@ def remote(point: LinkPoint) -> Iterator[Environment]:
     runs' tcp_info min_rtt as they end (path_rtt, applied by the Recorder), ping kept as its cross-check."""
     host = iperf.LocalHost()
     rtt = ping_rtt(point.host)          # {} when it does not answer: the link is flagged rtt_unmeasured
-    flags = [] if rtt else ["rtt_unmeasured"]
+    flags = [] if rtt else ["rtt_unmeasured"]    # until a run measured TCP's min_rtt (path_rtt): on the links row only
     row = {"kind": "remote", "host": point.host, "port": point.port, "rate_bps": point.rate_bps,
            "rtt_measured_ms": rtt.get("min_ms") if rtt else None,     # a base RTT, as TCP's min_rtt
            "rtt_measured_mdev_ms": rtt.get("mdev_ms") if rtt else None,
            "calibration_ok": bool(rtt), "flags": ",".join(flags) or None,
            "calibration_json": dumps({"ping": rtt, "rtt_source": RTT_FROM_PING})}
     sysctls = {"sender": iperf.read_sysctls(host, "sender")}
-    yield Environment(host, point.host, point.port, False, row, [f"link_{f}" for f in flags], sysctls,
-                      fidelity.remote_monitor(host))
+    yield Environment(host, point.host, point.port, False, row, [], sysctls, fidelity.remote_monitor(host))
 
 
 def ping_rtt(host: str, count: int = 10) -> dict:
@@ -137,8 +136,9 @@ def path_rtt(ping_json: dict, run_min_rtts_ms: list[float | None]) -> dict | Non
     samples, taken when the ACK is processed, net/ipv4/tcp_input.c tcp_update_rtt_min), whole-ms
     timestamp samples left out (tick_sample) unless no other exists; rtt_measured_mdev_ms = their
     population standard deviation (a spread, like ping's mdev). calibration_json keeps the ping and its
-    cross-check: ping's min within rtt_tolerance_ms of TCP's (max(1 %, 0.1 ms), tolerance.py). None
-    when no run measured a min_rtt (the ping stays)."""
+    cross-check: ping's min within rtt_tolerance_ms of TCP's (max(1 %, 0.1 ms), tolerance.py); a path
+    that does not answer ping (ICMP filtered) is measured now: calibration_ok, no rtt_unmeasured. None
+    when no run measured a min_rtt (the ping stays, and the link stays flagged without one)."""
     seen = [v for v in run_min_rtts_ms if v is not None]
     values = [v for v in seen if not tick_sample(v)] or seen
     if not values:
@@ -149,7 +149,7 @@ def path_rtt(ping_json: dict, run_min_rtts_ms: list[float | None]) -> dict | Non
     tol = rtt_tolerance_ms(tcp)
     check = {"ping_min_ms": ping_min, "tcp_min_rtt_ms": tcp, "tolerance_ms": tol,
              "agree": None if ping_min is None else abs(ping_min - tcp) <= tol}
-    return {"rtt_measured_ms": tcp,
+    return {"rtt_measured_ms": tcp, "calibration_ok": True, "flags": None,    # measured: no rtt_unmeasured
             "rtt_measured_mdev_ms": (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5,
             "calibration_json": dumps({"ping": ping_json, "rtt_source": RTT_FROM_TCP, "runs": len(values),
                                        "tick_samples_left_out": len(seen) - len(values), "cross_check": check})}
