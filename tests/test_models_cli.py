@@ -47,7 +47,7 @@ def test_model_profile_table(capsys):
     (["model", "fit"], "--db"),
     (["model", "fit", "--db", "none.duckdb", "--trajectory", "--eq8"], "--trajectory"),
     (["model", "fit", "--db", "none.duckdb", "--configuration", "trajectory2", "--eq8"], "--configuration"),
-    (["model", "fit", "--db", "none.duckdb", "--configuration", "trajectory9"], "configuration"),
+    (["model", "fit", "--db", "none.duckdb", "--configuration", "trajectory9"], "--configuration"),
     (["model", "validate", "--db", "none.duckdb", "--configuration", "default", "--trajectory"], "--configuration"),
     (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "rtt_scaling=true"], "rtt_scaling"),
 ])

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import units
+from .cc.registry import canonical
 from .errors import ValidationError
 
 MAX_RATE_BPS = 10e9              # what the emulated testbed allows
@@ -26,8 +27,9 @@ MAX_SOCKET_BUFFER = 512 * 2**20  # iperf3 3.12 rejects a larger -w (the kernel g
 MAX_TRANSFER_BYTES = 10**13
 MAX_DURATION_S = 86400
 MTUS = (1500, 9000)
+# the loss modes, with the keys each takes: the one list the spec, `select --loss` and `testbed up` check
+LOSS_MODES: dict[str, tuple[str, ...]] = {"none": (), "periodic": ("every",), "uniform": ("p",)}
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
-_VARIANT = re.compile(r"[a-z][a-z0-9_]*")
 _KBDP = re.compile(r"(?:([0-9]*\.?[0-9]+)\s*[xX]\s*)?BDP")
 
 _KEYS = {
@@ -41,7 +43,7 @@ _KEYS = {
 
 @dataclass(frozen=True)
 class Loss:
-    mode: str            # 'none' | 'periodic' | 'uniform'
+    mode: str            # one of LOSS_MODES
     rate: float          # periodic: 1/every; uniform: p; none: 0
     every: int | None = None
 
@@ -234,10 +236,7 @@ def parse(text: str) -> CampaignSpec:
 
     t = doc["transfer"]
     variants = _list(_req(t, "transfer.variant", "variant"), "transfer.variant")
-    for i, v in enumerate(variants):
-        if not isinstance(v, str) or not _VARIANT.fullmatch(v):
-            raise ValidationError(f"transfer.variant[{i}]",
-                                  f"{v!r}: a congestion-control name such as cubic, bbr, htcp")
+    variants = [canonical(v, f"transfer.variant[{i}]") for i, v in enumerate(variants)]   # cc/registry.py
     streams = [_int(v, f"transfer.streams[{i}]", 1, MAX_STREAMS)
                for i, v in enumerate(_list(t.get("streams", [1]), "transfer.streams"))]
     buffers = []
@@ -246,22 +245,17 @@ def parse(text: str) -> CampaignSpec:
         if v == "default":
             buffers.append(None)
             continue
-        b = units.size_bytes(f, v)
-        if not 1 <= b <= MAX_SOCKET_BUFFER:
-            raise ValidationError(f, f"{v!r}: 'default' or a size up to 512MiB (iperf3 -w's maximum; "
-                                     "the kernel grants twice the request, so 512MiB gives 1GiB)")
-        buffers.append(b)
+        buffers.append(_quantity(units.size_bytes, f, v, units.Range(1, MAX_SOCKET_BUFFER),
+                                 "or 'default' (512MiB is iperf3 -w's maximum; the kernel grants twice the request, "
+                                 "so 512MiB gives 1GiB)"))
     if ("size" in t) == ("duration" in t):
         raise ValidationError("transfer.size", "exactly one of transfer.size (-n) or transfer.duration (-t)")
     sizes, durations = [], []
     for i, v in enumerate(_list(t["size"], "transfer.size") if "size" in t else []):
-        b = units.size_bytes(f"transfer.size[{i}]", v)
-        if not 1 <= b <= MAX_TRANSFER_BYTES:
-            raise ValidationError(f"transfer.size[{i}]", f"{v!r}: must be between 1 byte and 10TB")
-        sizes.append(b)
+        sizes.append(units.size_bytes(f"transfer.size[{i}]", v, units.Range(1, MAX_TRANSFER_BYTES)))
     for i, v in enumerate(_list(t["duration"], "transfer.duration") if "duration" in t else []):
-        s = units.seconds(f"transfer.duration[{i}]", v)
-        if s != int(s) or not 1 <= s <= MAX_DURATION_S:
+        s = units.seconds(f"transfer.duration[{i}]", v, units.Range(1, MAX_DURATION_S))
+        if s != int(s):
             raise ValidationError(f"transfer.duration[{i}]",
                                   f"{v!r}: a whole number of seconds from 1s to 86400s (iperf3 -t)")
         durations.append(int(s))
@@ -299,16 +293,10 @@ def _adaptive(c: dict) -> tuple[float | None, int | None, float | None]:
 def _links(t: dict) -> tuple[LinkPoint, ...]:
     rates = []
     for i, v in enumerate(_list(_req(t, "link.rate", "rate"), "link.rate")):
-        r = units.rate_bps(f"link.rate[{i}]", v)
-        if not 0 < r <= MAX_RATE_BPS:
-            raise ValidationError(f"link.rate[{i}]", f"{v!r}: must be above 0 and at most 10Gbit")
-        rates.append(r)
+        rates.append(units.rate_bps(f"link.rate[{i}]", v, units.Range(0, MAX_RATE_BPS, lo_open=True)))
     rtts = []
     for i, v in enumerate(_list(_req(t, "link.rtt", "rtt"), "link.rtt")):
-        s = units.seconds(f"link.rtt[{i}]", v)
-        if not RTT_RANGE_S[0] - 1e-12 <= s <= RTT_RANGE_S[1] + 1e-12:
-            raise ValidationError(f"link.rtt[{i}]", f"{v!r}: must be from 0.4ms to 400ms")
-        rtts.append(s)
+        rtts.append(units.seconds(f"link.rtt[{i}]", v, units.Range(*RTT_RANGE_S)))
     buffers = []  # (label, bytes or k×BDP factor)
     for i, v in enumerate(_list(t.get("buffer", ["BDP"]), "link.buffer")):
         f = f"link.buffer[{i}]"
@@ -319,12 +307,7 @@ def _links(t: dict) -> tuple[LinkPoint, ...]:
                 raise ValidationError(f, f"{v!r}: the BDP multiple must be above 0 and at most 100")
             buffers.append((v.strip(), ("bdp", k)))
         else:
-            try:
-                b = units.size_bytes(f, v)
-            except ValidationError as err:
-                raise ValidationError(f, f"{v!r}: a size ('50MB'), 'BDP' or '<k>xBDP' ('2xBDP')") from err
-            if b < 1:
-                raise ValidationError(f, f"{v!r}: must be at least 1 byte")
+            b = _quantity(units.size_bytes, f, v, units.Range(1), "or 'BDP', '<k>xBDP' ('2xBDP')")
             buffers.append((str(v), ("bytes", b)))
     losses = [_loss(v, f"link.loss[{i}]")
               for i, v in enumerate(_list(t.get("loss", [{"mode": "none"}]), "link.loss"))]
@@ -352,13 +335,13 @@ def _loss(v, f: str) -> Loss:
     if not isinstance(v, dict):
         raise ValidationError(f, f"{v!r}: a table such as {{ mode = \"periodic\", every = 1000 }}")
     mode = v.get("mode")
-    allowed = {"none": {"mode"}, "periodic": {"mode", "every"}, "uniform": {"mode", "p"}}
-    if not isinstance(mode, str) or mode not in allowed:
-        raise ValidationError(f"{f}.mode", f"{mode!r}: must be 'none', 'periodic' or 'uniform'")
-    extra = set(v) - allowed[mode]
+    if not isinstance(mode, str) or mode not in LOSS_MODES:
+        raise ValidationError(f"{f}.mode", f"{mode!r}: must be one of {', '.join(LOSS_MODES)}")
+    allowed = {"mode", *LOSS_MODES[mode]}
+    extra = set(v) - allowed
     if extra:
         raise ValidationError(f"{f}.{sorted(extra)[0]}",
-                              f"unknown key for mode {mode!r} (allowed: {', '.join(sorted(allowed[mode]))})")
+                              f"unknown key for mode {mode!r} (allowed: {', '.join(sorted(allowed))})")
     if mode == "none":
         return Loss("none", 0.0)
     if mode == "periodic":
@@ -379,13 +362,19 @@ def _remote(t: dict) -> LinkPoint:
     port = _int(t.get("port", 5201), "remote.port", 1, 65535)
     rate = None
     if "rate" in t:
-        rate = units.rate_bps("remote.rate", t["rate"])
-        if not rate > 0:
-            raise ValidationError("remote.rate", f"{t['rate']!r}: must be above 0")
+        rate = units.rate_bps("remote.rate", t["rate"], units.POSITIVE)
     return LinkPoint("remote", rate, None, None, None, Loss("none", 0.0), None, host, port)
 
 
 # -- small validators ---------------------------------------------------------------------------
+def _quantity(parse, f: str, v, allowed: units.Range, other: str):
+    """A quantity (units.py), or the spec's other words for the field (`other`, added to the error)."""
+    try:
+        return parse(f, v, allowed)
+    except ValidationError as err:
+        raise ValidationError(f, f"{str(err).split(': ', 1)[1]}; {other}") from err
+
+
 def _req(t: dict, f: str, key: str):
     if key not in t:
         raise ValidationError(f, "required")

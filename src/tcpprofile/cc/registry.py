@@ -46,7 +46,27 @@ VARIANTS: dict[str, Variant] = {
     "vegas": Variant("vegas", "vegas", "tcp_vegas", "vegas"),
 }
 NAMES: tuple[str, ...] = tuple(VARIANTS)
+# Other spellings of a usual name, matched in any case: the papers' and the model's names for a variant
+# (STCP is Kelly's Scalable TCP, the kernel's tcp_scalable: net/ipv4/tcp_scalable.c).
+ALIASES: dict[str, str] = {"stcp": "scalable"}
 BPF_PREFIX = "tp_"
+
+
+def known_names() -> str:
+    """The names every help text and error prints: the usual names, then the aliases."""
+    return ", ".join(NAMES) + " (aliases: " + ", ".join(f"{a} = {n}" for a, n in ALIASES.items()) + ")"
+
+
+def canonical(name: str, field: str = "variant") -> str:
+    """The usual name of `name`: a usual name as written (the kernel's names are lower case), or an alias
+    in any case; ValidationError listing the known names otherwise."""
+    if isinstance(name, str) and name in VARIANTS:
+        return name
+    if isinstance(name, str) and name.lower() in ALIASES:
+        return ALIASES[name.lower()]
+    hint = (f" (names are lower case, as the kernel spells them: {name.lower()!r})"
+            if isinstance(name, str) and name.lower() in VARIANTS else "")
+    raise ValidationError(field, f"unknown congestion control {name!r}{hint}; known: {known_names()}")
 
 
 def variant(name: str, field: str = "variant") -> Variant:

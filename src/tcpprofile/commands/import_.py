@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from .. import units
+from ..cc.registry import canonical, known_names
 from ..errors import ValidationError
 
 
@@ -24,7 +25,8 @@ def register(sub) -> None:
                         "(text or -y C)")
     p.add_argument("--db", required=True, help="the store (a DuckDB file; created if absent)")
     p.add_argument("--name", default="import", help="campaign name for this batch (default: import)")
-    p.add_argument("--variant", help="congestion-control variant (default: what the file reports)")
+    p.add_argument("--variant",
+                   help=f"congestion-control variant (default: what the file reports); known: {known_names()}")
     p.add_argument("--rtt", help="the path's RTT, e.g. 45.6ms (default: unknown); a file's own smallest RTT "
                                  "beyond max(1 %%, 0.1 ms) of it is a warning")
     p.add_argument("--rate", help="the path's bottleneck rate, e.g. 10Gbit (default: unknown)")
@@ -40,10 +42,10 @@ def overrides(args: argparse.Namespace):
     if args.repetition is not None and args.repetition < 0:
         raise ValidationError("--repetition", f"{args.repetition}: must be 0 or more")
     return importer.Overrides(
-        variant=args.variant,
-        rtt_s=units.seconds("--rtt", args.rtt) if args.rtt else None,
-        rate_bps=units.rate_bps("--rate", args.rate) if args.rate else None,
-        buffer_bytes=units.size_bytes("--buffer", args.buffer) if args.buffer else None,
+        variant=None if args.variant is None else canonical(args.variant, "--variant"),
+        rtt_s=None if args.rtt is None else units.seconds("--rtt", args.rtt, units.RTT_S),
+        rate_bps=None if args.rate is None else units.rate_bps("--rate", args.rate, units.POSITIVE),
+        buffer_bytes=None if args.buffer is None else units.size_bytes("--buffer", args.buffer, units.Range(1)),
         repetition=args.repetition,
     )
 

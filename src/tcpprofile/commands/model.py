@@ -20,11 +20,14 @@ COLUMNS = (  # component, header, scale (value / scale is printed)
 
 
 def register(subparsers) -> None:
+    from ..models.fit import CONFIGURATIONS
+    from ..models.registry import MODELS
+
     p = subparsers.add_parser("model", help="predict throughput from the TCP models, or fit them to a store",
                               description=__doc__)
     p.add_argument("action", nargs="?", choices=("predict", "fit", "validate"), default="predict",
                    help="predict (default), fit, or validate (the validation protocol's table)")
-    p.add_argument("--variant", help="congestion control: stcp, scalable, cubic, htcp, reno")
+    p.add_argument("--variant", help=f"congestion control: {', '.join(MODELS)}")
     p.add_argument("--capacity", default="10Gbit", help="link capacity C (default 10Gbit)")
     p.add_argument("--rtt", nargs="+", help="minimum RTT τ; several values print a profile (e.g. 11.8ms 91.6ms)")
     p.add_argument("--buffer", help="bottleneck buffer β (e.g. 50MB)")
@@ -33,7 +36,7 @@ def register(subparsers) -> None:
     p.add_argument("--size", default="inf", help="transfer size F (default: infinite = sustained rate)")
     p.add_argument("--duration", help="transfer duration T (iperf3 -t; replaces --size), e.g. 15s")
     p.add_argument("--loss", type=float, default=0.0,
-                   help="external loss: probability a segment is dropped (periodic 1 in N: 1/N)")
+                   help="external loss: probability a segment is dropped, from 0 to below 1 (periodic 1 in N: 1/N)")
     p.add_argument("--streams", nargs="+", type=int, default=[1], help="parallel streams n (one or more)")
     p.add_argument("--mss", type=int, default=1448, help="segment size in bytes (default 1448)")
     p.add_argument("--initial-window", type=int, default=10, help="initial window in segments (default 10)")
@@ -54,15 +57,16 @@ def register(subparsers) -> None:
                         "(overshoot, loss burst, first epochs; H-TCP's RTT-scaled α): docs/models.md, \"What shallow "
                         "buffers exercise\"; without it, 'default'")
     p.add_argument("--configuration", metavar="NAME",
-                   help="fit, validate: a named model configuration (models.fit.CONFIGURATIONS: default, trajectory, "
-                        "trajectory2); --trajectory is --configuration trajectory")
+                   help=f"fit, validate: a named model configuration, one of {', '.join(CONFIGURATIONS)} "
+                        "(models.fit.CONFIGURATIONS); --trajectory is --configuration trajectory")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
 
 
 def _size(field: str, text: str) -> float:
-    return math.inf if text.strip().lower() in ("inf", "none") else float(units.size_bytes(field, text))
+    """A window or transfer size above 0, or 'inf'/'none' for no limit."""
+    return math.inf if text.strip().lower() in ("inf", "none") else float(units.size_bytes(field, text, units.POSITIVE))
 
 
 def _param(text: str) -> tuple[str, object]:
@@ -114,6 +118,12 @@ def _beta_fit(d: dict) -> tuple[str, str]:
 
 
 def run(args) -> int:
+    from ..models.fit import CONFIGURATIONS
+
+    if args.configuration is not None and args.configuration not in CONFIGURATIONS:
+        raise ValidationError("--configuration", f"{args.configuration!r}: one of {', '.join(CONFIGURATIONS)}")
+    if args.configuration is not None and args.action == "predict":
+        raise ValidationError("--configuration", "only for fit and validate (predict takes --set NAME=VALUE)")
     return {"fit": _fit, "validate": _validate}.get(args.action, _predict)(args)
 
 
@@ -128,17 +138,20 @@ def _predict(args) -> int:
         raise ValidationError("--rtt", "required for predict (one or more RTTs, e.g. 91.6ms)")
     if args.buffer is None:
         raise ValidationError("--buffer", "required for predict (bottleneck buffer, e.g. 50MB)")
+    if not 0 <= args.loss < 1:
+        raise ValidationError("--loss", f"a drop probability from 0 to below 1, got {args.loss!r}")
     params = dict(_param(s) for s in args.set)
     if args.queue_fill:
         params["queue_fill"] = True
     model = model_class(args.variant)(
-        capacity_bps=units.rate_bps("--capacity", args.capacity), buffer_bytes=float(units.size_bytes("--buffer", args.buffer)),
+        capacity_bps=units.rate_bps("--capacity", args.capacity, units.POSITIVE),
+        buffer_bytes=float(units.size_bytes("--buffer", args.buffer)),
         wmax_bytes=_size("--wmax", args.wmax), wmax_hard_bytes=_size("--wmax-hard", args.wmax_hard),
         size_bytes=_size("--size", args.size), mss_bytes=args.mss, initial_window=args.initial_window,
-        duration_s=None if args.duration is None else units.seconds("--duration", args.duration))
+        duration_s=None if args.duration is None else units.seconds("--duration", args.duration, units.POSITIVE))
     for name, value in params.items():
         model.set_params(**{name: value})
-    tau = np.array([units.seconds("--rtt", r) for r in args.rtt])
+    tau = np.array([units.seconds("--rtt", r, units.RTT_S) for r in args.rtt])
     n = np.array(args.streams, dtype=float)
     comp = model.components(tau[:, None], n=n[None, :], loss=args.loss)
     rows = []
@@ -189,12 +202,9 @@ def _load(args, *, traces: bool = False):
 
 
 def _config(args) -> str:
-    """The model configuration (models.fit.CONFIGURATIONS) the flags select."""
-    from ..models.fit import configuration
-
+    """The model configuration (models.fit.CONFIGURATIONS; a known name: run checked it) the flags select."""
     if args.configuration is None:
         return "trajectory" if args.trajectory else "default"
-    configuration(args.configuration)  # a known name, else a ValidationError naming the allowed ones
     if args.trajectory and args.configuration != "trajectory":
         raise ValidationError("--configuration", f"{args.configuration!r} and --trajectory: give one of them")
     return args.configuration

@@ -7,7 +7,9 @@ import json
 import sys
 
 from .. import units
+from ..cc.registry import canonical, known_names
 from ..errors import ValidationError
+from ..spec import LOSS_MODES
 
 
 def register(subparsers) -> None:
@@ -17,12 +19,13 @@ def register(subparsers) -> None:
     p.add_argument("--rtt", help="the connection's RTT with a unit, e.g. 45ms")
     p.add_argument("--host", help="measure the RTT to HOST with ping")
     p.add_argument("--ping-count", type=int, default=5, help="pings for --host (default 5)")
-    p.add_argument("--variants", nargs="+", help="consider only these variants")
+    p.add_argument("--variants", nargs="+",
+                   help=f"consider only these variants, as the store names them; known: {known_names()}")
     p.add_argument("--streams", nargs="+", type=int, help="consider only these stream counts")
     p.add_argument("--buffers", nargs="+", help="consider only these socket buffers (e.g. 256MB, auto)")
     p.add_argument("--size", help="condition: transfer size F of the runs (e.g. 20GB)")
     p.add_argument("--duration", help="condition: duration of the runs (e.g. 10s)")
-    p.add_argument("--loss", help="condition: none | periodic:RATE | uniform:RATE")
+    p.add_argument("--loss", help="condition: " + " | ".join(LOSS_FORMS))
     p.add_argument("--rate", help="condition: link rate C (e.g. 10Gbit)")
     p.add_argument("--link-buffer", help="condition: bottleneck buffer β as the campaign spec wrote it (e.g. BDP, 50MB)")
     direction = p.add_mutually_exclusive_group()
@@ -48,34 +51,58 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+LOSS_FORMS = tuple(m if not keys else f"{m}:RATE" for m, keys in LOSS_MODES.items())
+
+
 def parse_rtt_ms(value: str) -> float:
-    if value is None or not any(c.isalpha() for c in value):
-        raise ValidationError("--rtt", f"give the RTT with a unit, e.g. 45ms or 0.2s (got {value!r})")
-    rtt_ms = units.seconds("--rtt", value) * 1e3
-    if not (0 < rtt_ms <= 10_000):
-        raise ValidationError("--rtt", f"must be > 0 and at most 10 s, got {value!r}")
-    return rtt_ms
+    return units.seconds("--rtt", value, units.RTT_S) * 1e3
+
+
+def parse_loss(value: str) -> dict:
+    """--loss none | periodic:RATE | uniform:RATE (spec.LOSS_MODES) -> the loss_mode/loss_rate condition."""
+    mode, sep, rate = value.partition(":")
+    if mode not in LOSS_MODES or bool(LOSS_MODES[mode]) != bool(sep):
+        raise ValidationError("--loss", f"expected one of {', '.join(LOSS_FORMS)}, got {value!r}")
+    if not LOSS_MODES[mode]:
+        return {"loss_mode": mode, "loss_rate": 0.0}
+    try:
+        p = float(rate)
+    except ValueError:
+        raise ValidationError("--loss", f"RATE must be a number, got {rate!r}") from None
+    if not 0 < p < 1:      # periodic 1 in N: RATE = 1/N; uniform: the drop probability
+        raise ValidationError("--loss", f"RATE must be above 0 and below 1, got {rate!r}")
+    return {"loss_mode": mode, "loss_rate": p}
+
+
+def resolve_variants(given: list[str], held: set[str]) -> list[str]:
+    """--variants as the store names them: a name the store holds as written, else the usual name of a known
+    name or alias (cc/registry.py); refused, naming the store's variants and the known names, when the store
+    holds none of the runs asked for."""
+    out = []
+    for name in given:
+        if name not in held:
+            try:
+                name = canonical(name, "--variants")
+            except ValidationError as err:
+                raise ValidationError("--variants", f"{str(err).split(': ', 1)[1]}; the store holds: "
+                                      f"{', '.join(sorted(held)) or 'no ok runs'}") from None
+            if name not in held:
+                raise ValidationError("--variants", f"the store holds no ok runs of {name!r}; it holds: "
+                                      f"{', '.join(sorted(held)) or 'none'}")
+        out.append(name)
+    return out
 
 
 def _conditions(args) -> dict:
     cond = {}
     if args.size is not None:
-        cond["transfer_bytes"] = units.size_bytes("--size", args.size)
+        cond["transfer_bytes"] = units.size_bytes("--size", args.size, units.Range(1))
     if args.duration is not None:
-        cond["duration_s"] = units.seconds("--duration", args.duration)
+        cond["duration_s"] = units.seconds("--duration", args.duration, units.POSITIVE)
     if args.loss is not None:
-        mode, _, rate = args.loss.partition(":")
-        if mode == "none" and not rate:
-            cond.update(loss_mode="none", loss_rate=0.0)
-        elif mode in ("periodic", "uniform") and rate:
-            try:
-                cond.update(loss_mode=mode, loss_rate=float(rate))
-            except ValueError:
-                raise ValidationError("--loss", f"rate must be a number, got {rate!r}") from None
-        else:
-            raise ValidationError("--loss", f"expected none, periodic:RATE or uniform:RATE, got {args.loss!r}")
+        cond.update(parse_loss(args.loss))
     if args.rate is not None:
-        cond["rate_bps"] = units.rate_bps("--rate", args.rate)
+        cond["rate_bps"] = units.rate_bps("--rate", args.rate, units.POSITIVE)
     if args.link_buffer is not None:
         cond["link_buffer"] = args.link_buffer
     if args.reverse or args.forward:
@@ -88,7 +115,7 @@ def _conditions(args) -> dict:
 def _buffers(values):
     if not values:
         return None
-    return [None if v == "auto" else units.size_bytes("--buffers", v) for v in values]
+    return [None if v == "auto" else units.size_bytes("--buffers", v, units.Range(1)) for v in values]
 
 
 def validate(args) -> None:
@@ -111,7 +138,7 @@ def validate(args) -> None:
 
 def run(args) -> int:
     from .. import select as sel
-    from ..store import Store
+    from ..store import Store, reads
 
     validate(args)
     rtt_ms = parse_rtt_ms(args.rtt) if args.rtt is not None else None
@@ -121,7 +148,8 @@ def run(args) -> int:
         ping = sel.ping_rtt(args.host, count=args.ping_count)
         rtt_ms = ping["min_ms"]     # a base RTT, as the profiles' (configured τ, remote: TCP's min_rtt)
     with Store.open(args.db, read_only=True) as store:
-        profiles = sel.load_profiles(store, variants=args.variants, streams=args.streams,
+        variants = args.variants and resolve_variants(args.variants, {r["variant"] for r in reads.profile_runs(store)})
+        profiles = sel.load_profiles(store, variants=variants, streams=args.streams,
                                      buffers=buffers, conditions=cond, exclude_flagged=args.exclude_flagged)
     choice = sel.select(profiles, rtt_ms, extrapolate=args.extrapolate, confidence=args.confidence,
                         n_boot=args.boot, seed=args.seed, margin=args.margin)

@@ -7,6 +7,12 @@ from __future__ import annotations
 import json
 import signal
 
+from ..spec import LOSS_MODES
+
+# LinkConfig's fields -> the flags that give them, so that its errors name the flag
+FLAGS = {"rate_bps": "--rate", "rtt_s": "--rtt", "buffer_bytes": "--buffer", "loss_mode": "--loss-mode",
+         "loss_rate": "--loss-rate", "mtu": "--mtu", "offloads": "--offloads"}
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("testbed", help="emulated dedicated connections (network namespaces)")
@@ -15,7 +21,7 @@ def register(subparsers) -> None:
     up.add_argument("--rate", required=True, help="line rate, e.g. 10Gbit")
     up.add_argument("--rtt", required=True, help="round-trip time, e.g. 45.6ms")
     up.add_argument("--buffer", required=True, help="bottleneck drop-tail buffer, e.g. 50MB")
-    up.add_argument("--loss-mode", default="none", choices=["none", "periodic", "uniform"])
+    up.add_argument("--loss-mode", default="none", choices=tuple(LOSS_MODES))
     up.add_argument("--loss-rate", default="0", help="periodic: 1/N (e.g. 1/1000); uniform: probability")
     up.add_argument("--mtu", type=int, default=1500, choices=[1500, 9000])
     up.add_argument("--offloads", default="auto", choices=["auto", "on", "off"])
@@ -29,10 +35,9 @@ def register(subparsers) -> None:
 
 
 def _up(args) -> int:
-    from ..testbed import EmulatedLink, LinkConfig
+    from ..testbed import EmulatedLink
 
-    cfg = LinkConfig.checked(rate_bps=args.rate, rtt_s=args.rtt, buffer_bytes=args.buffer, loss_mode=args.loss_mode,
-                             loss_rate=args.loss_rate, mtu=args.mtu, offloads=args.offloads)
+    cfg = link_config(args)
     with EmulatedLink(cfg, tag=args.tag) as link:
         if args.json:
             print(json.dumps({"tag": link.tag, "calibration": link.calibration.to_dict()}), flush=True)
@@ -48,6 +53,21 @@ def _up(args) -> int:
             pass
     print(f"link {link.tag} down")
     return 0
+
+
+def link_config(args):
+    """The link `testbed up` asks for; an error names the flag (quantities: units.py, ranges: LinkConfig)."""
+    from ..errors import ValidationError
+    from ..testbed import LinkConfig
+
+    try:
+        return LinkConfig.checked(rate_bps=args.rate, rtt_s=args.rtt, buffer_bytes=args.buffer,
+                                  loss_mode=args.loss_mode, loss_rate=args.loss_rate, mtu=args.mtu,
+                                  offloads=args.offloads)
+    except ValidationError as err:
+        if err.field not in FLAGS:
+            raise
+        raise ValidationError(FLAGS[err.field], str(err).split(": ", 1)[1]) from err
 
 
 def _down(args) -> int:

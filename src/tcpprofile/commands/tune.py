@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from ..cc.registry import known_names
+
 
 def register(sub) -> None:
     p = sub.add_parser("tune", help="find the best (variant, streams, buffer) for one connection by racing",
@@ -22,7 +24,8 @@ def register(sub) -> None:
     p.add_argument("--link-buffer", default="BDP", help="emulated bottleneck buffer (default BDP)")
     p.add_argument("--mtu", type=int, default=9000, help="emulated MTU (default 9000)")
     p.add_argument("--spec", help="take link and candidate grid from a campaign spec (one link configuration)")
-    p.add_argument("--variants", nargs="+", default=["cubic", "htcp", "bbr"], help="candidate variants")
+    p.add_argument("--variants", nargs="+", default=["cubic", "htcp", "bbr"],
+                   help=f"candidate variants (default cubic htcp bbr); known: {known_names()}")
     p.add_argument("--streams", nargs="+", type=int, default=[1, 4, 8], help="candidate stream counts")
     p.add_argument("--buffers", nargs="+", default=["default"], help="candidate socket buffers (default, 256MiB, …)")
     p.add_argument("--duration", default="10s", help="each run's duration (default 10s)")
@@ -58,11 +61,7 @@ def main(args: argparse.Namespace) -> int:
     confidence = decide.check_confidence("--confidence", args.confidence)
     if args.first is not None and not 2 <= args.first <= args.max_rounds:
         raise ValidationError("--first", f"must be from 2 to --max-rounds ({args.max_rounds}), got {args.first}")
-    budget_s = None
-    if args.budget is not None:
-        budget_s = units.seconds("--budget", args.budget)
-        if budget_s <= 0:
-            raise ValidationError("--budget", f"must be above 0, got {args.budget!r}")
+    budget_s = None if args.budget is None else units.seconds("--budget", args.budget, units.POSITIVE)
     if args.apply and (args.netns is None) == (not args.host_settings):
         raise ValidationError("--apply", "needs exactly one target: --netns NS or --host-settings")
     if args.spec:

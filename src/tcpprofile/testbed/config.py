@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 from .. import units
 from ..errors import ValidationError
+from ..spec import LOSS_MODES as _LOSS
 from ..framing import ETH_HEADER, ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
 
 RATE_MIN_BPS = 1e6
@@ -22,7 +23,7 @@ RATE_MAX_BPS = 10e9           # shown to work on 2 cores; higher rates are not o
 RTT_MIN_S = 0.1e-3
 RTT_MAX_S = 0.4
 MTUS = (1500, 9000)
-LOSS_MODES = ("none", "periodic", "uniform")
+LOSS_MODES = tuple(_LOSS)    # spec.LOSS_MODES: the one list
 OFFLOADS = ("auto", "on", "off")
 
 
@@ -56,11 +57,11 @@ class LinkConfig:
     @classmethod
     def checked(cls, *, rate_bps, rtt_s, buffer_bytes, loss_mode="none", loss_rate=0.0, mtu=1500,
                 offloads="auto") -> "LinkConfig":
-        """Build from numbers or strings with units ("10Gbit", "45.6ms", "50MB"); raises
-        ValidationError naming the field."""
-        return cls(rate_bps=units.rate_bps("rate_bps", rate_bps),
-                   rtt_s=units.seconds("rtt_s", rtt_s),
-                   buffer_bytes=units.size_bytes("buffer_bytes", buffer_bytes),
+        """Build from SI numbers (the field names say the unit) or strings with units ("10Gbit", "45.6ms",
+        "50MB"; a string without one is refused: units.py); raises ValidationError naming the field."""
+        return cls(rate_bps=_si(units.rate_bps, "rate_bps", rate_bps),
+                   rtt_s=_si(units.seconds, "rtt_s", rtt_s),
+                   buffer_bytes=_si(units.size_bytes, "buffer_bytes", buffer_bytes),
                    loss_mode=loss_mode, loss_rate=_number("loss_rate", loss_rate),
                    mtu=mtu, offloads=offloads)
 
@@ -170,6 +171,11 @@ class LinkConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def _si(parse, field: str, value):
+    """Text with a unit through its parser (units.py); a number is already SI (checked in __post_init__)."""
+    return parse(field, value) if isinstance(value, str) else value
 
 
 def _number(field: str, value) -> float:
