@@ -10,6 +10,7 @@ Fixed seeds (derandomize) keep the runs reproducible and the file well under a m
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -226,6 +227,33 @@ toml_values = st.recursive(
 @given(st.randoms(use_true_random=False), toml_values)
 def test_any_toml_value_in_any_field_is_accepted_or_names_the_field(rng, value):
     check_spec(sm.mutated_text(rng, replacement=value))
+
+
+QUANTITIES = {("link", "rate"): ("Mbit", "Gbit"), ("link", "rtt"): ("ms", "s"), ("link", "buffer"): ("MB", "MiB"),
+              ("transfer", "socket_buffer"): ("MB", "MiB"), ("transfer", "duration"): ("ms", "s"),
+              ("transfer", "size"): ("MB", "MiB"), ("remote", "rate"): ("Mbit", "Gbit")}
+
+
+@PROPS
+@given(st.randoms(use_true_random=False), st.sampled_from(sorted(QUANTITIES)),
+       st.integers(0, 10**15) | st.floats(0, 1e15, allow_nan=False), st.booleans())
+def test_a_bare_number_in_any_quantity_field_is_refused_naming_the_units(rng, where, number, as_text):
+    """A number without a unit (TOML `rtt = 45`, or the string "45") in any field that holds a quantity is
+    refused, naming the field and the units to give; before, it was read in the base unit (45 s)."""
+    table, key = where
+    doc = copy.deepcopy(rng.choice([d for d in sm._BASES if table in d]))
+    if key in ("size", "duration"):                    # the spec takes one of them
+        doc[table].pop({"size": "duration", "duration": "size"}[key], None)
+    given = str(number) if as_text else number
+    axis = (table, key) != ("remote", "rate")          # a sweep axis (a list), or remote's one rate
+    doc[table][key] = [given] if axis else given
+    with pytest.raises(ValidationError) as err:
+        spec.parse(sm.dump(doc))
+    q = '"' if not as_text else ""
+    hint = QUANTITIES[where]
+    field = f"{table}.{key}[0]" if axis else f"{table}.{key}"
+    assert str(err.value).startswith(f"{field}: {number} has no unit; give it as {q}{number}{hint[0]}{q} "
+                                     f"or {q}{number}{hint[1]}{q}")     # buffers add their words: 'BDP', 'default'
 
 
 # -- must show: 1,000 files into one store, 1,000 specs -------------------------------------------

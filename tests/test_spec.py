@@ -115,6 +115,15 @@ CASES = [
     ("transfer.variant", DELETE, "transfer.variant"),
     ("transfer.variant", ["cubic", "Bad-Name"], "transfer.variant[1]"),
     ("transfer.variant", ["cubic", "cubic"], "transfer.variant[1]"),
+    ("transfer.variant", ["cubic", "CUBIC"], "transfer.variant[1]"),     # the kernel's names are lower case
+    ("transfer.variant", ["cubic", "foo"], "transfer.variant[1]"),       # not in cc/registry.py
+    ("transfer.variant", ["scalable", "stcp"], "transfer.variant[1]"),   # an alias of the other: a duplicate
+    ("link.rtt", [0.0456], "link.rtt[0]"),                               # a number without its unit
+    ("link.rtt", ["0.0456"], "link.rtt[0]"),
+    ("link.rate", [10000000000], "link.rate[0]"),
+    ("link.buffer", [50000000], "link.buffer[0]"),
+    ("transfer.socket_buffer", [4000000], "transfer.socket_buffer[0]"),
+    ("transfer.duration", [10], "transfer.duration[0]"),
     ("transfer.streams", [1, 0], "transfer.streams[1]"),
     ("transfer.streams", [1, 4, 129], "transfer.streams[2]"),
     ("transfer.streams", ["4"], "transfer.streams[0]"),
@@ -207,6 +216,12 @@ def test_order_is_deterministic_in_the_seed_and_grouped_by_link():
             last = p.link
     given = spec.parse(dump({**BASE, "campaign": {**BASE["campaign"], "order": "given"}}))
     assert given.schedule(1) == given.sweep()
+
+
+def test_an_alias_is_stored_as_the_usual_name():
+    # cc/registry.py ALIASES: STCP (any case) is the kernel's scalable; the campaign is the same one
+    alias, usual = (spec.parse(mutated("transfer.variant", [v, "cubic"])) for v in ("STCP", "scalable"))
+    assert alias.variants == ("scalable", "cubic") and alias.campaign_id == usual.campaign_id
 
 
 def test_campaign_id_ignores_layout_but_not_content():
