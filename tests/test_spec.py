@@ -224,6 +224,16 @@ def test_an_alias_is_stored_as_the_usual_name():
     assert alias.variants == ("scalable", "cubic") and alias.campaign_id == usual.campaign_id
 
 
+def test_a_spec_of_bare_numbers_rewritten_in_base_units_keeps_its_campaign():
+    # Before issue 29 a TOML number was in the base unit; written with that unit ("0.0456s") the value is
+    # number × 1, so the normalised spec and its campaign id do not change and the campaign resumes. The id
+    # is the one main at 3b385f4 gave the same spec written with bare numbers (rate = 10000000000, rtt =
+    # [0.0004, 0.0456, 0.183], socket_buffer = [4000000], duration = [10]).
+    text = ('[campaign]\nname="t"\nseed=1\n[link]\nrate="10000000000bit"\nrtt=["0.0004s", "0.0456s", "0.183s"]\n'
+            'buffer=["BDP"]\n[transfer]\nvariant="cubic"\nsocket_buffer=["4000000B"]\nduration=["10s"]\n')
+    assert spec.parse(text).campaign_id == "71ae020718b97136"
+
+
 def test_campaign_id_ignores_layout_but_not_content():
     s1 = spec.parse(dump(BASE))
     s2 = spec.parse("# a comment\n" + dump(BASE))
