@@ -190,3 +190,13 @@ def test_model_help_lists_every_configuration():
         main(["model", "--help"])
     flat = " ".join(text.getvalue().split())
     assert len(CONFIGURATIONS) == 5 and f"one of {', '.join(CONFIGURATIONS)}" in flat
+
+
+def test_cc_load_takes_the_same_names():
+    # before: `cc load stcp` was "unknown congestion control 'stcp'", though `model --variant stcp` took it
+    from tcpprofile import cc
+    assert cc.expand(["STCP", "scalable", "cubic"]) == ["scalable", "cubic"]
+    with pytest.raises(ValidationError) as err:
+        cc.expand(["Cubic"])
+    assert str(err.value) == ("variant: unknown congestion control 'Cubic' (names are lower case, as the kernel "
+                              f"spells them: 'cubic'); known: {KNOWN}")

@@ -78,12 +78,12 @@ def variant(name: str, field: str = "variant") -> Variant:
 
 
 def expand(names: list[str], field: str = "variant") -> list[str]:
-    """Validate names; "all" stands for the twelve.  Order kept, duplicates dropped."""
+    """Validate names (usual names or ALIASES); "all" stands for the twelve.  Order kept, duplicates dropped."""
     if not names:
-        raise ValidationError(field, f"give one or more of: all, {', '.join(NAMES)}")
+        raise ValidationError(field, f"give one or more of: all, {known_names()}")
     out: list[str] = []
     for n in names:
-        for m in (NAMES if n == "all" else (variant(n, field).name,)):
+        for m in (NAMES if n == "all" else (canonical(n, field),)):
             if m not in out:
                 out.append(m)
     return out

@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 
 from .. import cc
+from ..cc.registry import known_names
 
 
 def register(subparsers) -> None:
@@ -15,7 +16,7 @@ def register(subparsers) -> None:
     ls = sub.add_parser("list", help="the twelve variants, how this kernel provides each, loaded or not")
     ls.add_argument("--json", action="store_true", help="machine-readable output")
     ls.set_defaults(func=_list)
-    names = f"all, or one or more of: {', '.join(cc.NAMES)}"
+    names = f"all, or one or more of: {known_names()}"
     ld = sub.add_parser("load", help="register our BPF ports / load modules so the variants are selectable")
     ld.add_argument("names", nargs="+", metavar="NAME", help=names)
     ld.set_defaults(func=_load)
