@@ -18,6 +18,7 @@ from pathlib import Path
 from . import units
 from .cc.registry import canonical
 from .errors import ValidationError
+from .testbed.config import LOSS_MODES
 
 MAX_RATE_BPS = 10e9              # what the emulated testbed allows
 RTT_RANGE_S = (0.4e-3, 400e-3)
@@ -27,8 +28,8 @@ MAX_SOCKET_BUFFER = 512 * 2**20  # iperf3 3.12 rejects a larger -w (the kernel g
 MAX_TRANSFER_BYTES = 10**13
 MAX_DURATION_S = 86400
 MTUS = (1500, 9000)
-# the loss modes, with the keys each takes: the one list the spec, `select --loss` and `testbed up` check
-LOSS_MODES: dict[str, tuple[str, ...]] = {"none": (), "periodic": ("every",), "uniform": ("p",)}
+# the key each loss mode (testbed.config.LOSS_MODES, the one list) takes besides `mode`
+LOSS_PARAMETER = {"periodic": "every", "uniform": "p"}
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _KBDP = re.compile(r"(?:([0-9]*\.?[0-9]+)\s*[xX]\s*)?BDP")
 
@@ -43,7 +44,7 @@ _KEYS = {
 
 @dataclass(frozen=True)
 class Loss:
-    mode: str            # one of LOSS_MODES
+    mode: str            # one of testbed.config.LOSS_MODES
     rate: float          # periodic: 1/every; uniform: p; none: 0
     every: int | None = None
 
@@ -337,7 +338,7 @@ def _loss(v, f: str) -> Loss:
     mode = v.get("mode")
     if not isinstance(mode, str) or mode not in LOSS_MODES:
         raise ValidationError(f"{f}.mode", f"{mode!r}: must be one of {', '.join(LOSS_MODES)}")
-    allowed = {"mode", *LOSS_MODES[mode]}
+    allowed = {"mode"} | ({LOSS_PARAMETER[mode]} if mode in LOSS_PARAMETER else set())
     extra = set(v) - allowed
     if extra:
         raise ValidationError(f"{f}.{sorted(extra)[0]}",

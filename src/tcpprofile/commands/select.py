@@ -9,7 +9,8 @@ import sys
 from .. import units
 from ..cc.registry import canonical, known_names
 from ..errors import ValidationError
-from ..spec import LOSS_MODES
+from ..spec import LOSS_PARAMETER
+from ..testbed.config import LOSS_MODES
 
 
 def register(subparsers) -> None:
@@ -51,7 +52,7 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-LOSS_FORMS = tuple(m if not keys else f"{m}:RATE" for m, keys in LOSS_MODES.items())
+LOSS_FORMS = tuple(f"{m}:RATE" if m in LOSS_PARAMETER else m for m in LOSS_MODES)
 
 
 def parse_rtt_ms(value: str) -> float:
@@ -59,11 +60,11 @@ def parse_rtt_ms(value: str) -> float:
 
 
 def parse_loss(value: str) -> dict:
-    """--loss none | periodic:RATE | uniform:RATE (spec.LOSS_MODES) -> the loss_mode/loss_rate condition."""
+    """--loss none | periodic:RATE | uniform:RATE (testbed.config.LOSS_MODES) -> the loss_mode/loss_rate condition."""
     mode, sep, rate = value.partition(":")
-    if mode not in LOSS_MODES or bool(LOSS_MODES[mode]) != bool(sep):
+    if mode not in LOSS_MODES or (mode in LOSS_PARAMETER) != bool(sep):
         raise ValidationError("--loss", f"expected one of {', '.join(LOSS_FORMS)}, got {value!r}")
-    if not LOSS_MODES[mode]:
+    if mode not in LOSS_PARAMETER:
         return {"loss_mode": mode, "loss_rate": 0.0}
     try:
         p = float(rate)

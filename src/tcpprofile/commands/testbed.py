@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import signal
 
-from ..spec import LOSS_MODES
+from ..testbed.config import LOSS_MODES
 
 # LinkConfig's fields -> the flags that give them, so that its errors name the flag
 FLAGS = {"rate_bps": "--rate", "rtt_s": "--rtt", "buffer_bytes": "--buffer", "loss_mode": "--loss-mode",
@@ -21,7 +21,7 @@ def register(subparsers) -> None:
     up.add_argument("--rate", required=True, help="line rate, e.g. 10Gbit")
     up.add_argument("--rtt", required=True, help="round-trip time, e.g. 45.6ms")
     up.add_argument("--buffer", required=True, help="bottleneck drop-tail buffer, e.g. 50MB")
-    up.add_argument("--loss-mode", default="none", choices=tuple(LOSS_MODES))
+    up.add_argument("--loss-mode", default="none", choices=LOSS_MODES)
     up.add_argument("--loss-rate", default="0", help="periodic: 1/N (e.g. 1/1000); uniform: probability")
     up.add_argument("--mtu", type=int, default=1500, choices=[1500, 9000])
     up.add_argument("--offloads", default="auto", choices=["auto", "on", "off"])
