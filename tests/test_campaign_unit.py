@@ -232,10 +232,9 @@ def test_summary_table_and_format(store, tmp_path):
 
 
 def test_unknown_variant_is_refused_before_anything_runs(store):
-    s = spec.parse(SPEC.replace('"bbr"', '"nosuchcc"'))
     host, setups = FakeHost(), []
-    with pytest.raises(Exception) as err:
-        run(s, store, host, setups)
+    with pytest.raises(Exception) as err:   # the spec refuses it (cc/registry.py), so nothing reaches the runner
+        run(spec.parse(SPEC.replace('"bbr"', '"nosuchcc"')), store, host, setups)
     assert "transfer.variant[1]" in str(err.value) and host.calls == 0 and setups == []
 
 
