@@ -43,8 +43,10 @@ from .formats.iperf3 import BIDIR_FLAG
 from .store.db import Store, dumps
 from .tolerance import rtt_tolerance_ms
 
-LOADED_RTT_NOTE = ("rtt_measured_ms is the sender's mean smoothed RTT under load (iperf3, pScheduler, "
-                   "iperf2 -e), not an idle RTT: it includes queueing")
+LOADED_RTT_NOTE = ("rtt_measured_ms is the file's smallest RTT (iperf3's min_rtt: the smallest smoothed RTT "
+                   "sampled under load; pScheduler's per-interval rtt; iperf2's handshake irtt), else the sender's "
+                   "mean smoothed RTT under load: a base RTT like the profiles' τ where the file has one")
+HANDSHAKE_RTT = "iperf2 irtt, the handshake's RTT"     # formats/iperf2_*: measured before any data: no queueing
 
 
 @dataclass(frozen=True)
@@ -214,8 +216,10 @@ def _store_one(store: Store, campaign_id: str, run_id: str, path: str, raw: str,
     r = run.run
     link_id = f"imp-{run_id}"
     flags = list(run.flags)
-    rtt_measured = r["rtt_loaded_mean_ms"]
-    link_flags = ["rtt_measured_under_load"] if rtt_measured is not None else []
+    # τ when no --rtt is given: the file's smallest RTT (closest to the path's base RTT), else its loaded mean
+    rtt_measured = r.get("rtt_file_min_ms") or r["rtt_loaded_mean_ms"]
+    idle = r.get("rtt_file_min_ms") is not None and r.get("rtt_file_min_what") == HANDSHAKE_RTT
+    link_flags = ["rtt_measured_under_load"] if rtt_measured is not None and not idle else []
     store.con.execute("DELETE FROM links WHERE link_id = ?", [link_id])
     store.insert_link({
         "link_id": link_id, "campaign_id": campaign_id, "kind": "unknown",

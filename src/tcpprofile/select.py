@@ -100,6 +100,7 @@ class ProfileSet:
     profiles: list[Profile]
     exclude_flagged: bool = False
     flagged_left_out: int = 0   # flagged runs of this group (and filters) left out by exclude_flagged
+    unknown_variant_left_out: int = 0   # runs whose file named no congestion control (import --variant NAME)
 
 
 def _condition_key(row: dict) -> tuple:
@@ -172,6 +173,11 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
         rows = [r for r in rows if r["streams"] in streams]
     if buffers:
         rows = [r for r in rows if r["buffer_bytes"] in buffers]
+    unknown = [r for r in rows if r["variant"] is None]    # nothing to recommend: the file named no variant
+    rows = [r for r in rows if r["variant"] is not None]
+    if unknown and not rows:
+        raise TcpProfileError(f"the {len(unknown)} matching runs name no congestion-control variant (their files "
+                              f"did not say): import them again with --variant NAME")
     left_out = [r for r in rows if r["flagged"]] if exclude_flagged else []
     if exclude_flagged:
         rows = [r for r in rows if not r["flagged"]]
@@ -201,7 +207,8 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
                                 run_ids=[[x[1] for x in p[1]] for p in pts],
                                 transfer_bytes=cond["transfer_bytes"], duration_s=cond["duration_s"],
                                 flagged=[np.array([x[2] for x in p[1]], bool) for p in pts]))
-    return ProfileSet(cond, profiles, exclude_flagged, sum(1 for r in left_out if _condition_key(r) == key))
+    return ProfileSet(cond, profiles, exclude_flagged, sum(1 for r in left_out if _condition_key(r) == key),
+                      sum(1 for r in unknown if _condition_key(r) == key))
 
 
 def incomparable(groups: dict[tuple, int]) -> str:
@@ -222,8 +229,12 @@ def pick_flags(cond: dict, fields: list[str]) -> list[str]:
     exactly by commands/select.py's _conditions: sizes in bytes, durations in s, rates in bit/s)."""
     flags = []
     if "transfer_bytes" in fields or "duration_s" in fields:
-        flags.append(f"--size {cond['transfer_bytes']}B" if cond["transfer_bytes"] is not None
-                     else f"--duration {_exact(cond['duration_s'])}s")
+        if cond["transfer_bytes"] is not None:
+            flags.append(f"--size {cond['transfer_bytes']}B")
+        elif cond["duration_s"] is not None:
+            flags.append(f"--duration {_exact(cond['duration_s'])}s")
+        else:       # a file that stated neither (an iperf2 report without its -t): no flag picks it alone
+            flags.append("(size and duration unknown: no --size/--duration picks it)")
     if "loss_mode" in fields or "loss_rate" in fields:
         mode = cond["loss_mode"] or "none"
         flags.append("--loss none" if mode == "none" else f"--loss {mode}:{_exact(cond['loss_rate'])}")

@@ -163,11 +163,15 @@ def run(args) -> int:
     if args.json:
         doc = {**choice.to_json(), "rtt_source": "ping" if ping else "given", "ping": ping,
                "ranking": choice.to_json()["ranking"][:args.top],
-               "settings": settings_json(settings, rows, args.netns), "applied": applied}
+               "settings": settings_json(settings, rows, args.netns), "applied": applied,
+               "unknown_variant_left_out": profiles.unknown_variant_left_out}
         json.dump(doc, sys.stdout, indent=2, default=float)
         print()
     else:
         print_text(choice, settings, applied, ping, args.top, rows, args.netns)
+        if profiles.unknown_variant_left_out:
+            print(f"\nLeft out: {profiles.unknown_variant_left_out} runs whose files name no congestion-control "
+                  f"variant (import them again with --variant NAME).")
     return 0
 
 

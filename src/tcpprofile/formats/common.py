@@ -142,6 +142,10 @@ def build(intervals: list[tuple[str, list[Sample], Sample]], total: tuple[str, S
         "rtt_file_min_ms": lowest / 1e3 if lowest else None,
         "rtt_file_min_what": what if lowest else None,
     }
+    if row["duration_target_s"] is None and row["transfer_bytes"] is None:
+        # the client's -t, which iperf2 and a bare pScheduler result do not state: the whole-test line's span
+        # (t.end − t.start [s]) rounded to the 0.1 s iperf2 prints, so runs of one -t share a condition group
+        row["duration_target_s"] = round(t.end - t.start, 1)
     return iperf.Parsed(row, rows, flags)
 
 
