@@ -52,3 +52,11 @@ def test_only_unknown_variants_is_a_clear_refusal(tmp_path, capsys):
     capsys.readouterr()
     assert cli(["select", "--db", str(db), "--rtt", "0.05ms"]) == 2
     assert "name no congestion-control variant" in capsys.readouterr().err
+
+
+def test_unknown_variant_names_list_what_the_store_holds(history, capsys):
+    """The store holds runs that name no variant: the refusal of --variants foo lists the named ones (it raised
+    TypeError sorting None with the names)."""
+    assert cli(["select", "--db", str(history), "--rtt", "1ms", "--variants", "foo"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown congestion control 'foo'" in err and "the store holds: cubic, reno" in err

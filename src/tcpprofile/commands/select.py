@@ -79,6 +79,7 @@ def resolve_variants(given: list[str], held: set[str]) -> list[str]:
     """--variants as the store names them: a name the store holds as written, else the usual name of a known
     name or alias (cc/registry.py); refused, naming the store's variants and the known names, when the store
     holds none of the runs asked for."""
+    held = {v for v in held if v is not None}       # runs whose file named no variant are not selectable
     out = []
     for name in given:
         if name not in held:
