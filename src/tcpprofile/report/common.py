@@ -43,11 +43,28 @@ class Table:
 
 
 @dataclass
+class Code:
+    """Lines to paste, shown verbatim in a <pre> that scrolls sideways rather than wrapping."""
+    id: str
+    title: str
+    caption: str
+    text: str
+
+
+@dataclass
+class Heading:
+    """A sub-heading inside a section (the operator's page: one per path)."""
+    id: str
+    title: str
+    text: str
+
+
+@dataclass
 class Section:
     id: str
     title: str
     paper: str            # which paper figure it reproduces
-    items: list           # Figure | Table | Note
+    items: list           # Figure | Table | Note | Code | Heading
 
 
 def save(fig, out_dir: Path, name: str) -> str:
@@ -83,6 +100,13 @@ def pick(values, k: int) -> list:
     if len(values) <= k:
         return values
     return [values[int(round(i))] for i in np.linspace(0, len(values) - 1, k)]
+
+
+def spans_decades(values, factor: float = 10.0) -> bool:
+    """Whether the positive values span more than `factor` (a decade): drawn on a log axis, the small ones
+    would otherwise flatten against zero."""
+    v = np.asarray([x for x in values if x > 0], float)
+    return v.size > 1 and v.max() / v.min() > factor
 
 
 def slug(text: str) -> str:
