@@ -115,7 +115,7 @@ def configurations_figure(path: OpPath, out: Path) -> Figure | Note:
     cmap = matplotlib.colormaps["viridis"]
     colour = {n: cmap(i / max(1, len(streams) - 1) * 0.9) for i, n in enumerate(streams)}
     marker = dict(zip(buffers, "osD^vP*Xph"))
-    fig, axes = subplots(len(by_variant), cols=3, w=4.6, h=3.4)
+    fig, axes = subplots(len(by_variant), cols=3, w=4.6, h=3.4, layout="grid")
     bars = lone = 0
     floor = min((m for m in means if m > 0), default=1.0) / 2 / G
     for ax, (v, profs) in zip(axes, sorted(by_variant.items())):
@@ -146,8 +146,10 @@ def configurations_figure(path: OpPath, out: Path) -> Figure | Note:
                        edgecolors=list(cols), linewidths=0.9, zorder=3)
         ax.autoscale_view()
         ax.set_xscale("log")
+        ax.set_xticks(path.rtts, [f"{t:g}" for t in path.rtts], rotation=45, fontsize=7)   # the measured RTTs
         if log_y:
             ax.set_yscale("log")
+        ax.minorticks_off()      # log axes' minor ticks: unlabelled, and most of the figure's drawing time
         label(ax, v, "RTT (ms, log scale)", "throughput (Gbit/s" + (", log)" if log_y else ")"), zero=not log_y)
     proxies = [axes[0].plot([], [], "-", color=colour[n], label=f"n={n}")[0] for n in streams]
     proxies += [axes[0].plot([], [], marker[b], color="grey", ls="none", label=f"B={sel.fmt_buffer(b)}")[0]
