@@ -122,7 +122,8 @@ class ReportData:
         """(interval start times, per-stream [[start_s, bits/s], ...], aggregate bits/s) of one run, read by
         analysis.load_traces (omitted intervals left out; aggregate = iperf3's sum, else the streams' sum);
         from `prefetch`'s read where it holds the run."""
-        self.prefetch([run_id])
+        if run_id not in self._traces:
+            self.prefetch([run_id])
         return self._traces[run_id]
 
     def cwnd_runs(self, limit: int) -> list[str]:

@@ -46,12 +46,14 @@ def _near(rtts, target) -> float | None:
     return min(close, key=lambda t: abs(t - c)) if close else None
 
 
-def _exponents(data: ReportData, ids: list[str]) -> tuple[np.ndarray, list[float], list[int]]:
-    """Pooled L_i of the runs' aggregate traces, each trace's Poincaré spread and length (intervals)."""
+def _exponents(data: ReportData, ids: list[str], *, spreads: bool = True
+               ) -> tuple[np.ndarray, list[float], list[int]]:
+    """Pooled L_i of the runs' aggregate traces, each trace's Poincaré spread (only if asked: a nearest-
+    neighbour search per trace) and length (intervals)."""
     traces = [data.traces(r)[2] for r in ids]
     traces = [x for x in traces if x.size >= 3 and np.all(np.isfinite(x))]
     L = np.concatenate([analysis.local_lyapunov(x) for x in traces]) if traces else np.empty(0)
-    return L, [analysis.poincare_spread(x) for x in traces], [x.size for x in traces]
+    return L, [analysis.poincare_spread(x) for x in traces] if spreads else [], [x.size for x in traces]
 
 
 def _spread(spreads: list[float]) -> str:
@@ -186,7 +188,7 @@ def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> li
     data.prefetch([r for c in chosen for r in c])
     rows, classes, x, y, cens, runs = [], [], [], [], [], 0
     for (p, tr, ids), chosen_ids in zip(pts, chosen):
-        L, _, lengths = _exponents(data, chosen_ids)
+        L, _, lengths = _exponents(data, chosen_ids, spreads=False)
         m = _median_abs(L)
         runs += len(lengths)
         side = censored_side(tr.fit)
