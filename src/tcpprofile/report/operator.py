@@ -164,7 +164,7 @@ def configurations_figure(path: OpPath, out: Path) -> Figure | Note:
                   f"Student-t interval over the repetitions (as select computes it), clipped to [0, C]"
                   f"{' (a bound at 0 reaches the log axis bottom)' if log_y else ''}"
                   f"{', throughput on a log axis (the means span more than a decade)' if log_y else ''}. "
-                  f"{bars} intervals.{hollow} {len(path.profiles)} configurations, {runs_phrase(path.runs)} at "
+                  f"{bars} intervals.{hollow} {_configs(len(path.profiles))}, {runs_phrase(path.runs)} at "
                   f"{len(path.rtts)} RTT(s).", path.runs, save(fig, out, name))
 
 
@@ -240,7 +240,7 @@ def calendar_figure(path: OpPath, out: Path) -> Figure | Note:
     fig.autofmt_xdate()
     name = f"operator-{slug(path.id)}-calendar"
     return Figure(name, title, f"Each run's throughput at its start time (runs.started_at) over {len(days)} days "
-                  f"({days[0].isoformat()} to {days[-1].isoformat()}); the {len(top)} most-run configurations "
+                  f"({days[0].isoformat()} to {days[-1].isoformat()}); the {_configs(len(top))} with the most runs "
                   f"coloured{', the others grey' if rest else ''}. {runs_phrase(len(pts))}.", len(pts),
                   save(fig, out, name))
 
@@ -280,6 +280,10 @@ def settings_table(path: OpPath) -> Table | Note:
                  rows, classes, runs=sum(sets.values()))
 
 
+def _configs(n: int) -> str:
+    return f"{n} configuration" if n == 1 else f"{n} configurations"
+
+
 def _flatten(doc: dict) -> dict[str, str]:
     """{'sender': {key: value}} -> {'sender: key': value}; a flat {key: value} stays as it is."""
     out = {}
@@ -295,7 +299,7 @@ def operator_page(data: ReportData, out: Path) -> Section:
     items: list = []
     for path in paths(data):
         items.append(Heading(f"operator-{slug(path.id)}", path.label,
-                             f"{runs_phrase(path.runs)}, {len(path.profiles)} configurations, RTTs "
+                             f"{runs_phrase(path.runs)}, {_configs(len(path.profiles))}, RTT(s) "
                              f"{', '.join(f'{t:g}' for t in path.rtts)} ms."))
         items.append(configurations_figure(path, out))
         items += recommendation(path)
