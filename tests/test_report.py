@@ -76,9 +76,9 @@ def test_every_figure_family_present(report):
         assert f.caption and re.search(rf"\b{f.runs} runs?\b", f.caption), f.id
     # only what has no data here is omitted: the one-RTT remote group's profiles, and transition RTTs of
     # the lossy groups (one stream count each); the papers section's notes: tests/test_report_papers.py
-    titles = [n.title for s in report.sections if s.id != "papers" for n in s.items
+    titles = [n.title for s in report.sections if s.id not in ("papers", "operator") for n in s.items
               if isinstance(n, Note) and "remote links" not in n.title and n.title != "Verdicts"]
-    assert report.sections[0].id == "findings"  # the reproduce verdicts come first (a note here: none run)
+    assert [s.id for s in report.sections[:2]] == ["operator", "findings"]  # then the reproduce verdicts
     assert titles == ["Transition RTTs (duration=10s loss=periodic:0.002 C=10Gbit/s β=47.7MiB emulated links)",
                       "Transition RTTs (duration=10s loss=periodic:1e-05 C=10Gbit/s β=47.7MiB emulated links)"]
 
@@ -171,12 +171,12 @@ def test_small_store_omits_what_it_cannot_draw(tmp_path):
     assert main(["report", "--db", str(db), "--out", str(tmp_path / "r")]) == 0
     with Store.open(db, read_only=True) as s:
         r = build_report(s, tmp_path / "r")
-    assert {f.id for f in r.figures()} == {"box-g0-cubic"}
+    assert {f.id for f in r.figures()} == {"operator-g0-configurations", "box-g0-cubic"}
     notes = " ".join(n.message for n in r.notes())
     assert "at least two" in notes and "no per-interval throughput traces" in notes and "no tcp_probe" in notes
-    assert "at least 3 measured RTTs of a modelled variant" in notes
+    assert "at least 3 measured RTTs of a modelled variant" in notes and "no run on this path has a start time" in notes
     html = r.index.read_text()
-    assert html.count("<img") == 1 and "omitted" in html
+    assert html.count("<img") == 2 and "omitted" in html
 
 
 def test_empty_store_is_an_error(tmp_path, capsys):

@@ -191,7 +191,7 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
         raise TcpProfileError(incomparable({k: len(v) for k, v in groups.items()}))
     (key, rows), = groups.items()
     clusters = cluster_rtts([r["rtt_ms"] for r in rows])
-    centre = {v: float(np.mean(c)) for c in clusters for v in c}
+    centre = {v: m for c in clusters for m in (float(np.mean(c)),) for v in c}   # one mean per cluster
     by_config: dict[Config, dict[float, list[tuple]]] = defaultdict(lambda: defaultdict(list))
     names: dict[Config, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:

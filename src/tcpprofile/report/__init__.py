@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ..errors import TcpProfileError
 from ..store import Store
-from . import dynamics, findings, html, models, papers, profiles, tables
-from .common import Figure, Note, Section, Table
+from . import dynamics, findings, html, models, operator, papers, profiles, tables
+from .common import Code, Figure, Heading, Note, Section, Table
 from .data import ReportData
 
-__all__ = ["build_report", "Report", "Figure", "Note", "Table", "Section"]
+__all__ = ["build_report", "Report", "Figure", "Note", "Table", "Section", "Code", "Heading"]
 
 
 @dataclass
@@ -45,6 +45,7 @@ def build_report(store: Store, out_dir: str | Path, *, exclude_flagged: bool = F
     fits = profiles.SigmoidFits.for_store(data.store)
     refs = dynamics.references(data)
     sections = [
+        operator.operator_page(data, out),
         findings.verdicts(store, exclude_flagged=exclude_flagged),
         tables.selection(data),
         profiles.mean_profiles(data, out),

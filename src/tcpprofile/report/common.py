@@ -43,11 +43,28 @@ class Table:
 
 
 @dataclass
+class Code:
+    """Lines to paste, shown verbatim in a <pre> that scrolls sideways rather than wrapping."""
+    id: str
+    title: str
+    caption: str
+    text: str
+
+
+@dataclass
+class Heading:
+    """A sub-heading inside a section (the operator's page: one per path)."""
+    id: str
+    title: str
+    text: str
+
+
+@dataclass
 class Section:
     id: str
     title: str
     paper: str            # which paper figure it reproduces
-    items: list           # Figure | Table | Note
+    items: list           # Figure | Table | Note | Code | Heading
 
 
 def save(fig, out_dir: Path, name: str) -> str:
@@ -56,11 +73,27 @@ def save(fig, out_dir: Path, name: str) -> str:
     return f"{name}.png"
 
 
-def subplots(n: int, *, cols: int = 3, w: float = 4.2, h: float = 3.2, sharey: bool = True):
+# Fixed margins of the "grid" layout [inches]: y tick labels and label; x tick labels (rotated) and label;
+# the panel title; between rows, what a panel's x labels and the next title need.
+GRID_MARGINS_IN = {"left": 0.75, "right": 0.12, "bottom": 0.75, "top": 0.3, "row_gap": 0.95, "col_gap": 0.15}
+
+
+def subplots(n: int, *, cols: int = 3, w: float = 4.2, h: float = 3.2, sharey: bool = True,
+             layout: str = "constrained"):
+    """A grid of n panels of w × h inches. layout "constrained" (matplotlib's constrained layout) fits every
+    label; "grid" places the panels with fixed margins (GRID_MARGINS_IN), for panels that share y and carry
+    short labels: constrained layout measures every tick label, about 40 % of a many-panel figure's time."""
     cols = min(cols, n)
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows), squeeze=False, sharey=sharey,
-                             layout="constrained")
+                             layout="constrained" if layout == "constrained" else None)
+    if layout == "grid":
+        m, W, H = GRID_MARGINS_IN, w * cols, h * rows
+        # matplotlib's wspace/hspace are gaps as fractions of the mean panel width/height
+        pw = (W - m["left"] - m["right"] - (cols - 1) * m["col_gap"]) / cols
+        ph = (H - m["top"] - m["bottom"] - (rows - 1) * m["row_gap"]) / rows
+        fig.subplots_adjust(left=m["left"] / W, right=1 - m["right"] / W, bottom=m["bottom"] / H,
+                            top=1 - m["top"] / H, wspace=m["col_gap"] / pw, hspace=m["row_gap"] / ph)
     for ax in axes.flat[n:]:
         ax.set_visible(False)
     return fig, list(axes.flat[:n])
@@ -83,6 +116,13 @@ def pick(values, k: int) -> list:
     if len(values) <= k:
         return values
     return [values[int(round(i))] for i in np.linspace(0, len(values) - 1, k)]
+
+
+def spans_decades(values, factor: float = 10.0) -> bool:
+    """Whether the positive values span more than `factor` (a decade): drawn on a log axis, the small ones
+    would otherwise flatten against zero."""
+    v = np.asarray([x for x in values if x > 0], float)
+    return v.size > 1 and v.max() / v.min() > factor
 
 
 def slug(text: str) -> str:

@@ -47,6 +47,7 @@ class ReportData:
     flagged: int = 0             # flagged runs (dimensions.FLAGGED_SQL) the report could draw on
     candidates: int = 0          # ok runs with a throughput and an RTT, flagged or not
     _model_fits: dict = field(default_factory=dict, init=False, repr=False)   # model_fit's, by row indices
+    _traces: dict = field(default_factory=dict, init=False, repr=False)       # traces' answers, by run_id
 
     @classmethod
     def load(cls, store: Store, *, exclude_flagged: bool = False) -> "ReportData":
@@ -101,16 +102,29 @@ class ReportData:
     def runs_with_intervals(self, run_ids: list[str]) -> set[str]:
         return reads.runs_with_intervals(self.store, run_ids)
 
+    def prefetch(self, run_ids) -> None:
+        """Read the traces of these runs in one query (analysis.load_traces) for `traces` to serve: each query
+        scans the intervals table, so a figure that draws many runs reads them together."""
+        todo = sorted({r for r in run_ids} - self._traces.keys())
+        if not todo:
+            return
+        got = analysis.load_traces(self.store.con, todo, per_stream=True)
+        by_run: dict[str, dict] = {r: {} for r in todo}
+        for (r, s), t in got.items():
+            by_run[r][s] = t
+        for r, parts in by_run.items():
+            per = {s: np.column_stack([t.start_s, t.bps]) for s, t in sorted(
+                ((s, t) for s, t in parts.items() if s is not None), key=lambda kv: kv[0])}
+            agg = parts.get(None)
+            self._traces[r] = ((np.empty(0), per, np.empty(0)) if agg is None else (agg.start_s, per, agg.bps))
+
     def traces(self, run_id: str) -> tuple[np.ndarray, dict[int, np.ndarray], np.ndarray]:
         """(interval start times, per-stream [[start_s, bits/s], ...], aggregate bits/s) of one run, read by
-        analysis.load_traces (omitted intervals left out; aggregate = iperf3's sum, else the streams' sum)."""
-        got = analysis.load_traces(self.store.con, [run_id], per_stream=True)
-        per = {s: np.column_stack([t.start_s, t.bps]) for (_, s), t in sorted(
-            got.items(), key=lambda kv: -1 if kv[0][1] is None else kv[0][1]) if s is not None}
-        agg = got.get((run_id, None))
-        if agg is None:
-            return np.empty(0), per, np.empty(0)
-        return agg.start_s, per, agg.bps
+        analysis.load_traces (omitted intervals left out; aggregate = iperf3's sum, else the streams' sum);
+        from `prefetch`'s read where it holds the run."""
+        if run_id not in self._traces:
+            self.prefetch([run_id])
+        return self._traces[run_id]
 
     def cwnd_runs(self, limit: int) -> list[str]:
         return reads.cwnd_run_ids(self.store, limit, exclude_flagged=self.exclude_flagged)

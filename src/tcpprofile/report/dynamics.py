@@ -127,6 +127,7 @@ def lyapunov(data: ReportData, out: Path, refs: list[Reference]) -> Section:
     items = []
     for ref in refs:
         rtts = _extreme_rtts(ref)
+        data.prefetch([r for rtt in rtts for ids in ref.runs[rtt].values() for r in ids[:20]])
         fig, axes = subplots(len(rtts), cols=2, w=5.0, h=3.2)
         used = 0
         for ax, rtt in zip(axes, rtts):
@@ -157,6 +158,7 @@ def lyapunov(data: ReportData, out: Path, refs: list[Reference]) -> Section:
 def _exponents(data: ReportData, ids: list[str]) -> list[tuple[str, analysis.TraceDynamics]]:
     """Each run's aggregate-trace dynamics with the exponent's surrogate test, in one batch."""
     got = []
+    data.prefetch(ids)
     for r in ids:
         agg = data.traces(r)[2]
         if agg.size >= 8 and np.all(np.isfinite(agg)):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from html import escape
 from importlib import resources
 
-from .common import Figure, Note, Section, Table
+from .common import Code, Figure, Heading, Note, Section, Table
 
 
 def _item(item) -> str:
@@ -23,6 +23,11 @@ def _item(item) -> str:
         return (f'<div class="table" id="{item.id}" data-runs="{item.runs}"><h3>{escape(item.title)}</h3>'
                 f'<p class="caption">{escape(item.caption)}</p><div class="tablewrap"><table><thead><tr>{head}'
                 f'</tr></thead><tbody>{body}</tbody></table></div></div>')
+    if isinstance(item, Code):
+        return (f'<div class="code" id="{item.id}"><h3>{escape(item.title)}</h3><p class="caption">'
+                f'{escape(item.caption)}</p><pre>{escape(item.text)}</pre></div>')
+    if isinstance(item, Heading):
+        return f'<h3 class="path" id="{item.id}">{escape(item.title)}</h3><p class="caption">{escape(item.text)}</p>'
     raise TypeError(f"unknown report item {item!r}")
 
 

@@ -7,11 +7,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from matplotlib.collections import LineCollection
 
 from .. import select as sel
 from .. import analysis
 from ..errors import ValidationError
-from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, slug, subplots
+from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, slug, spans_decades, subplots
 from .data import Group, ReportData
 
 
@@ -42,7 +43,7 @@ def mean_profiles(data: ReportData, out: Path) -> Section:
                                   "RTT; a profile needs at least two"))
                 continue
             bufs = _buffers(profs)
-            fig, axes = subplots(len(bufs))
+            fig, axes = subplots(len(bufs), layout="grid")
             for ax, b in zip(axes, bufs):
                 for p in sorted((p for p in profs if p.config.buffer_bytes == b), key=lambda p: p.config.streams):
                     ax.plot(p.rtts_ms, p.means / G, "o-", ms=4, label=f"n={p.config.streams}")
@@ -60,6 +61,9 @@ def mean_profiles(data: ReportData, out: Path) -> Section:
     return Section("profiles", "Throughput profiles", "HPDC'17 Figs. 3–6", items)
 
 
+MIN_BOX_RUNS = 3     # no box (quartiles, whiskers) from fewer runs: the runs are drawn as points
+
+
 def box_plots(data: ReportData, out: Path) -> Section:
     items = []
     for gi, g in enumerate(data.groups):
@@ -69,29 +73,54 @@ def box_plots(data: ReportData, out: Path) -> Section:
             shown = [p for p in profs if p.config.streams in ns]
             panels = [(b, n) for b in bufs for n in ns
                       if any(p.config.buffer_bytes == b and p.config.streams == n for p in shown)]
-            fig, axes = subplots(len(panels), cols=len(ns))
+            fig, axes = subplots(len(panels), cols=len(ns), layout="grid")
+            few = 0
             for ax, (b, n) in zip(axes, panels):
                 p = next(p for p in shown if p.config.buffer_bytes == b and p.config.streams == n)
-                stats = [_bxp(s / G) for s in p.samples]
-                ax.bxp(stats, positions=range(len(stats)), showmeans=True, widths=0.6)
-                ax.set_xticks(range(len(stats)), [f"{t:g}" for t in p.rtts_ms], rotation=45, fontsize=7)
+                boxed = [k for k, s in enumerate(p.samples) if s.size >= MIN_BOX_RUNS]
+                if boxed:
+                    draw_boxes(ax, boxed, [analysis.box_stats(p.samples[k] / G) for k in boxed],
+                               [float(p.samples[k].mean() / G) for k in boxed])
+                for k, s in enumerate(p.samples):
+                    if s.size < MIN_BOX_RUNS:      # quartiles of 1–2 runs say nothing: the runs themselves
+                        few += 1
+                        ax.plot(np.full(s.size, k), s / G, "o", ms=4, mfc="white", color="C3")
+                ax.set_xticks(range(len(p.samples)), [f"{t:g}" for t in p.rtts_ms], rotation=45, fontsize=7)
                 label(ax, f"{v}, n={n}, B={sel.fmt_buffer(b)}", "RTT (ms)", "throughput (Gbit/s)", zero=True)
             runs = sum(p.runs for p in shown)
             name = f"box-g{gi}-{slug(v)}"
+            points = (f" {few} RTT(s) with fewer than {MIN_BOX_RUNS} runs: no box, the runs as red open circles."
+                      if few else "")
             items.append(Figure(name, f"Throughput box plots: {v} ({g.label})",
                                 f"Throughput of {v} per RTT; one panel per socket buffer B and stream count n "
                                 f"(n shown: {', '.join(map(str, ns))}). Boxes: quartiles; line: median; triangle: "
-                                f"mean; whiskers: furthest run within 1.5·IQR; circles: runs beyond. "
-                                f"{runs_phrase(runs)}, {_reps(shown)} repetitions per box; runs with {g.label}.",
+                                f"mean; whiskers: furthest run within 1.5·IQR; circles: runs beyond.{points} "
+                                f"{runs_phrase(runs)}, {_reps(shown)} repetitions per RTT; runs with {g.label}.",
                                 runs, save(fig, out, name)))
     return Section("boxplots", "Throughput box plots", "HPDC'17 Figs. 7–8", items)
 
 
-def _bxp(samples: np.ndarray) -> dict:
-    """analysis.box_stats in the form matplotlib's bxp draws (plus the mean)."""
-    b = analysis.box_stats(samples)
-    return {"med": b.median, "q1": b.q1, "q3": b.q3, "whislo": b.whisker_low, "whishi": b.whisker_high,
-            "fliers": b.outliers, "mean": float(samples.mean())}
+def draw_boxes(ax, positions: list, boxes: list, means: list, width: float = 0.6) -> None:
+    """Tukey boxes (analysis.box_stats: quartiles, median, whiskers, outliers) and the means, drawn as what
+    matplotlib's bxp draws but in six collections per panel instead of seven artists per box (the box plots
+    of a paper-size store draw ~1,000 boxes)."""
+    h = width / 2
+    outline, median, whisker, cap = [], [], [], []
+    fliers_x, fliers_y = [], []
+    for x, b in zip(positions, boxes):
+        outline.append([(x - h, b.q1), (x + h, b.q1), (x + h, b.q3), (x - h, b.q3), (x - h, b.q1)])
+        median.append([(x - h, b.median), (x + h, b.median)])
+        whisker += [[(x, b.q1), (x, b.whisker_low)], [(x, b.q3), (x, b.whisker_high)]]
+        cap += [[(x - h / 2, b.whisker_low), (x + h / 2, b.whisker_low)],
+                [(x - h / 2, b.whisker_high), (x + h / 2, b.whisker_high)]]
+        fliers_x += [x] * len(b.outliers)
+        fliers_y += list(b.outliers)
+    ax.add_collection(LineCollection(outline + whisker + cap, colors="black", linewidths=1.0))
+    ax.add_collection(LineCollection(median, colors="C1", linewidths=1.5))
+    ax.plot(positions, means, "^", color="C2", ms=6, ls="none")
+    if fliers_x:
+        ax.plot(fliers_x, fliers_y, "o", mfc="none", color="black", ms=5, ls="none")
+    ax.autoscale_view()
 
 
 TRANSITION_BOOT = 200     # bootstrap refits of τ_T per profile (Fig. 10 intervals)
@@ -231,7 +260,7 @@ def loss_profiles(data: ReportData, out: Path) -> Section:
             continue
         variants = sorted({v for g in groups if g.conditions["loss_mode"] != "none" for v in g.variants()})
         fig, axes = subplots(len(variants))
-        runs, configs = 0, []
+        runs, configs, drawn = 0, [], []
         for ax, v in zip(axes, variants):
             counts: dict[tuple, int] = defaultdict(int)
             for g in groups:
@@ -248,14 +277,22 @@ def loss_profiles(data: ReportData, out: Path) -> Section:
                 c = g.conditions
                 legend = "no loss" if c["loss_mode"] == "none" else f"{c['loss_mode']} {c['loss_rate']:g}"
                 ax.plot(p.rtts_ms, p.means / G, "o-", ms=4, label=legend)
+                drawn += list(p.means)
                 runs += p.runs
-            label(ax, f"{v}, n={n}, B={sel.fmt_buffer(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
             ax.legend(fontsize=7)
+        # lossy profiles (0.02–0.15 Gbit/s) flatten to a line on a linear axis beside 9 Gbit/s: log where the
+        # means span more than a decade (the axes share y)
+        log = spans_decades(drawn)
+        for ax, title in zip(axes, configs):
+            if log:
+                ax.set_yscale("log")
+            label(ax, title, "RTT (ms)", "mean throughput (Gbit/s" + (", log)" if log else ")"), zero=not log)
         name = f"loss-b{bi}"
         base = " ".join(w for w in sel.describe_conditions(groups[0].conditions).split() if not w.startswith("loss="))
         items.append(Figure(name, "Throughput profiles under external loss",
                             f"Mean throughput vs RTT, one line per external loss setting (periodic 1/N or uniform "
-                            f"p), one panel per variant at its most-measured configuration ({'; '.join(configs)}). "
+                            f"p), one panel per variant at its most-measured configuration ({'; '.join(configs)})"
+                            f"{'; throughput on a log axis (the means span more than a decade)' if log else ''}. "
                             f"{runs_phrase(runs)}; runs with {base}.", runs, save(fig, out, name)))
     if not items:
         items.append(Note("Loss profiles", "the store has no runs with external loss"))

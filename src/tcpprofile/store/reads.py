@@ -199,6 +199,30 @@ def profile_runs(con) -> list[dict]:
 
 
 # -- the report (report/data.py) -------------------------------------------------------------------------
+# The host pair of a run that is not on an emulated link: iperf3's JSON (stored as raw_json) names the host that
+# wrote it in start.system_info ("Linux HOSTNAME RELEASE ...", uname -a) and the peer in start.connecting_to.host
+# (client side) or start.accepted_connection.host (server side) — iperf3's src/iperf_api.c, iperf_json_start().
+RUN_CONTEXT_SQL = """
+SELECT r.run_id, r.started_at, r.sysctls_json, l.kind AS link_kind, l.host AS link_host,
+       CASE WHEN l.kind <> 'emulated' AND r.raw_json IS NOT NULL
+            THEN nullif(split_part(json_extract_string(r.raw_json, '$.start.system_info'), ' ', 2), '') END
+           AS local_host,
+       CASE WHEN l.kind <> 'emulated' AND r.raw_json IS NOT NULL
+            THEN coalesce(json_extract_string(r.raw_json, '$.start.connecting_to.host'),
+                          json_extract_string(r.raw_json, '$.start.accepted_connection.host')) END AS peer_host
+FROM runs r JOIN links l USING (link_id)
+WHERE r.status = 'ok' AND r.run_id IN (SELECT unnest(?))
+"""
+
+
+def run_context(con, run_ids: Sequence[str]) -> dict[str, dict]:
+    """Per run (of these): started_at, sysctls_json, link_kind, link_host (remote links' target) and, off
+    emulated links, local_host and peer_host as iperf3's JSON names them (RUN_CONTEXT_SQL)."""
+    if not run_ids:
+        return {}
+    return {r["run_id"]: r for r in _dicts(con, RUN_CONTEXT_SQL, [list(run_ids)])}
+
+
 def runs_with_intervals(con, run_ids: Sequence[str]) -> set[str]:
     """Those of these runs that have interval rows."""
     if not run_ids:

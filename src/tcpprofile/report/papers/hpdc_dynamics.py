@@ -46,12 +46,14 @@ def _near(rtts, target) -> float | None:
     return min(close, key=lambda t: abs(t - c)) if close else None
 
 
-def _exponents(data: ReportData, ids: list[str]) -> tuple[np.ndarray, list[float], list[int]]:
-    """Pooled L_i of the runs' aggregate traces, each trace's Poincaré spread and length (intervals)."""
+def _exponents(data: ReportData, ids: list[str], *, spreads: bool = True
+               ) -> tuple[np.ndarray, list[float], list[int]]:
+    """Pooled L_i of the runs' aggregate traces, each trace's Poincaré spread (only if asked: a nearest-
+    neighbour search per trace) and length (intervals)."""
     traces = [data.traces(r)[2] for r in ids]
     traces = [x for x in traces if x.size >= 3 and np.all(np.isfinite(x))]
     L = np.concatenate([analysis.local_lyapunov(x) for x in traces]) if traces else np.empty(0)
-    return L, [analysis.poincare_spread(x) for x in traces], [x.size for x in traces]
+    return L, [analysis.poincare_spread(x) for x in traces] if spreads else [], [x.size for x in traces]
 
 
 def _spread(spreads: list[float]) -> str:
@@ -81,6 +83,7 @@ def exponents(data: ReportData, out: Path) -> list:
     *_, key, lo, hi = max(cands, key=lambda c: c[:3])   # CUBIC, then the largest B, then the most runs
     gi, v, b = key
     g = data.groups[gi]
+    data.prefetch([r for rtt in (lo, hi) for ids in traced[key][rtt].values() for r in ids[:PER_BOX]])
     fig, axes = subplots(2, cols=2, w=5.0, h=3.4)
     rows, runs, seconds, ns, summary = [], 0, [], set(), {}
     for ax, rtt in zip(axes, (lo, hi)):
@@ -144,6 +147,20 @@ def _range(xs) -> str:
     return f"{lo}" if lo == hi else f"{lo}–{hi}"
 
 
+def _spearman_text(x: np.ndarray, order: np.ndarray) -> str:
+    """Spearman's ρ (scipy.stats.spearmanr) of the exponents against the τ_T order, or why it is undefined:
+    fewer than 3 configurations, or one side constant (every τ_T censored on the same side, or every
+    exponent equal), where the rank correlation divides by a zero variance."""
+    if x.size < 3:
+        return f"Spearman ρ undefined: {x.size} configuration(s) with an exponent (it needs 3)"
+    for values, what in ((order, "τ_T is the same for every configuration (every one censored on the same "
+                                 "side of the grid, or equal)"), (x, "every median |L_i| is equal")):
+        if np.unique(values).size < 2:
+            return f"Spearman ρ undefined: {what}, so the ranks do not vary"
+    rho, pval = stats.spearmanr(x, stats.rankdata(order))
+    return f"Spearman ρ = {rho:.2f} (p = {pval:.2g})"
+
+
 def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> list:
     traced = _traced(data)
     best = None
@@ -166,10 +183,12 @@ def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> li
                       "RTTs (for τ_T) and 1 s traces at a common RTT (HPDC'17: CUBIC, H-TCP, STCP, n = 1–10, 100 s "
                       "traces)", f"{SLIDES_SPEC} with variant = [\"cubic\", \"htcp\", \"scalable\"]")]
     g, pts, common = best
+    chosen = [[r for t in common for r in ids[t][:max(1, PER_BOX // len(common))]]   # ≤ PER_BOX per point
+              for _, _, ids in pts]
+    data.prefetch([r for c in chosen for r in c])
     rows, classes, x, y, cens, runs = [], [], [], [], [], 0
-    for p, tr, ids in pts:
-        chosen = [r for t in common for r in ids[t][:max(1, PER_BOX // len(common))]]   # ≤ PER_BOX per point
-        L, _, lengths = _exponents(data, chosen)
+    for (p, tr, ids), chosen_ids in zip(pts, chosen):
+        L, _, lengths = _exponents(data, chosen_ids, spreads=False)
         m = _median_abs(L)
         runs += len(lengths)
         side = censored_side(tr.fit)
@@ -183,8 +202,7 @@ def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> li
     # one censored below ranks below them: Spearman's ρ needs only the order
     order = np.array([np.inf if c == "right" else -np.inf if c == "left" else t for t, c in zip(y, cens)])
     ok = np.isfinite(np.asarray(x))
-    rho, pval = (stats.spearmanr(np.asarray(x)[ok], stats.rankdata(order[ok])) if ok.sum() >= 3
-                 else (float("nan"), float("nan")))
+    rho_text = _spearman_text(np.asarray(x)[ok], order[ok])
     fig, axes = subplots(1, w=6.0, h=4.0)
     ax = axes[0]
     xs, ys = np.asarray(x), np.asarray(y)
@@ -209,7 +227,6 @@ def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> li
     compare = versus("papers-abstract-iii-vs", "Abstract (iii): the paper and this store", [
         ["smaller exponents ↔ wider concave region", "abstract (iii), §4.2", "stable dynamics (smaller exponents) "
          "lead to wider concave regions: ρ(exponent, τ_T) < 0",
-         f"Spearman ρ = {rho:.2f} (p = {pval:.2g}) over {int(ok.sum())} configurations, "
-         f"{sum(c is not None for c in cens)} τ_T censored"],
+         f"{rho_text} over {int(ok.sum())} configurations, {sum(c is not None for c in cens)} τ_T censored"],
     ], runs)
     return [figure, table, compare]
