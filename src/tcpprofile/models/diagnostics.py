@@ -29,7 +29,6 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from scipy.signal import fftconvolve
 
 LEVEL = 0.05          # overall level of the structure test (two contrasts at LEVEL/2 each)
 BOUND_REL = 0.05      # a fitted value within 5 % of an end of its range is "at the bound"
@@ -85,6 +84,7 @@ def _convolve(a: tuple[int, np.ndarray], b: tuple[int, np.ndarray]) -> tuple[int
     when both are long: strata of many RTTs)."""
     if a[1].size * b[1].size <= 10 ** 6:
         return a[0] + b[0], np.convolve(a[1], b[1])
+    from scipy.signal import fftconvolve     # here: scipy.signal costs ~0.7 s to import, every CLI start paid it
     return a[0] + b[0], np.clip(fftconvolve(a[1], b[1]), 0.0, None)
 
 
