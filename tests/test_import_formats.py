@@ -5,12 +5,13 @@ has it), interval count, RTT and host pair."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
 
-from tcpprofile import formats, importer
+from tcpprofile import export, formats, importer
 from tcpprofile.store.db import Store
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -206,6 +207,13 @@ def test_the_host_pair_and_format_are_stored_with_the_run(tmp_path):
     assert got == {"iperf3_run.json": ("dtn1.example.net", "dtn2.example.net", "pScheduler throughput"),
                    "p4.txt": ("127.0.0.1", "127.0.0.1", "iperf2"),
                    "one_stream.json": ("127.0.0.1", "127.0.0.1", "iperf3 -J")}
+    # the pair leaves the store with the run: export --what runs carries source_host beside host
+    with Store.open(tmp_path / "s.duckdb", read_only=True) as store:
+        out = io.StringIO()
+        export.export(store, "runs", "jsonl", out)
+    pairs = {Path(r["source_file"]).name: (r["source_host"], r["host"])
+             for r in map(json.loads, out.getvalue().splitlines())}
+    assert pairs["iperf3_run.json"] == ("dtn1.example.net", "dtn2.example.net")
 
 
 def test_iperf2_csv_enhanced_with_sum_lines(tmp_path):

@@ -26,7 +26,7 @@ RUN_COLUMNS = (
     "cc_reported", "streams", "socket_buffer_bytes", "effective_socket_buffer_bytes", "transfer_bytes",
     "duration_target_s", "duration_s", "reverse", "repetition", "trace_cwnd",
     "l.kind AS link_kind", "l.rtt_ms", "l.rtt_measured_ms", "l.rate_bps", "l.rate_measured_bps",
-    "l.buffer_bytes", "l.loss_mode", "l.loss_rate", "l.mtu", "l.host", "l.port", "l.goodput_ceiling_bps",
+    "l.buffer_bytes", "l.loss_mode", "l.loss_rate", "l.mtu", "l.source_host", "l.host", "l.port", "l.goodput_ceiling_bps",
     "l.calibration_ok", "throughput_bps", "size_delivered_s", "bytes_transferred", "retransmits", "rtt_loaded_mean_ms",
     "rtt_loaded_min_ms", "status", "failure_reason", "attempts", "r.flags", "kernel", "iperf3_version",
     "r.started_at", "r.finished_at", "source_file",
@@ -64,6 +64,8 @@ def export(store: Store, what: str, fmt: str, out: TextIO | str | None,
     sql, params = query(what, campaign_id)
     if what == "runs" and "size_delivered_s" not in store.columns("runs"):     # a store before schema v5
         sql = sql.replace("r.size_delivered_s", "CAST(NULL AS DOUBLE) AS size_delivered_s")
+    if what == "runs" and "source_host" not in store.columns("links"):      # a store before schema v6
+        sql = sql.replace("l.source_host", "CAST(NULL AS VARCHAR) AS source_host")
     if fmt == "parquet":
         if not isinstance(out, str):
             raise ValidationError("--out", "parquet needs an output file (--out FILE)")
