@@ -53,7 +53,8 @@ def test_create_refuses_an_existing_file_and_rotate_replaces_it(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t"]      # no temporary left
 
 
-@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660, 0o620, 0o602, 0o644])
+# each group and others bit alone (read, write, execute), and two common modes
+@pytest.mark.parametrize("mode", [0o640, 0o620, 0o610, 0o604, 0o602, 0o601, 0o660, 0o644], ids="{:04o}".format)
 def test_a_token_file_group_or_others_may_touch_is_refused(tmp_path, mode):
     path = cluster_auth.create(tmp_path / "t")
     path.chmod(mode)
@@ -87,10 +88,15 @@ def test_symlink_missing_short_and_foreign_files_are_refused_naming_the_file(tmp
     spaced.chmod(0o600)
     with pytest.raises(TokenError, match="without spaces"):
         cluster_auth.check(spaced)
-    if os.geteuid() == 0:                                # only root can give a file away
-        os.chown(real, 65534, 65534)
-        with pytest.raises(TokenError, match="belongs to uid 65534"):
-            cluster_auth.check(real)
+
+
+def test_someone_elses_token_file_is_refused(tmp_path, monkeypatch):
+    # only root can give a file away: instead this process takes another uid than the file's owner
+    path = cluster_auth.create(tmp_path / "t")
+    owner = path.stat().st_uid
+    monkeypatch.setattr(os, "geteuid", lambda: owner + 1)
+    with pytest.raises(TokenError, match=f"{path} belongs to uid {owner}, not to this user \\(uid {owner + 1}\\)"):
+        cluster_auth.check(path)
 
 
 def test_token_path_precedence(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ import dataclasses
 import os
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -274,11 +275,20 @@ UDP: inuse 0 mem 122
 """
 
 
-def test_tcp_memory_reads_sockstat_and_the_pressure_threshold():
+def test_tcp_memory_reads_sockstat_and_the_pressure_threshold(monkeypatch):
     assert F.tcp_memory(SOCKSTAT, "771364\t1542728\t3085457\n") == (1749297, 1542728)   # measured here
     assert F.tcp_memory("sockets: used 1\n", "1 2 3") == (None, 2)
+    sampled = threading.Event()          # the sampler read sockstat once (a loaded host may start it late)
+
+    def tcp_memory(sockstat, tcp_mem):
+        if sockstat:
+            sampled.set()                # the sampler stores the pages before it looks at its stop event
+        return real(sockstat, tcp_mem)
+
+    real = F.tcp_memory
+    monkeypatch.setattr(F, "tcp_memory", tcp_memory)
     with F.HostSampler(interval_s=0.01) as sampler:     # this host's own files parse
-        time.sleep(0.05)
+        assert sampled.wait(10), "the host sampler never sampled"
     load = sampler.result()
     assert load.tcp_mem_pages_max is not None and load.tcp_mem_pressure_pages is not None
     assert load.tcp_mem_pressure_pages == int(open("/proc/sys/net/ipv4/tcp_mem").read().split()[1])

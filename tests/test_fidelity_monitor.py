@@ -1,6 +1,7 @@
-"""The emulated run monitor (fidelity.emulated_monitor) end to end on a fake link: engine snapshots and
-loss counters that stay just inside every threshold raise no flag, and each one pushed just past its
-threshold raises exactly its flag; the per-direction columns are the deltas of the two snapshots, not
+"""The emulated run monitor (fidelity.emulated_monitor) end to end on a fake link: engine snapshots, loss
+counters, the sender's tcp_info (fake `ss` output) and the host's load that stay just inside every
+threshold, on each side a threshold has, raise no flag, and each one pushed just past it raises exactly
+its flag; the per-direction columns are the deltas of the two snapshots, not
 the engines' counters since they started (which the snapshots before the run make large on purpose)."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ BEFORE = {"forward": snapshot(released=10**6, late_sum_ns=10**6 * 10**6, late_ma
 LOSS_BEFORE = (500_000, 4_990)                     # the loss stage's counters run on across runs
 
 
-def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=0.49, rev_max_ms=0.3, fwd_drops=(0, 0, 0),
+def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=0.49, rev_max_ms=0.49, fwd_drops=(0, 0, 0),
           rev_drops=(0, 0, 0)) -> dict:
     """The closing snapshots: RELEASED more packets each, with the given mean and largest lateness of
     the run and (queue, user, ENOBUFS) drops added during it."""
@@ -51,12 +52,25 @@ def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=0.49, rev_max_ms=0.3, f
             "reverse": one(r, rev_late_us, rev_max_ms, rev_drops, 0.5, held=1)}
 
 
+# The data connections' tcp_info in each `ss` sample: (busy, rwnd_limited, sndbuf_limited [ms], app_limited).
+# Just inside limited_by's thresholds (fidelity.THRESHOLDS): rwnd- and send-buffer-limited for exactly 5 % of
+# the 10 000 ms busy, app_limited in exactly half the connection samples: the network set the rate.
+CONNS = [(5000, 250, 250, True), (5000, 250, 250, False)]
+# just past each: 501 ms of 10 000; 51 of 100 connection samples app_limited
+RWND_OUT = [(5000, 251, 250, True), (5000, 250, 250, False)]
+SNDBUF_OUT = [(5000, 250, 251, True), (5000, 250, 250, False)]
+APP_OUT = [(100, 5, 5, i < 51) for i in range(100)]
+
+
 class FakeLink:
     """What emulated_monitor reads of an EmulatedLink: its config, two engine snapshots (before and after
-    the run, the forward one with its loss stage's counts), and `ss` in the sender namespace (the base RTT)."""
+    the run, the forward one with its loss stage's counts), and `ss` in the sender namespace (the base RTT
+    and the connections' chrono counters)."""
 
-    def __init__(self, config: LinkConfig, closing: dict, loss_after: tuple[int, int], base_rtt_ms: float):
+    def __init__(self, config: LinkConfig, closing: dict, loss_after: tuple[int, int], base_rtt_ms: float,
+                 conns: list = CONNS):
         self.config = config
+        self.conns = conns
         self._stats = [BEFORE, closing]
         self._loss = [LOSS_BEFORE, loss_after]
         self.base_rtt_ms = base_rtt_ms
@@ -73,13 +87,18 @@ class FakeLink:
         self.samples += 1
         if self.samples >= 2:
             self.sampled_twice.set()
-        out = (f"0 0 10.77.1.1:40002 10.77.1.2:{argv[-1].split(':')[-1]}\n"
-               f"\t cubic mss:8948 bytes_acked:11215085470 minrtt:{self.base_rtt_ms:.3f}\n")
+        port = argv[-1].split(':')[-1]
+        out = "".join(f"0 0 10.77.1.1:{40002 + i} 10.77.1.2:{port}\n"
+                      f"\t cubic mss:8948 bytes_acked:11215085470 minrtt:{self.base_rtt_ms:.3f} busy:{busy}ms"
+                      f" rwnd_limited:{rwnd}ms sndbuf_limited:{sndbuf}ms{' app_limited' if app else ''}\n"
+                      for i, (busy, rwnd, sndbuf, app) in enumerate(self.conns))
         return subprocess.CompletedProcess(argv, 0, out, "")
 
 
 class QuietHost:
-    """HostSampler on a host where nothing else runs (the shared test machine may not be quiet)."""
+    """HostSampler on a host where nothing else runs (the shared test machine may not be quiet). `load`: just
+    inside host_contended (foreign CPU not above 0.2 cores) and host_tcp_memory (a page below tcp_mem[1])."""
+    load = {"foreign_cores": 0.2, "tcp_mem_pages_max": 999, "tcp_mem_pressure_pages": 1000}
 
     def __init__(self, *, cpus=None):       # the application CPUs it would sample (fidelity.HostSampler)
         self.cpus = cpus
@@ -91,17 +110,18 @@ class QuietHost:
         pass
 
     def result(self):
-        return F.HostLoad(busy_share=0.5, pressure_share=0.2, runqueue_max=2, foreign_cores=0.01, wall_s=4.0)
+        return F.HostLoad(busy_share=0.5, pressure_share=0.2, runqueue_max=2, wall_s=4.0, **self.load)
 
 
 @pytest.fixture(autouse=True)
 def quick_quiet(monkeypatch):
     monkeypatch.setattr(F, "HostSampler", QuietHost)
     monkeypatch.setattr(F, "RTT_SAMPLE_S", 0.01)
+    monkeypatch.setattr(F.RttWatcher.__init__, "__defaults__", (0.01,))     # first_s: the first sample
 
 
-def monitored(link: FakeLink) -> F.RunFidelity:
-    with F.emulated_monitor(link)(5301) as fid:
+def monitored(link: FakeLink, run: dict | None = None) -> F.RunFidelity:
+    with F.emulated_monitor(link)(5301, run) as fid:
         assert link.sampled_twice.wait(10), "the RTT watcher never sampled"
     return fid
 
@@ -117,6 +137,7 @@ UNIFORM_IN, UNIFORM_OUT = 1000 + 103, 1000 + 105
 PERIODIC_IN, PERIODIC_OUT = 1000 - 1, 1000 + 2
 BASE_IN = TAU_MS + FRAME_MS + 0.1 - 0.002      # τ + one frame + max(1 %, 0.1 ms), less 2 µs
 BASE_OUT = TAU_MS + FRAME_MS + 0.1 + 0.003
+BELOW_IN, BELOW_OUT = TAU_MS - 0.1 + 0.002, TAU_MS - 0.1 - 0.003      # τ − max(1 %, 0.1 ms), ± a few µs
 
 
 def healthy(**kw) -> dict:
@@ -132,12 +153,30 @@ def test_a_run_just_inside_every_threshold_is_not_flagged_and_its_columns_are_th
     c = fid.columns
     # lateness: (Σlate_after − Σlate_before)/(released_after − released_before), not the 1 ms since start
     assert c["engine_fwd_late_mean_us"] == pytest.approx(60.0) and c["engine_rev_late_mean_us"] == pytest.approx(39.9)
-    assert c["engine_fwd_late_max_us"] == pytest.approx(490.0) and c["engine_rev_late_max_us"] == pytest.approx(300.0)
+    assert c["engine_fwd_late_max_us"] == pytest.approx(490.0) and c["engine_rev_late_max_us"] == pytest.approx(490.0)
     assert (c["engine_fwd_drops"], c["engine_rev_drops"]) == (0, 0)       # 12 and 5 lost before the run
     assert c["engine_fwd_cpu_share"] == pytest.approx(2.0 / 4.0) and c["engine_rev_cpu_share"] == pytest.approx(0.5 / 4.0)
     assert (c["bottleneck_drops"], c["bottleneck_overlimits"], c["inflight_end_packets"]) == (12, 340, 4)
     assert (c["loss_seen_packets"], c["loss_dropped_packets"]) == (SEEN, PERIODIC_IN)
     assert c["rtt_base_ms"] == pytest.approx(BASE_IN, abs=1e-3) and c["rtt_base_source"] == "tcp_info min_rtt"
+    assert (c["tcp_busy_ms"], c["tcp_rwnd_limited_ms"], c["tcp_sndbuf_limited_ms"]) == (10000, 500, 500)
+    assert c["tcp_app_limited_share"] == 0.5 and c["limited_by"] == "network"
+    assert c["host_cpu_foreign"] == 0.2
+
+
+@pytest.mark.parametrize("kw", [
+    {"base_rtt_ms": BELOW_IN},
+    {"loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + 1000 + 1)},
+    {"config": UNIFORM, "loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + 1000 - 103)},
+], ids=["rtt-below", "loss-periodic-above", "loss-uniform-below"])
+def test_just_inside_the_other_side_of_a_two_sided_threshold_is_not_flagged(kw):
+    assert monitored(FakeLink(**healthy(**kw))).flags == []
+
+
+def test_a_window_the_run_set_is_its_configuration_not_the_host():
+    # rwnd-limited past 5 % of busy with -w set: the configuration the run asked for, not host_limited
+    fid = monitored(FakeLink(**healthy(conns=RWND_OUT)), run={"socket_buffer_bytes": 4 << 20})
+    assert fid.columns["limited_by"] == "receive_window" and fid.flags == []
 
 
 @pytest.mark.parametrize("flag, kw", [
@@ -155,11 +194,23 @@ def test_a_run_just_inside_every_threshold_is_not_flagged_and_its_columns_are_th
     ("engine_dropped", {"closing": after(rev_drops=(1, 0, 0))}),
     ("loss_off", {"loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + PERIODIC_OUT)}),
     ("loss_off", {"config": UNIFORM, "loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + UNIFORM_OUT)}),
+    ("loss_off", {"loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + 1000 - 2)}),
+    ("loss_off", {"config": UNIFORM, "loss_after": (LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1] + 1000 - 105)}),
     ("rtt_base_off", {"base_rtt_ms": BASE_OUT}),
-    ("rtt_base_off", {"base_rtt_ms": TAU_MS - 0.1 - 0.003}),
+    ("rtt_base_off", {"base_rtt_ms": BELOW_OUT}),
+    ("rtt_base_off", {"base_rtt_ms": 8.0}),          # a whole ms, but more than one tick below τ
+    # limited_by past its shares with autotuned buffers (the run set none): the host set the rate
+    ("host_limited", {"conns": RWND_OUT}),
+    ("host_limited", {"conns": SNDBUF_OUT}),
+    ("host_limited", {"conns": APP_OUT}),
+    ("host_contended", {"host": {"foreign_cores": 0.21}}),
+    ("host_tcp_memory", {"host": {"tcp_mem_pages_max": 1000}}),
 ], ids=["late-mean-rev", "late-mean-fwd", "late-max-fwd", "late-max-rev", "drop-fwd-queue", "drop-fwd-user",
-        "drop-rev-enobufs", "drop-rev-queue", "loss-periodic", "loss-uniform", "rtt-above", "rtt-below"])
-def test_each_threshold_crossed_raises_its_flag_alone(flag, kw):
+        "drop-rev-enobufs", "drop-rev-queue", "loss-periodic-above", "loss-uniform-above", "loss-periodic-below",
+        "loss-uniform-below", "rtt-above", "rtt-below", "rtt-tick-below", "limit-rwnd", "limit-sndbuf", "limit-app",
+        "host-foreign", "host-tcp-mem"])
+def test_each_threshold_crossed_raises_its_flag_alone(flag, kw, monkeypatch):
+    monkeypatch.setattr(QuietHost, "load", {**QuietHost.load, **kw.pop("host", {})})
     fid = monitored(FakeLink(**healthy(**kw)))
     assert fid.flags == [flag]
 

@@ -42,11 +42,11 @@ def _heldout(table):
     return out
 
 
-@pytest.mark.parametrize("held", [1, 3])
+@pytest.mark.parametrize("held", [0, 1, 3, 4])
 def test_heldout_prediction_reads_no_measurement_of_the_heldout_rtt(held):
     """Change every measurement in the rows at the held-out τ (throughput, lag, measured size, spread,
-    count): the held-out predictions there stay the same to 1e-9; elsewhere they move (those folds fit
-    on the changed rows)."""
+    count), an end one (the model then extrapolates) or one inside: the held-out predictions there stay the
+    same to 1e-9; elsewhere they move (those folds fit on the changed rows)."""
     base = _table()
     at = base["rtt_ms"] == TAU_MS[held]
     changed = {k: v.copy() for k, v in base.items()}
@@ -85,8 +85,9 @@ def test_noisy_profiles_heldout_error_above_in_sample():
 
 
 def test_array_leave_one_rtt_out_reads_nothing_of_the_heldout_rtt_and_is_above_in_sample():
-    """The array form (fit.leave_one_rtt_out): the held-out τ's throughput and lag changed, its prediction
-    stays the same to 1e-9; over six noisy (1–3 %) profiles held-out E exceeds in-sample E by > 10 %."""
+    """The array form (fit.leave_one_rtt_out): the held-out τ's throughput and lag changed (the smallest, a
+    middle one, the largest), its prediction stays the same to 1e-9; over six noisy (1–3 %) profiles
+    held-out E exceeds in-sample E by > 10 %."""
     from tcpprofile.models.fit import leave_one_rtt_out
 
     tau = np.repeat(TAU_MS / 1e3, 2)
@@ -101,10 +102,12 @@ def test_array_leave_one_rtt_out_reads_nothing_of_the_heldout_rtt_and_is_above_i
         H = leave_one_rtt_out(model, tau, M, n, startup=lag, size=np.full(P.size, 5e9))
         ins.append(np.mean(np.abs(model.predict(tau, n=n, size=5e9) / M - 1)))
         held.append(np.mean(np.abs(H / M - 1)))
-        at = tau == tau[4]
+        at = tau == TAU_MS[(0, 2, 4)[seed % 3]] / 1e3
+        assert at.sum() == 2
         M2, lag2 = M.copy(), lag.copy()
         M2[at] *= 0.5
         lag2[at] = 9.0
         H2 = leave_one_rtt_out(model, tau, M2, n, startup=lag2, size=np.full(P.size, 5e9))
         np.testing.assert_allclose(H2[at], H[at], rtol=1e-9)
+        assert np.max(np.abs(H2[~at] / H[~at] - 1)) > 1e-3
     assert np.mean(held) > 1.1 * np.mean(ins)

@@ -128,7 +128,7 @@ def test_a_slow_run_of_the_other_is_censored_but_a_slow_run_of_the_decision_coun
     assert confirm.upper(steady, slow, **up) > 3 * m
 
 
-TRIALS = 4000    # standard error of a coverage near 0.7–0.95: ≤ 0.73 points, so 3 points ≥ 4 standard errors
+TRIALS = 4000    # standard error of a coverage near 0.7–0.95: ≤ 0.73 points
 
 
 def standard_error(p: float, trials: int = TRIALS) -> float:
@@ -165,10 +165,11 @@ def test_the_upper_bound_covers_the_true_difference(n, slow_side):
 def test_rare_slow_runs_of_the_reference_make_the_bound_optimistic_as_documented(n, documented):
     """The stated limit (docs/tune.md): a 5 % slow run of Y is often absent from a few runs, so the
     mean of Y is over-estimated and U(X, Y) covers less than nominal: 93, 87, 79, 71 % at 2, 3, 5, 10
-    runs (the larger t quantile hides it at 2 runs). Each within 3 points of the documented value,
-    and from 3 runs on below the nominal 95 % by more than 3 standard errors."""
+    runs (the larger t quantile hides it at 2 runs). Each within the documented value's rounding (½
+    point) and 3 standard errors of the simulation (1.7–2.7 points), and from 3 runs on below the
+    nominal 95 % by more than 3 standard errors."""
     c = coverage(n, "y")
-    assert abs(c - documented) <= 0.03 and 0.03 >= 3 * standard_error(documented)
+    assert abs(c - documented) <= 0.005 + 3 * standard_error(documented)
     assert n < 3 or c < 0.95 - 3 * standard_error(0.95)
 
 

@@ -13,7 +13,7 @@ import sys
 
 from .. import units
 from ..errors import ValidationError
-from .select import parse_rtt_ms
+from .options import parse_rtt_ms
 
 
 def register(subparsers) -> None:

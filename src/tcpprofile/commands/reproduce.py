@@ -70,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     from ..reproduce import campaigns, findings, standard
     from ..store import reads
     from ..store.db import Store
-    from .run import cluster_executor
+    from .options import cluster_executor
 
     if args.plan:
         print(_plan(args.mode))

@@ -12,7 +12,7 @@ import argparse
 import signal
 import sys
 
-from ..errors import TcpProfileError
+from .options import cluster_executor
 
 
 
@@ -41,19 +41,6 @@ def _positive_int(text: str) -> int:
 
 def _terminate(signum, frame):
     raise KeyboardInterrupt
-
-
-def cluster_executor(s, address: str | None):
-    """The Ray executor for --cluster (Ray is imported only then), else None: this machine."""
-    if address is None:
-        return None
-    try:
-        from ..campaign.cluster import RayExecutor
-    except ModuleNotFoundError as err:
-        if err.name != "ray":
-            raise
-        raise TcpProfileError("--cluster needs Ray: pip install 'tcpprofile[cluster]' (scripts/bootstrap does)") from None
-    return RayExecutor.for_spec(s, address)
 
 
 def main(args: argparse.Namespace) -> int:

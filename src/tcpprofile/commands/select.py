@@ -11,6 +11,8 @@ from ..cc.registry import canonical, known_names
 from ..errors import ValidationError
 from ..spec import LOSS_PARAMETER
 from ..testbed.config import LOSS_MODES
+from .options import parse_rtt_ms
+from .settings_text import print_settings, settings_json
 
 
 def register(subparsers) -> None:
@@ -53,10 +55,6 @@ def register(subparsers) -> None:
 
 
 LOSS_FORMS = tuple(f"{m}:RATE" if m in LOSS_PARAMETER else m for m in LOSS_MODES)
-
-
-def parse_rtt_ms(value: str) -> float:
-    return units.seconds("--rtt", value, units.RTT_S) * 1e3
 
 
 def parse_loss(value: str) -> dict:
@@ -296,34 +294,3 @@ def flagged_line(choice) -> str:
     n = sum(e.runs_flagged for e in choice.ranking)
     return (f"Flagged runs included: {n} of the ranked profiles' runs (unflagged/flagged: runs at the RTTs "
             f"each estimate uses; --exclude-flagged leaves them out).")
-
-
-def settings_json(settings, rows, netns=None) -> dict:
-    """The settings with this host's comparison and the sysctl.d snippet (shared with `tcpprofile tune`)."""
-    from ..hostcheck import snippet
-
-    return {**settings.to_json(), "host": [r.to_json() for r in rows], "snippet": snippet(rows, netns=netns)}
-
-
-def print_settings(settings, applied, rows, netns=None) -> None:
-    """The host settings block (shared with `tcpprofile tune`): hostcheck's sysctl.d snippet against this
-    host's values (only raises), how to get the congestion control, the tool lines that can use it."""
-    from ..hostcheck import snippet
-
-    where = f"namespace {netns}'s" if netns else "this host's"
-    print(f"\nHost settings (not applied unless --apply), compared with {where} values:")
-    for line in snippet(rows, netns=netns):
-        print(f"  {line}")
-    cc = settings.congestion_control
-    print(f"Congestion control {cc['name']} ({cc['impl']}, {cc['how']}):")
-    for s in cc["steps"]:
-        print(f"  {s}")
-    print("Transfer tools:")
-    for cmd in settings.commands:
-        print(f"  {cmd}")
-    if applied:
-        print(f"\nApplied in {applied['target']}:")
-        for k, v in applied["sysctls"].items():
-            print(f"  {k}: {v['before']} -> {v['after']}")
-        for k, why in applied["skipped"].items():
-            print(f"  {k}: skipped ({why})")

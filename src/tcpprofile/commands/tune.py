@@ -49,8 +49,8 @@ def main(args: argparse.Namespace) -> int:
     from .. import decide, select as sel, spec as specs, tune, units
     from ..errors import ValidationError
     from ..store import Store, reads
-    from .run import cluster_executor
-    from .select import print_settings, settings_json
+    from .options import cluster_executor
+    from .settings_text import print_settings, settings_json
 
     from ..campaign.rules import DEFAULT_RULE, RULES
 
