@@ -1,5 +1,6 @@
 """The CLI entry point: every registered command is reachable and a closed pipe ends quietly."""
 
+import json
 import subprocess
 import sys
 
@@ -24,3 +25,19 @@ def test_closed_pipe_exits_quietly(tmp_path):
     assert first == b"{"                  # the JSON document had begun
     assert status == 141                  # 128 + SIGPIPE: it met the closed pipe and said so by its status
     assert err == ""                      # and nothing on stderr: no traceback, no message
+
+
+def test_a_named_command_imports_only_its_own_module():
+    """`tcpprofile select …` registers select alone (the campaign runner and the models stay unimported:
+    a second of start-up on a loaded 2-core host); without a command, or with an unknown one, all are."""
+    code = ("import json, sys; from tcpprofile.cli import build_parser; "
+            "sub = next(a for a in build_parser(sys.argv[1:])._actions if a.dest == 'command'); "
+            "print(json.dumps([sorted(sub.choices), 'tcpprofile.campaign' in sys.modules, "
+            "'tcpprofile.models' in sys.modules]))")
+
+    def parsers(*argv):
+        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)
+
+    assert parsers("select", "--db", "x", "--rtt", "45ms") == [["select"], False, False]
+    assert parsers("selec")[0] == parsers()[0] == sorted(COMMANDS)

@@ -1,7 +1,7 @@
 """Command-line entry point. Subcommands live one per module in tcpprofile.commands.
 
 The registry below is explicit: each module defines `register(subparsers)` (adds its parser and sets
-`func`) and is imported only when the CLI starts, in this order.
+`func`); the command a command line names is the only one imported (all of them, in this order, for help).
 """
 
 from __future__ import annotations
@@ -31,25 +31,27 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser. Given the command line, only the command it names is imported and registered
+    (a command's module may import the heavy parts: the campaign runner, the models; `tcpprofile select`
+    should not pay for them); without one (`--help`, a typo) every command is, so help and the error
+    list them all."""
     parser = argparse.ArgumentParser(
         prog="tcpprofile",
         description="Measure, explain and predict TCP throughput over dedicated high bandwidth×delay "
                     "connections, and choose the transport (variant, streams, buffer) with a stated confidence.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for modname in COMMANDS.values():
-        try:
-            module = importlib.import_module(modname)
-        except ModuleNotFoundError as err:
-            if err.name != modname:
-                raise
-            continue  # not built yet
-        module.register(sub)
+    named = next((a for a in argv or () if not a.startswith("-")), None)
+    for name, modname in COMMANDS.items():
+        if named in COMMANDS and name != named:
+            continue
+        importlib.import_module(modname).register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
