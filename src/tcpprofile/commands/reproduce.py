@@ -75,7 +75,6 @@ def main(args: argparse.Namespace) -> int:
     if args.plan:
         print(_plan(args.mode))
         return 0
-    level = standard.LEVEL if args.mode == "standard" else findings.stats.LEVEL
 
     def run(s):
         print(f"campaign {s.name}: {len(s.sweep())} runs", file=sys.stderr)
@@ -96,6 +95,7 @@ def main(args: argparse.Namespace) -> int:
                 signal.signal(signal.SIGTERM, previous)
         # --check-only reads every reproduce-* campaign in the store (fixed-size ones included)
         ids = None if specs is None or args.check_only else [s.campaign_id for s in specs]
+        level = standard.level_of(store, ids)     # from the stored campaigns' looks, as the report takes it
         result = findings.check_findings(store, ids, exclude_flagged=args.exclude_flagged, level=level)
         if args.json:
             json.dump([{k: _clean(v) for k, v in f.row().items()} for f in result], sys.stdout, indent=1)

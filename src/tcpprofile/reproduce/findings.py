@@ -509,10 +509,14 @@ FINDINGS = (decreasing, transition_shift, bbr_clean, bbr_loss, lyapunov_throughp
 
 
 def check_findings(con, campaign_ids: Sequence[str] | None = None, *, exclude_flagged: bool = False,
-                   level: float = stats.LEVEL) -> list[Finding]:
+                   level: float | None = None) -> list[Finding]:
     """All five findings on the runs of the reproduce campaigns (or of `campaign_ids`); exclude_flagged:
-    without flagged runs (analysis.load_runs); level: of every interval (the standard mode's looks use
-    a Bonferroni share of 0.05)."""
+    without flagged runs (analysis.load_runs); level: of every interval, by default the one the stored
+    campaigns' looks give (standard.level_of: a Bonferroni share of 0.05 over the standard mode's looks);
+    the CLI, --check-only and the report all call this, so one store gives one table."""
+    from .standard import level_of
+
+    level = level_of(con, campaign_ids) if level is None else level
     data = Data.load(con, campaign_ids, exclude_flagged=exclude_flagged)
     return [f(data, level=level) for f in FINDINGS]
 
