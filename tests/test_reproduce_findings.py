@@ -72,10 +72,13 @@ def test_does_not_hold_on_a_store_built_against_it(store):
 
 
 def test_two_repetitions_never_give_a_verdict(store):
+    """2 repetitions: no interval, so neither reproduced nor not reproduced; undetermined (more runs decide
+    it), with the runs per τ that would (3: this profile's trend is far outside its 2-run spread)."""
     build(store, variants=("cubic",), streams=(1,), rtts=RTTS, reps=2, noise=0.001)
     (f,) = [f for f in findings.check_findings(store, ["c1"]) if f.id == "i"]
-    assert f.verdict == stats.NOT_TESTABLE and not f.interval.known
+    assert f.verdict == stats.UNDETERMINED and not f.interval.known
     assert f.interval.estimate < 0  # the point estimate (slope) is still reported
+    assert f.interval.needs == stats.MIN_REPS and "about 3 runs per τ would decide it" in f.measured
 
 
 def test_more_streams_push_tau_T_up_with_an_interval(store):
@@ -102,7 +105,8 @@ def test_verdict_is_three_way_and_combines():
     assert stats.verdict(iv(-0.3, -0.1), above=0) == stats.NOT_REPRODUCED
     assert stats.verdict(iv(-0.1, 0.1), above=0) == stats.UNDETERMINED
     assert stats.verdict(iv(-0.3, -0.1), below=0) == stats.REPRODUCED
-    assert stats.verdict(stats.unknown(0.5), above=0) == stats.NOT_TESTABLE
+    assert stats.verdict(stats.unknown(0.5), above=0) == stats.UNDETERMINED   # a point, no interval yet
+    assert stats.verdict(stats.unknown(), above=0) == stats.NOT_TESTABLE      # nothing to estimate
     assert stats.combine([stats.REPRODUCED, stats.UNDETERMINED]) == stats.UNDETERMINED
     assert stats.combine([stats.REPRODUCED, stats.NOT_REPRODUCED]) == stats.NOT_REPRODUCED
     assert stats.combine([stats.REPRODUCED] * 3) == stats.REPRODUCED
