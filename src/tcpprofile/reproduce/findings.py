@@ -229,6 +229,14 @@ def _reps(data: Data, m) -> int:
     return int(min(np.sum(np.isclose(data.runs.tau_ms[m], t)) for t in data.taus(m)))
 
 
+def _tau_text(c: Crossing, level: float, reps: int) -> str:
+    """τ_T with its own interval (none from fewer than MIN_REPS runs per τ: those draws are provisional)."""
+    if reps < stats.MIN_REPS:
+        return c.text()
+    iv = c.interval(level)
+    return f"{c.text()} [{iv.low:.3g}, {iv.high:.3g}]"
+
+
 def _shift(a: Crossing, b: Crossing, level: float, reps: int) -> tuple[str, Interval]:
     """τ_T(more) − τ_T(fewer) with censoring: both beyond the same grid end → not testable (the design
     cannot order them; never a tie against the claim); otherwise the censored interval decides in the
@@ -286,9 +294,7 @@ def transition_shift(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -
         parts.append(Part(name, v, configs))
         why = " (both censored at the same grid end: not testable)" if v == stats.NOT_TESTABLE else ""
         delta = f"Δ [{iv.low:.3g}, {iv.high:.3g}]" if iv.known else f"Δ {iv.estimate:.3g} ({_few(iv, 'τ')})"
-        ia, ib = a.interval(level), b.interval(level)
-        lines.append(f"{name}: τ_T {a.text()} [{ia.low:.3g}, {ia.high:.3g}] vs {b.text()} [{ib.low:.3g}, "
-                     f"{ib.high:.3g}] ms, {delta}{why}")
+        lines.append(f"{name}: τ_T {_tau_text(a, level, reps)} vs {_tau_text(b, level, reps)} ms, {delta}{why}")
         if iv.known and v != stats.NOT_TESTABLE and (worst is None or iv.low < worst.low):
             worst = iv
     if not comparisons:
