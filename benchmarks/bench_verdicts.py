@@ -69,7 +69,8 @@ def rule_i(seed, reps, effect):
 
 
 def _reach(tau_T):
-    return tau_T / (1 / 0.94 * 0.94) / (0.88 ** (1 / 2.2))   # Θ = C/2 at τ = reach·0.88^(1/2.2)
+    """The reach whose profile 0.94 C/(1 + (τ/reach)^2.2) crosses C/2 at tau_T: (τ/reach)^2.2 = 0.88."""
+    return tau_T / 0.88 ** (1 / 2.2)
 
 
 def rule_ii(seed, reps, effect):
