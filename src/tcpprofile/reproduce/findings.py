@@ -1,18 +1,21 @@
 """The papers' findings checked on a store's data, each as a statistic with an interval and a verdict.
 
 (i)   Θ(τ) generally decreases with τ              HPDC'17 §2, Figs. 3-6 (a trend over the whole grid)
-(ii)  more streams and larger buffers push τ_T up  HPDC'17 §2.3, Figs. 9-10 (τ_T censored at a grid end)
-(iii) BBR varies more at low RTT and falls below H-TCP/STCP on clean links at large τ   slides, Group 1
+(ii)  more streams and larger buffers push τ_T up  HPDC'17 §2.3, Figs. 9-10 (τ_T: the fit's crossing of one
+      half, reproduce/transition.py; censored at a grid end)
+(iii) BBR varies more at low RTT, less as RTT grows, and Group 1 is above it at every RTT   slides, Group 1
       (100 s traces: BBR's ProbeRTT every 10 s, start-up a small part)
-(iv)  at 1-in-500 loss BBR stays concave and far above CUBIC and H-TCP                   slides, losses
+(iv)  at 1-in-500 loss BBR stays concave (above its chord, HPDC'17 §1) and far above CUBIC and H-TCP  slides
 (v)   larger Lyapunov exponents go with lower throughput  HPDC'17 §4, Fig. 14: the local exponent
-      ln|dM/dX| of the Poincaré map of each 1 s trace, over all traces of a configuration
+      ln|dM/dX| of the Poincaré map of each 1 s trace against its sustainment-phase mean θ̄_S, over all
+      traces of a configuration
 
 Runs are the units: intervals come from the spread of repeated runs (stats.py: Student t, at least
 3 repetitions per group). Throughput comparisons are made on log throughput (ratios), cell by cell
-(same τ and n), and averaged over cells. Constants below define "low"/"large" τ and "far above".
+(same τ and n), and averaged over cells. Constants below define "low" τ and "far above".
 Verdicts have four outcomes (stats.VERDICTS): reproduced, not reproduced, undetermined (the interval
-straddles) and not testable (the design or the instrument cannot show it). Fixed-size (`-n`) and
+straddles, or too few runs for one yet: with the runs that would decide) and not testable (the design or
+the instrument cannot show it at any number of runs). Fixed-size (`-n`) and
 duration (`-t`) runs both make profiles: a profile is one (variant, streams, socket buffer, size or
 duration). Each Finding lists its parts (Part: the configurations behind it and their verdict), which
 the standard mode's sequential design reads to spend runs only where a part still straddles.
@@ -38,7 +41,6 @@ from .stats import Interval, combine, mean_difference, verdict
 from .transition import Crossing, crossing
 
 LOW_TAU_MS = 12.0      # "low RTT": τ ≤ 12 ms (0.4 and 11.8 ms in the campaigns)
-LARGE_TAU_MS = 90.0    # "large τ": τ ≥ 90 ms (91.6, 183, 366 ms)
 FAR_ABOVE = 2.0        # "far above": a throughput ratio of at least 2
 LOSS_500 = 1 / 500
 SURROGATES = 19        # the smallest p a surrogate test can give is 1/20 = 0.05
