@@ -189,3 +189,16 @@ def test_an_empty_store_leaves_every_finding_not_testable(store):
     assert [f.id for f in result] == ["i", "ii", "iii", "iv", "v"]
     assert {f.verdict for f in result} == {stats.NOT_TESTABLE}
     assert findings.flagged_runs(store, ["c1"]) == 0
+
+
+def test_chord_excess_is_the_papers_criterion():
+    """HPDC'17 §1: concave = above the linear interpolation of the end points. A line has excess 0 exactly;
+    Θ = 9.3 − 7.3·u² (u = (τ − τ_0)/(τ_K − τ_0)) has excess 7.3·mean(u_k − u_k²) over the interior points."""
+    x = np.array([11.8, 45.6, 91.6, 183.0])
+    w = stats.chord_weights(x)
+    assert float(w @ (3.0 + 0.02 * x)) == pytest.approx(0.0, abs=1e-12)
+    u = (x - x[0]) / (x[-1] - x[0])
+    assert float(w @ (9.3 - 7.3 * u ** 2)) == pytest.approx(7.3 * np.mean(u[1:-1] - u[1:-1] ** 2))
+    samples = [np.array([v - 0.1, v, v + 0.1]) for v in 9.3 - 7.3 * u ** 2]
+    iv = stats.linear_combination(w, samples)
+    assert iv.low > 0 and stats.verdict(iv, above=0.0) == stats.REPRODUCED
