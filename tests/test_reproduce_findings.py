@@ -72,10 +72,13 @@ def test_does_not_hold_on_a_store_built_against_it(store):
 
 
 def test_two_repetitions_never_give_a_verdict(store):
+    """2 repetitions: no interval, so neither reproduced nor not reproduced; undetermined (more runs decide
+    it), with the runs per τ that would (3: this profile's trend is far outside its 2-run spread)."""
     build(store, variants=("cubic",), streams=(1,), rtts=RTTS, reps=2, noise=0.001)
     (f,) = [f for f in findings.check_findings(store, ["c1"]) if f.id == "i"]
-    assert f.verdict == stats.NOT_TESTABLE and not f.interval.known
+    assert f.verdict == stats.UNDETERMINED and not f.interval.known
     assert f.interval.estimate < 0  # the point estimate (slope) is still reported
+    assert f.interval.needs == stats.MIN_REPS and "about 3 runs per τ would decide it" in f.measured
 
 
 def test_more_streams_push_tau_T_up_with_an_interval(store):
@@ -102,7 +105,8 @@ def test_verdict_is_three_way_and_combines():
     assert stats.verdict(iv(-0.3, -0.1), above=0) == stats.NOT_REPRODUCED
     assert stats.verdict(iv(-0.1, 0.1), above=0) == stats.UNDETERMINED
     assert stats.verdict(iv(-0.3, -0.1), below=0) == stats.REPRODUCED
-    assert stats.verdict(stats.unknown(0.5), above=0) == stats.NOT_TESTABLE
+    assert stats.verdict(stats.unknown(0.5), above=0) == stats.UNDETERMINED   # a point, no interval yet
+    assert stats.verdict(stats.unknown(), above=0) == stats.NOT_TESTABLE      # nothing to estimate
     assert stats.combine([stats.REPRODUCED, stats.UNDETERMINED]) == stats.UNDETERMINED
     assert stats.combine([stats.REPRODUCED, stats.NOT_REPRODUCED]) == stats.NOT_REPRODUCED
     assert stats.combine([stats.REPRODUCED] * 3) == stats.REPRODUCED
@@ -185,3 +189,16 @@ def test_an_empty_store_leaves_every_finding_not_testable(store):
     assert [f.id for f in result] == ["i", "ii", "iii", "iv", "v"]
     assert {f.verdict for f in result} == {stats.NOT_TESTABLE}
     assert findings.flagged_runs(store, ["c1"]) == 0
+
+
+def test_chord_excess_is_the_papers_criterion():
+    """HPDC'17 §1: concave = above the linear interpolation of the end points. A line has excess 0 exactly;
+    Θ = 9.3 − 7.3·u² (u = (τ − τ_0)/(τ_K − τ_0)) has excess 7.3·mean(u_k − u_k²) over the interior points."""
+    x = np.array([11.8, 45.6, 91.6, 183.0])
+    w = stats.chord_weights(x)
+    assert float(w @ (3.0 + 0.02 * x)) == pytest.approx(0.0, abs=1e-12)
+    u = (x - x[0]) / (x[-1] - x[0])
+    assert float(w @ (9.3 - 7.3 * u ** 2)) == pytest.approx(7.3 * np.mean(u[1:-1] - u[1:-1] ** 2))
+    samples = [np.array([v - 0.1, v, v + 0.1]) for v in 9.3 - 7.3 * u ** 2]
+    iv = stats.linear_combination(w, samples)
+    assert iv.low > 0 and stats.verdict(iv, above=0.0) == stats.REPRODUCED

@@ -3,6 +3,7 @@ emulated 10 Gbit/s link (resumable: run it again to continue), then check the pa
 data and print the verdict table (reproduced / not reproduced / undetermined / not testable, each
 with its statistic, interval and what was measured). With --out, also write the report (verdicts first).
 --standard: the papers' conditions, sequential looks within ≤ 6 h of transfer (reproduce/standard.py);
+--confirm: the confirmatory designs for (ii), (iv), (v), to run on a fresh store the same way;
 --plan prints its design and expected transfer time without running; --cluster divides runs over Ray.
 
 Exit status: 0 when the campaigns ran (whatever the verdicts); 2 when they could not run; 130 when
@@ -27,6 +28,9 @@ def register(sub) -> None:
     mode.add_argument("--standard", dest="mode", action="store_const", const="standard",
                       help="all five findings in the papers' conditions, sequential, ≤ 6 h of transfer "
                            "(--plan shows the estimate)")
+    mode.add_argument("--confirm", dest="mode", action="store_const", const="confirm",
+                      help="the confirmatory designs for (ii), (iv), (v) on a fresh store, sequential as --standard "
+                           "(--plan shows them and their budget)")
     mode.add_argument("--full", dest="mode", action="store_const", const="full",
                       help="1,155 runs of 30-60 s, about a day")
     p.set_defaults(mode="quick")
@@ -57,8 +61,9 @@ def _plan(mode: str) -> str:
     from ..campaign import expected_seconds
     from ..reproduce import campaigns, standard
 
-    if mode == "standard":
-        return standard.format_plan(standard.plan())
+    if mode in standard.SEQUENTIAL:
+        designs = standard.SEQUENTIAL[mode]
+        return standard.format_plan(standard.plan(designs), designs)
     specs = campaigns.specs(mode)
     runs = [p for s in specs for p in s.sweep()]
     return (f"{mode} mode: {len(specs)} campaigns, {len(runs)} runs, about "
@@ -75,7 +80,6 @@ def main(args: argparse.Namespace) -> int:
     if args.plan:
         print(_plan(args.mode))
         return 0
-    level = standard.LEVEL if args.mode == "standard" else findings.stats.LEVEL
 
     def run(s):
         print(f"campaign {s.name}: {len(s.sweep())} runs", file=sys.stderr)
@@ -83,12 +87,13 @@ def main(args: argparse.Namespace) -> int:
         print(campaign.format_summary(summary, args.db), file=sys.stderr)
 
     with Store.open(args.db) as store:
-        specs = None if args.mode == "standard" else campaigns.specs(args.mode)
+        sequential = standard.SEQUENTIAL.get(args.mode)
+        specs = None if sequential else campaigns.specs(args.mode)
         if not args.check_only:
             previous = signal.signal(signal.SIGTERM, _terminate)
             try:
-                if args.mode == "standard":
-                    specs = standard.run_standard(store, run, out=sys.stderr)
+                if sequential:
+                    specs = standard.run_standard(store, run, out=sys.stderr, designs=sequential)
                 else:
                     for s in specs:
                         run(s)
@@ -96,6 +101,7 @@ def main(args: argparse.Namespace) -> int:
                 signal.signal(signal.SIGTERM, previous)
         # --check-only reads every reproduce-* campaign in the store (fixed-size ones included)
         ids = None if specs is None or args.check_only else [s.campaign_id for s in specs]
+        level = standard.level_of(store, ids)     # from the stored campaigns' looks, as the report takes it
         result = findings.check_findings(store, ids, exclude_flagged=args.exclude_flagged, level=level)
         if args.json:
             json.dump([{k: _clean(v) for k, v in f.row().items()} for f in result], sys.stdout, indent=1)
@@ -108,8 +114,8 @@ def main(args: argparse.Namespace) -> int:
             if flagged := findings.flagged_runs(store, counted):
                 print(f"{flagged} flagged runs " + ("left out (--exclude-flagged)" if args.exclude_flagged
                                                     else "included; --exclude-flagged leaves them out"))
-            if args.mode == "standard":     # --check-only: every standard campaign stored
-                went = standard.spent(store, specs)
+            if sequential:     # --check-only: every campaign of the mode stored
+                went = standard.spent(store, specs, sequential)
                 print("transfer time per finding (a design feeding two findings counts toward both): "
                       + ", ".join(f"({k}) {v / 3600:.2f} h" for k, v in went.items() if k != "all")
                       + f"; all {went['all'] / 3600:.2f} h")

@@ -40,9 +40,9 @@ FULL_RTTS = '["0.4ms", "11.8ms", "22.6ms", "45.6ms", "91.6ms", "183ms", "366ms"]
 
 
 def _spec(name: str, *, seed: int, reps: int, rtt: str, loss: str, variants: str, streams: str,
-          socket_buffer: str, duration: str | None = None, transfer: str | None = None) -> str:
-    """A reproduce- campaign on the 10 Gbit/s, β = BDP, MTU 9000 link; `transfer` is the spec's size or
-    duration line (or give `duration`)."""
+          socket_buffer: str, duration: str | None = None, transfer: str | None = None, link_buffer: str = "BDP") -> str:
+    """A reproduce- campaign on the 10 Gbit/s, MTU 9000 link with bottleneck buffer β = `link_buffer` (BDP
+    unless given: docs/spec.md's "<k>xBDP"); `transfer` is the spec's size or duration line (or give `duration`)."""
     return f"""[campaign]
 name = "{PREFIX}{name}"
 seed = {seed}
@@ -51,7 +51,7 @@ repetitions = {reps}
 [link]
 rate = "10Gbit"
 rtt = {rtt}
-buffer = "BDP"
+buffer = "{link_buffer}"
 mtu = 9000
 loss = {loss}
 
@@ -125,6 +125,8 @@ class Design:
     transfer: str                 # 'size = "1GB"' or 'duration = "100s"'
     looks: tuple[int, ...]        # cumulative repetitions per cell at each look
     loss: str = CLEAN
+    link_buffer: str = "BDP"      # the bottleneck buffer β (docs/spec.md: a size, "BDP" or "<k>xBDP")
+    mode: str = "standard"        # campaign names: reproduce-<mode>-<design>-<variant>-n<streams>-look<k>
 
     @property
     def cells(self) -> list[tuple[str, int]]:
@@ -135,9 +137,9 @@ class Design:
         variant, n = cell
         reps = self.looks[look] - (self.looks[look - 1] if look else 0)
         seed = 300 + 17 * look + sum(map(ord, f"{self.name}{variant}{n}")) % 1000
-        return _spec(f"standard-{self.name}-{variant}-n{n}-look{look + 1}", seed=seed, reps=reps, rtt=_ms(self.taus),
-                     loss=self.loss, variants=f'"{variant}"', streams=str(n), socket_buffer=f'"{self.socket_buffer}"',
-                     transfer=self.transfer)
+        return _spec(f"{self.mode}-{self.name}-{variant}-n{n}-look{look + 1}", seed=seed, reps=reps,
+                     rtt=_ms(self.taus), loss=self.loss, variants=f'"{variant}"', streams=str(n),
+                     socket_buffer=f'"{self.socket_buffer}"', transfer=self.transfer, link_buffer=self.link_buffer)
 
     def spec(self, cell: tuple[str, int], look: int) -> CampaignSpec:
         return parse(self.spec_text(cell, look))
@@ -171,4 +173,28 @@ DESIGNS: tuple[Design, ...] = (
            "1 s traces of 100 s at 11.8 (the paper's 11.6) and 183 ms; 128 MiB per stream, not 1 GiB: "
            "BUF_MANY_STREAMS", ("cubic",), (10,), (11.8, 183.0), BUF_MANY_STREAMS, 'duration = "100s"',
            DYNAMICS_LOOKS),
+)
+
+
+# -- the confirmatory designs (issue 30, item 4): a fresh store, the rules frozen -------------------------
+# The first standard store's three looks spent its error budget; these designs are run on a fresh store,
+# sequentially as the standard mode (same looks, same level), where its verdicts stayed open.
+CONFIRM_RTTS = (0.4, 11.8, 22.6, 45.6, 57.0, 68.6, 80.0, 91.6, 103.0, 114.0, 137.0, 183.0, 366.0)
+CONFIRM_DESIGNS: tuple[Design, ...] = (
+    Design("ii-256MB", ("i", "ii"), "HPDC'17 Figs. 9-10 at 1 GB with the normal 256 MB buffer, 1 and 10 streams; "
+           "the papers' RTTs plus 57-137 ms, where the crossings a slow-start model puts at n = 1 (≈ 75 ms) and "
+           "n = 10 (≈ 102 ms) lie", ("cubic",), (1, 10), CONFIRM_RTTS, BUF_NORMAL, 'size = "1GB"', LOOKS,
+           mode="confirm"),
+    Design("ii-1GB", ("i", "ii"), "Table 1's large (1 GB) buffer, one stream (ten 1 GiB senders exceed the host's "
+           "tcp_mem pressure: BUF_MANY_STREAMS), the same fine grid: (ii)'s buffer axis against ii-256MB's n = 1",
+           ("cubic",), (1,), CONFIRM_RTTS, BUF_LARGE, 'size = "1GB"', LOOKS, mode="confirm"),
+    Design("iv-loss", ("iv",), "slides, losses: periodic 1-in-500, CUBIC, H-TCP, BBR, one stream, with 22.6 and "
+           "366 ms added (the chord criterion gains interior points and a longer chord)", ("cubic", "htcp", "bbr"),
+           (1,), (11.8, 22.6, 45.6, 91.6, 183.0, 366.0), BUF_LARGE, 'duration = "10s"', LOOKS, loss=LOSS_500,
+           mode="confirm"),
+    Design("v-shallow", ("v",), "HPDC'17 §4, Fig. 14: 10-stream CUBIC, 100 s traces at 11.8 and 183 ms, with a "
+           "bottleneck buffer of 0.1 × BDP: after a synchronised CUBIC cut to 0.7·(Cτ + β) the link stays full "
+           "whenever β ≥ 0.43·Cτ, so β = BDP left θ̄_S no spread; the paper gives no SONET buffer size and calls "
+           "10GigE's larger", ("cubic",), (10,), (11.8, 183.0), BUF_MANY_STREAMS, 'duration = "100s"',
+           DYNAMICS_LOOKS, link_buffer="0.1xBDP", mode="confirm"),
 )

@@ -1,18 +1,21 @@
 """The papers' findings checked on a store's data, each as a statistic with an interval and a verdict.
 
 (i)   Θ(τ) generally decreases with τ              HPDC'17 §2, Figs. 3-6 (a trend over the whole grid)
-(ii)  more streams and larger buffers push τ_T up  HPDC'17 §2.3, Figs. 9-10 (τ_T censored at a grid end)
-(iii) BBR varies more at low RTT and falls below H-TCP/STCP on clean links at large τ   slides, Group 1
+(ii)  more streams and larger buffers push τ_T up  HPDC'17 §2.3, Figs. 9-10 (τ_T: the fit's crossing of one
+      half, reproduce/transition.py; censored at a grid end)
+(iii) BBR varies more at low RTT, less as RTT grows, and Group 1 is above it at every RTT   slides, Group 1
       (100 s traces: BBR's ProbeRTT every 10 s, start-up a small part)
-(iv)  at 1-in-500 loss BBR stays concave and far above CUBIC and H-TCP                   slides, losses
+(iv)  at 1-in-500 loss BBR stays concave (above its chord, HPDC'17 §1) and far above CUBIC and H-TCP  slides
 (v)   larger Lyapunov exponents go with lower throughput  HPDC'17 §4, Fig. 14: the local exponent
-      ln|dM/dX| of the Poincaré map of each 1 s trace, over all traces of a configuration
+      ln|dM/dX| of the Poincaré map of each 1 s trace against its sustainment-phase mean θ̄_S, over all
+      traces of a configuration
 
 Runs are the units: intervals come from the spread of repeated runs (stats.py: Student t, at least
 3 repetitions per group). Throughput comparisons are made on log throughput (ratios), cell by cell
-(same τ and n), and averaged over cells. Constants below define "low"/"large" τ and "far above".
+(same τ and n), and averaged over cells. Constants below define "low" τ and "far above".
 Verdicts have four outcomes (stats.VERDICTS): reproduced, not reproduced, undetermined (the interval
-straddles) and not testable (the design or the instrument cannot show it). Fixed-size (`-n`) and
+straddles, or too few runs for one yet: with the runs that would decide) and not testable (the design or
+the instrument cannot show it at any number of runs). Fixed-size (`-n`) and
 duration (`-t`) runs both make profiles: a profile is one (variant, streams, socket buffer, size or
 duration). Each Finding lists its parts (Part: the configurations behind it and their verdict), which
 the standard mode's sequential design reads to spend runs only where a part still straddles.
@@ -29,29 +32,23 @@ from scipy import stats as sps
 
 from ..analysis.dynamics import ramp_up
 from ..analysis.load import Runs, load_runs, load_traces
-from ..analysis.regions import classify_regions
-from ..analysis.sigmoid import fit_dual_sigmoid
+from ..analysis.censoring import ABOVE, BELOW, MEASURED
 from ..store import reads
 from ..store.reads import flagged_ok_runs
 from . import stats
 from .campaigns import PREFIX
 from .stats import Interval, combine, mean_difference, verdict
+from .transition import Crossing, crossing
 
 LOW_TAU_MS = 12.0      # "low RTT": τ ≤ 12 ms (0.4 and 11.8 ms in the campaigns)
-LARGE_TAU_MS = 90.0    # "large τ": τ ≥ 90 ms (91.6, 183, 366 ms)
 FAR_ABOVE = 2.0        # "far above": a throughput ratio of at least 2
 LOSS_500 = 1 / 500
-TAU_T_DRAWS = 60       # plausible profiles per τ_T interval (fit_dual_sigmoid each)
 SURROGATES = 19        # the smallest p a surrogate test can give is 1/20 = 0.05
 BBR, OTHERS_CLEAN = "bbr", ("cubic", "htcp", "scalable", "stcp")
 LONG_TRACE_S = 100.0   # (iii): BBR's ProbeRTT every 10 s, start-up a small part (slides: 100 s traces)
 MIN_LOCAL_POINTS = 50  # (v): 1 s points after the ramp-up a trace's mean local exponent needs
 MIN_CONFIG_TRACES = 4  # (v): traces per configuration for a rank correlation with an interval (n − 3 > 0)
 ONE_S_TOLERANCE = 0.1  # (v): the paper's 1 s traces: median interval within 1 ± 0.1 s
-# (v): a configuration whose traces' Θ spans less than this share of its median, (max − min)/median, has no
-# throughput differences for the exponents to go with: its runs sit at one rate (the paper's Fig. 14 spans
-# several Gbit/s; ten streams at the link's ceiling vary by ~0.1 %, the goodput ceiling's own precision).
-THETA_SPREAD_MIN = 0.01
 
 
 @dataclass(frozen=True)
@@ -153,11 +150,17 @@ def _label(key: dict) -> str:
     return f"{key['variant']} n={key['streams']} w={buf}"
 
 
+def _few(iv: Interval, unit: str = "group") -> str:
+    """Why a point estimate has no interval yet, and how many runs would decide it (stats.runs_to_decide)."""
+    more = f"; about {iv.needs} runs per {unit} would decide it" if iv.needs else ""
+    return f"no interval: < {stats.MIN_REPS} runs per {unit}, undetermined{more}"
+
+
 def _ratio(iv: Interval) -> str:
     if not math.isfinite(iv.estimate):
         return "n/a"
     if not iv.known:
-        return f"{math.exp(iv.estimate):.3g} (no interval: < {stats.MIN_REPS} runs per group)"
+        return f"{math.exp(iv.estimate):.3g} ({_few(iv)})"
     return f"{math.exp(iv.estimate):.3g} [{math.exp(iv.low):.3g}, {math.exp(iv.high):.3g}]"
 
 
@@ -196,7 +199,7 @@ def decreasing(data: Data, *, level: float = stats.LEVEL) -> Finding:
         parts.append(Part(name, v, (_config(key),)))
         est = "n/a" if not math.isfinite(iv.estimate) else (
             f"{iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}]" if iv.known else
-            f"{iv.estimate:.3g} (no interval: < {stats.MIN_REPS} runs per τ)")
+            f"{iv.estimate:.3g} ({_few(iv, 'τ')})")
         lines.append(f"{name} over {taus[0]:g}-{taus[-1]:g} ms: slope {est}"
                      + (f"; local rises {', '.join(rises)} ms" if rises else ""))
         if worst is None or iv.estimate > worst.estimate:
@@ -209,64 +212,48 @@ def decreasing(data: Data, *, level: float = stats.LEVEL) -> Finding:
 
 
 # -- (ii) ------------------------------------------------------------------------------------------
-RIGHT, LEFT, INSIDE = "τ_T > τ_max", "τ_T < τ_min", "measured"
+RIGHT, LEFT, INSIDE = ABOVE, BELOW, MEASURED
 
 
-@dataclass(frozen=True)
-class TauT:
-    """τ_T of a profile: the point fit, where it lies (censored at a grid end or measured), and
-    TAU_T_DRAWS plausible values as bounds (lo = hi when measured; a censored draw is open on one side)."""
-    point: float
-    side: str
-    lo: np.ndarray
-    hi: np.ndarray
-    tau_min: float
-    tau_max: float
-
-    def text(self) -> str:
-        return {RIGHT: f"> {self.tau_max:g}", LEFT: f"< {self.tau_min:g}"}.get(self.side, f"{self.point:.3g}")
-
-
-def _side(fit) -> str:
-    """A one-piece fit puts τ_T at a grid end: all concave (Θ > C/2 everywhere) means τ_T lies beyond the
-    largest τ, all convex before the smallest; only a dual fit measures τ_T (sigmoid.py)."""
-    return RIGHT if fit.kind == "concave" else LEFT if fit.kind == "convex" else INSIDE
-
-
-def _tau_T(data: Data, m, rng) -> TauT | None:
-    """τ_T of a profile and TAU_T_DRAWS plausible values (per-τ means drawn from their t posterior)."""
+def _tau_T(data: Data, m, rng, level: float) -> Crossing | None:
+    """τ_T of a profile: the dual-sigmoid fit's crossing with draws_for(level) plausible values
+    (reproduce.transition); None with fewer than 3 RTTs or 2 runs at an RTT (nothing to fit or spread)."""
     taus = data.taus(m)
     samples = [data.values(m, tau=t, log=False) for t in taus]
-    if taus.size < 3 or min(s.size for s in samples) < stats.MIN_REPS:
+    if taus.size < 3 or min(s.size for s in samples) < 2:
         return None
     cap = data.runs.capacity_bps[m]
     cap = float(np.median(cap[np.isfinite(cap)])) if np.isfinite(cap).any() else None
-    point = fit_dual_sigmoid(taus, [s.mean() for s in samples], capacity=cap)
-    Y = np.clip(stats.mean_draws(samples, TAU_T_DRAWS, rng), 1.0, None)
-    fits = [fit_dual_sigmoid(taus, y, capacity=cap) for y in Y]
-    sides = np.array([_side(f) for f in fits])
-    v = np.array([f.tau_T for f in fits])
-    lo = np.where(sides == RIGHT, taus[-1], np.where(sides == LEFT, -np.inf, v))
-    hi = np.where(sides == RIGHT, np.inf, np.where(sides == LEFT, taus[0], v))
-    return TauT(point.tau_T, _side(point), lo, hi, float(taus[0]), float(taus[-1]))
+    return crossing(taus, samples, cap, level=level, rng=rng)
 
 
-def _shift(a: TauT, b: TauT, level: float) -> tuple[str, Interval]:
+def _reps(data: Data, m) -> int:
+    return int(min(np.sum(np.isclose(data.runs.tau_ms[m], t)) for t in data.taus(m)))
+
+
+def _tau_text(c: Crossing, level: float, reps: int) -> str:
+    """τ_T with its own interval (none from fewer than MIN_REPS runs per τ: those draws are provisional)."""
+    if reps < stats.MIN_REPS:
+        return c.text()
+    iv = c.interval(level)
+    return f"{c.text()} [{iv.low:.3g}, {iv.high:.3g}]"
+
+
+def _shift(a: Crossing, b: Crossing, level: float, reps: int) -> tuple[str, Interval]:
     """τ_T(more) − τ_T(fewer) with censoring: both beyond the same grid end → not testable (the design
     cannot order them; never a tie against the claim); otherwise the censored interval decides in the
     direction the data allow (stats.censored_difference): a τ_T(more) beyond the grid's end has an
-    infinite upper bound, so it is never read as lower. An interval touching 0 is undetermined; [0, 0]
-    (both in the same half-step of the grid in every draw) is not testable: more runs cannot order them."""
+    infinite upper bound, so it is never read as lower. An interval touching 0 is undetermined. Fewer
+    than MIN_REPS runs per τ (`reps`): no interval, undetermined, with the runs per τ that would decide."""
     if a.side == b.side != INSIDE:
         return stats.NOT_TESTABLE, Interval(math.nan, -math.inf, math.inf, a.lo.size, level)
     est = {(RIGHT, INSIDE): math.inf, (RIGHT, LEFT): math.inf, (INSIDE, RIGHT): -math.inf,
            (LEFT, RIGHT): -math.inf, (LEFT, INSIDE): -math.inf, (INSIDE, LEFT): math.inf}.get(
         (a.side, b.side), a.point - b.point)
     iv = stats.censored_difference(a.lo, a.hi, b.lo, b.hi, est, level=level)
-    # strict on both sides: τ_T is resolved to the grid's half-steps (sigmoid.py's candidates), so equal
-    # values mean "within one half-step", not a measured tie against the claim
-    if iv.low == iv.high == 0:   # the same half-step in every draw: this grid cannot order them
-        return stats.NOT_TESTABLE, iv
+    if reps < stats.MIN_REPS:   # a provisional spread from normal draws: how many runs, never a verdict
+        half = iv.high - est if est <= 0 else est - iv.low
+        return stats.UNDETERMINED, stats.unknown(est, iv.n, stats.runs_to_decide(reps, est, half, 0.0))
     v = stats.REPRODUCED if iv.low > 0 else stats.NOT_REPRODUCED if iv.high < 0 else stats.UNDETERMINED
     return v, iv
 
@@ -280,7 +267,7 @@ def transition_shift(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -
 
     def tt(i):
         if i not in cache:
-            cache[i] = _tau_T(data, clean[i][1], rng)
+            cache[i] = _tau_T(data, clean[i][1], rng, level)
         return cache[i]
 
     comparisons = []  # (label, i_more, i_fewer)
@@ -302,15 +289,15 @@ def transition_shift(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -
         configs = (_config(clean[hi][0]), _config(clean[lo][0]))
         if a is None or b is None:
             parts.append(Part(name, stats.NOT_TESTABLE, configs))
-            lines.append(f"{name}: not testable (< 3 RTTs or < {stats.MIN_REPS} runs per τ)")
+            lines.append(f"{name}: not testable (< 3 RTTs, or an RTT with < 2 runs)")
             continue
-        v, iv = _shift(a, b, level)
+        reps = min(_reps(data, clean[hi][1]), _reps(data, clean[lo][1]))
+        v, iv = _shift(a, b, level, reps)
         parts.append(Part(name, v, configs))
-        why = "" if v != stats.NOT_TESTABLE else (" (both censored at the same grid end: not testable)"
-                                                  if a.side == b.side != INSIDE else
-                                                  " (the same half-step of the grid in every draw: not testable)")
-        lines.append(f"{name}: τ_T {a.text()} vs {b.text()} ms, Δ [{iv.low:.3g}, {iv.high:.3g}]{why}")
-        if v != stats.NOT_TESTABLE and (worst is None or iv.low < worst.low):
+        why = " (both censored at the same grid end: not testable)" if v == stats.NOT_TESTABLE else ""
+        delta = f"Δ [{iv.low:.3g}, {iv.high:.3g}]" if iv.known else f"Δ {iv.estimate:.3g} ({_few(iv, 'τ')})"
+        lines.append(f"{name}: τ_T {_tau_text(a, level, reps)} vs {_tau_text(b, level, reps)} ms, {delta}{why}")
+        if iv.known and v != stats.NOT_TESTABLE and (worst is None or iv.low < worst.low):
             worst = iv
     if not comparisons:
         return Finding("ii", claim, stat, stats.unknown(), stats.NOT_TESTABLE,
@@ -355,42 +342,81 @@ def _long(data: Data) -> np.ndarray:
     return np.nan_to_num(d, nan=0.0) >= LONG_TRACE_S - 1
 
 
+def _uniformly_below(data: Data, a, b, taus, streams, level: float) -> tuple[str, Interval | None, list]:
+    """The slides' "higher than BBR uniformly for all RTTs": ln(Θ_a/Θ_b) < 0 at EVERY τ of the design.
+    Reproduced when every τ's interval (level) lies below 0 (an intersection-union test needs no
+    correction); not reproduced when some τ's interval at the Bonferroni level 1 − (1 − level)/T lies at
+    or above 0; else undetermined. Returns the verdict, the τ least favourable to the claim and the per-τ text."""
+    per = [(t, mean_difference(*_cells(data, a, b, [t], streams, data.values), level=level),
+            mean_difference(*_cells(data, a, b, [t], streams, data.values), level=1 - (1 - level) / max(len(taus), 1)))
+           for t in taus]
+    per = [(t, iv, ivb) for t, iv, ivb in per if math.isfinite(iv.estimate)]
+    if not per:
+        return stats.NOT_TESTABLE, None, []
+    if all(verdict(iv, below=0.0) == stats.REPRODUCED for _, iv, _ in per):
+        v = stats.REPRODUCED
+    elif any(verdict(ivb, below=0.0) == stats.NOT_REPRODUCED for _, _, ivb in per):
+        v = stats.NOT_REPRODUCED
+    else:
+        v = stats.UNDETERMINED
+    worst = max(per, key=lambda p: p[1].estimate)[1]
+    return v, worst, [f"{t:g} ms {_ratio(iv)}" for t, iv, _ in per]
+
+
 def bbr_clean(data: Data, *, level: float = stats.LEVEL) -> Finding:
-    claim = "BBR varies more at low RTT and falls below H-TCP/STCP on clean links at large τ"
-    stat = f"CoV(BBR)/CoV(others) at τ ≤ 12 ms (1 s traces of ≥ {LONG_TRACE_S:g} s after ramp-up)"
+    """The slides (Group 1 vs BBR, clean links, 100 s traces): "their throughput is higher than BBR uniformly
+    for all RTTs" (Θ at every τ of the design); "variations for lower RTTs are noticeably higher for BBR
+    compared to all others" (CoV at τ ≤ LOW_TAU_MS); and for BBR "extent of variations decreases overall with
+    increasing RTT" (the least-squares slope of BBR's ln CoV over ln τ through every τ, < 0)."""
+    claim = "BBR varies more at low RTT, less as RTT grows, and stays below H-TCP/STCP at every RTT (clean links)"
+    stat = (f"CoV(BBR)/CoV(others) at τ ≤ {LOW_TAU_MS:g} ms (1 s traces of ≥ {LONG_TRACE_S:g} s after ramp-up); "
+            "parts: BBR's ln CoV slope over ln τ, Θ_BBR/Θ_H-TCP and Θ_BBR/Θ_STCP at every τ")
     clean = data.mask(loss="none")
     short = int((clean & data.mask(variant=(BBR,) + OTHERS_CLEAN) & ~_long(data)).sum())
     clean &= _long(data)
     bbr, others = clean & data.mask(variant=BBR), clean & data.mask(variant=OTHERS_CLEAN)
     streams = np.unique(data.runs.dims["streams"][clean].astype(int)) if clean.any() else []
-    low = [t for t in data.taus(bbr) if t <= LOW_TAU_MS]
-    large = [t for t in data.taus(bbr) if t >= LARGE_TAU_MS]
-    cov = variability(data, data.runs.run_id[(bbr | others) & (data.runs.tau_ms <= LOW_TAU_MS)])
+    taus = data.taus(bbr)
+    low = [t for t in taus if t <= LOW_TAU_MS]
+    cov = variability(data, data.runs.run_id[bbr | others])
     covs = lambda m: np.array([cov[r] for r in data.runs.run_id[m] if r in cov])  # noqa: E731
     iv_var = mean_difference(*_cells(data, bbr, others, low, streams, covs), level=level)
     bbr_cfg = tuple((BBR, int(n)) for n in streams)
     parts = [Part("variability at low τ", verdict(iv_var, above=0.0),
                   bbr_cfg + tuple((v, int(n)) for v in ("cubic", "htcp", "scalable") for n in streams))]
-    lines = [f"variability ratio {_ratio(iv_var)} ({len(cov)} traces)"]
+    lines = [f"variability ratio at τ ≤ {LOW_TAU_MS:g} ms {_ratio(iv_var)} ({len(cov)} traces)"]
+    groups = [covs(bbr & np.isclose(data.runs.tau_ms, t)) for t in taus]
+    if len(taus) >= 2 and all(g.size for g in groups):
+        iv_slope = stats.linear_combination(stats.slope_weights(np.log(taus)), groups, level=level)
+        parts.append(Part("BBR's variability falls with τ", verdict(iv_slope, below=0.0), bbr_cfg))
+        lines.append(f"slope of BBR's ln CoV over ln τ ({taus[0]:g}-{taus[-1]:g} ms): "
+                     + (f"{iv_slope.estimate:.3g} [{iv_slope.low:.3g}, {iv_slope.high:.3g}]" if iv_slope.known
+                        else f"{iv_slope.estimate:.3g} ({_few(iv_slope, 'τ')})"))
+    else:
+        parts.append(Part("BBR's variability falls with τ", stats.NOT_TESTABLE, bbr_cfg))
+        lines.append("BBR's variability over τ: not testable (traces at fewer than 2 RTTs)")
     for name, variants in (("H-TCP", ("htcp",)), ("STCP", ("scalable", "stcp"))):
-        other = clean & data.mask(variant=variants)
-        iv = mean_difference(*_cells(data, bbr, other, large, streams, data.values), level=level)
-        parts.append(Part(f"Θ_BBR/Θ_{name} at large τ", verdict(iv, below=0.0),
-                          bbr_cfg + tuple((variants[0], int(n)) for n in streams)))
-        lines.append(f"Θ_BBR/Θ_{name} at τ ≥ {LARGE_TAU_MS:g} ms: {_ratio(iv)}")
+        v, _, per = _uniformly_below(data, bbr, clean & data.mask(variant=variants), taus, streams, level)
+        parts.append(Part(f"Θ_BBR/Θ_{name} at every τ", v, bbr_cfg + tuple((variants[0], int(n)) for n in streams)))
+        lines.append(f"Θ_BBR/Θ_{name}: " + ("; ".join(per) if per else "no common cells"))
     if short:
         lines.append(f"{short} clean runs shorter than {LONG_TRACE_S:g} s left out (start-up, no ProbeRTT)")
     if not clean.any():
         lines = [f"no clean BBR/CUBIC/H-TCP/STCP traces of ≥ {LONG_TRACE_S:g} s ({short} runs shorter than "
                  f"{LONG_TRACE_S:g} s: start-up, no ProbeRTT): not testable with this design"]
+        parts = [Part(p.name, stats.NOT_TESTABLE, p.configs) for p in parts]
     return Finding("iii", claim, stat, _exp(iv_var), combine(p.verdict for p in parts), "; ".join(lines),
                    tuple(parts))
 
 
 # -- (iv) ------------------------------------------------------------------------------------------
 def bbr_loss(data: Data, *, level: float = stats.LEVEL) -> Finding:
+    """The slides, losses: at periodic 1-in-500 loss BBR is far above CUBIC and H-TCP (Θ ratio > FAR_ABOVE,
+    cell by cell) and its profile stays concave, by the paper's own criterion (HPDC'17 §1: a concave profile
+    "is higher than the linear interpolation of the end points"): the mean excess of Θ over the chord at
+    the interior RTTs (stats.chord_weights), > 0."""
     claim = "at 1-in-500 loss BBR stays concave and far above CUBIC and H-TCP"
-    stat = f"Θ_BBR/Θ_other at periodic 1/500 loss (smallest shown; 'far' = ≥ {FAR_ABOVE:g}×)"
+    stat = f"Θ_BBR/Θ_other at periodic 1/500 loss (smallest shown; 'far' = ≥ {FAR_ABOVE:g}×); BBR's excess over the chord"
     lossy = data.mask(loss=("periodic", LOSS_500))
     bbr = lossy & data.mask(variant=BBR)
     if not bbr.any():
@@ -400,7 +426,7 @@ def bbr_loss(data: Data, *, level: float = stats.LEVEL) -> Finding:
     parts, lines, worst = [], [], None
     for name in ("cubic", "htcp"):
         iv = mean_difference(*_cells(data, bbr, lossy & data.mask(variant=name), taus, streams, data.values),
-                             level=level)
+                             level=level, bound=math.log(FAR_ABOVE))
         parts.append(Part(f"Θ_BBR/Θ_{name}", verdict(iv, above=math.log(FAR_ABOVE)),
                           tuple((v, int(n)) for v in (BBR, name) for n in streams)))
         lines.append(f"Θ_BBR/Θ_{name} {_ratio(iv)}")
@@ -408,22 +434,19 @@ def bbr_loss(data: Data, *, level: float = stats.LEVEL) -> Finding:
             worst = iv
     for n in streams:
         m = bbr & (data.runs.dims["streams"] == n)
-        samples = [data.values(m, tau=t, log=False) for t in data.taus(m)]
+        t = data.taus(m)
         name = f"BBR n={n} shape"
-        if len(samples) < 3 or min(s.size for s in samples) < stats.MIN_REPS:
+        if t.size < 3:
             parts.append(Part(name, stats.NOT_TESTABLE, ((BBR, int(n)),)))
-            lines.append(f"{name}: not testable (< 3 RTTs or < {stats.MIN_REPS} runs per τ)")
+            lines.append(f"{name}: not testable (< 3 RTTs: no interior point above or below a chord)")
             continue
-        mean = np.array([s.mean() for s in samples])
-        se = np.array([s.std(ddof=1) / math.sqrt(s.size) for s in samples])
-        z = stats.t_quantile(min(s.size for s in samples), level)
-        reg = classify_regions(data.taus(m), mean, se, z=z)
-        labels = list(reg.label[1:-1])
-        shape = (stats.NOT_REPRODUCED if "convex" in labels else
-                 stats.REPRODUCED if "concave" in labels else stats.UNDETERMINED)
-        parts.append(Part(name, shape, ((BBR, int(n)),)))
-        lines.append(f"BBR n={n} second differences at {[float(t) for t in data.taus(m)[1:-1]]} ms: {labels} "
-                     f"(t-quantile {z:.2f})")
+        iv = stats.linear_combination(stats.chord_weights(t), [data.values(m, tau=x, log=False) for x in t],
+                                      level=level)
+        parts.append(Part(name, verdict(iv, above=0.0), ((BBR, int(n)),)))
+        g = lambda x: x / 1e9  # noqa: E731  Gbit/s
+        lines.append(f"BBR n={n} mean excess over the chord {t[0]:g}-{t[-1]:g} ms at {[float(x) for x in t[1:-1]]} ms: "
+                     + (f"{g(iv.estimate):.3g} [{g(iv.low):.3g}, {g(iv.high):.3g}] Gbit/s" if iv.known
+                        else f"{g(iv.estimate):.3g} Gbit/s ({_few(iv, 'τ')})"))
     return Finding("iv", claim, stat, _exp(worst), combine(p.verdict for p in parts), "; ".join(lines),
                    tuple(parts))
 
@@ -448,11 +471,16 @@ def lyapunov_throughput(data: Data, seed: int = 0, *, level: float = stats.LEVEL
     over the sustainment phase; ρ over ALL traces of each configuration (variant, n, buffer, size or
     duration, τ), Fisher-combined. Traces with fewer than MIN_LOCAL_POINTS points after the ramp-up
     are too short (not testable). Rosenstein's exponent with IAAFT surrogates is a sensitivity check
-    reported beside it (all traces, and those distinguishable from their surrogates), never a filter."""
+    reported beside it (all traces, and those distinguishable from their surrogates), never a filter.
+    Throughput is the sustainment-phase mean θ̄_S of each trace (after its ramp-up: HPDC'17 §3's
+    Θ_O = θ̄_S − f_R(θ̄_S − θ̄_R), and §4 relates the dynamics to the sustainment phase), not the whole run's
+    mean, which mixes in the ramp-up. No spread rule: a configuration whose θ̄_S do not differ gives ρ no
+    ranks (left out); one with small differences gives a wide interval, undetermined."""
     from ..analysis.fromstore import dynamics_from_store
 
     claim = "larger Lyapunov exponents go with lower throughput"
-    stat = "Spearman ρ(local exponent ln|dM/dX|, Θ) over all traces of each configuration, Fisher-combined"
+    stat = ("Spearman ρ(local exponent ln|dM/dX|, θ̄_S) over all traces of each configuration, Fisher-combined "
+            "(θ̄_S: the trace's sustainment-phase mean, HPDC'17 §3-4)")
     clean = data.mask(loss="none")
     dyn = dynamics_from_store(data.con, run_ids=list(data.runs.run_id[clean]), n_surrogates=SURROGATES, seed=seed)
     pos = {r: i for i, r in enumerate(data.runs.run_id)}
@@ -465,35 +493,37 @@ def lyapunov_throughput(data: Data, seed: int = 0, *, level: float = stats.LEVEL
     other = f" ({len(dyn) - len(one_s)} with other than 1 s intervals left out)" if len(one_s) < len(dyn) else ""
     head = (f"{len(one_s)} traces of 1 s intervals ({min(points) if points else 0}-{max(points) if points else 0} s)"
             f"{other}, {len(sus)} with ≥ {MIN_LOCAL_POINTS} s after the ramp-up")
+    ramp = {d.run_id: d.dynamics.ramp.index for d in sus}
+    bar = {rid: t.bps[ramp[rid]:] for (rid, s), t in load_traces(data.con, list(ramp)).items() if s is None}
     by_cfg: dict[tuple, list] = {}
     for d in sus:
         i = pos[d.run_id]
         k = tuple(data.runs.dims[b][i] for b in ("variant", "streams", "socket_buffer_bytes", "transfer_bytes",
                                                   "duration_target_s")) + (float(data.runs.tau_ms[i]),)
-        by_cfg.setdefault(k, []).append((d, float(data.runs.throughput_bps[i])))
+        theta_s = bar.get(d.run_id, np.empty(0))
+        if theta_s.size and np.all(np.isfinite(theta_s)):     # θ̄_S: the trace's mean after its ramp-up
+            by_cfg.setdefault(k, []).append((d, float(theta_s.mean())))
     enough = {k: v for k, v in by_cfg.items() if len(v) >= MIN_CONFIG_TRACES}
-    spread = {k: float(np.ptp([t for _, t in v]) / np.median([t for _, t in v])) for k, v in enough.items()}
-    by_cfg = {k: v for k, v in enough.items() if spread[k] >= THETA_SPREAD_MIN}
     pick = lambda f: {k: [(f(d.dynamics), t) for d, t in v if f(d.dynamics) is not None]  # noqa: E731
-                      for k, v in by_cfg.items()}
+                      for k, v in enough.items()}
     iv, strata = _rho(pick(lambda x: x.neighbour_mean), level)
-    configs = tuple({(str(k[0]), int(k[1])) for k in enough})
+    configs = tuple({(str(k[0]), int(k[1])) for k in by_cfg})
     if strata == 0:
-        why = (f"no configuration with ≥ {MIN_CONFIG_TRACES} such traces (traces too short or too few "
-               "repetitions for this statistic)") if not enough else (
-               f"Θ constant within every configuration with ≥ {MIN_CONFIG_TRACES} such traces (spread "
-               f"(max − min)/median {max(spread.values()):.2%} at most, below {THETA_SPREAD_MIN:.0%}): no "
-               "throughput differences for the exponents to go with")
+        if by_cfg and not enough:      # traces long enough, too few of them: more runs decide
+            most = max(len(v) for v in by_cfg.values())
+            return Finding("v", claim, stat, stats.unknown(n=len(sus), needs=MIN_CONFIG_TRACES), stats.UNDETERMINED,
+                           head + f": at most {most} such traces per configuration; {MIN_CONFIG_TRACES} per "
+                           "configuration give ρ an interval (undetermined until then)",
+                           (Part("ρ(local exponent, θ̄_S)", stats.UNDETERMINED, configs),))
+        why = (f"no configuration with such traces (traces too short for the local exponent)" if not enough else
+               "θ̄_S identical within every configuration: no throughput differences for the exponents to go with")
         return Finding("v", claim, stat, stats.unknown(n=len(sus)), stats.NOT_TESTABLE, head + ": " + why,
-                       (Part("ρ(local exponent, Θ)", stats.NOT_TESTABLE, configs),))
-    flat = len(enough) - len(by_cfg)
-    if flat:
-        head += f"; {flat} configuration(s) with Θ constant (spread < {THETA_SPREAD_MIN:.0%}) left out"
+                       (Part("ρ(local exponent, θ̄_S)", stats.NOT_TESTABLE, configs),))
     v = verdict(iv, below=0.0)
     ros, _ = _rho(pick(lambda x: x.lyapunov), level)
     dis, n_dis = _rho(pick(lambda x: x.lyapunov if x.distinguishable else None), level)
     per_tau = {}
-    for k, xs in by_cfg.items():
+    for k, xs in enough.items():
         per_tau.setdefault((k[0], k[1], k[-1]), []).extend(d.dynamics.neighbour_mean for d, _ in xs)
     means = "; ".join(f"{c} n={n} τ={t:g} ms: mean local exponent {np.mean(x):.3g}"
                       for (c, n, t), x in sorted(per_tau.items(), key=lambda kv: (str(kv[0][0]), kv[0][1], kv[0][2])))
@@ -502,17 +532,21 @@ def lyapunov_throughput(data: Data, seed: int = 0, *, level: float = stats.LEVEL
                    f"sensitivity (Rosenstein): ρ {ros.estimate:.2f} [{ros.low:.2f}, {ros.high:.2f}] all traces, "
                    f"{dis.estimate:.2f} over the traces distinguishable from {SURROGATES} IAAFT surrogates "
                    f"({n_dis} configurations); {means}",
-                   (Part("ρ(local exponent, Θ)", v, configs),))
+                   (Part("ρ(local exponent, θ̄_S)", v, configs),))
 
 
 FINDINGS = (decreasing, transition_shift, bbr_clean, bbr_loss, lyapunov_throughput)
 
 
 def check_findings(con, campaign_ids: Sequence[str] | None = None, *, exclude_flagged: bool = False,
-                   level: float = stats.LEVEL) -> list[Finding]:
+                   level: float | None = None) -> list[Finding]:
     """All five findings on the runs of the reproduce campaigns (or of `campaign_ids`); exclude_flagged:
-    without flagged runs (analysis.load_runs); level: of every interval (the standard mode's looks use
-    a Bonferroni share of 0.05)."""
+    without flagged runs (analysis.load_runs); level: of every interval, by default the one the stored
+    campaigns' looks give (standard.level_of: a Bonferroni share of 0.05 over the standard mode's looks);
+    the CLI, --check-only and the report all call this, so one store gives one table."""
+    from .standard import level_of
+
+    level = level_of(con, campaign_ids) if level is None else level
     data = Data.load(con, campaign_ids, exclude_flagged=exclude_flagged)
     return [f(data, level=level) for f in FINDINGS]
 

@@ -23,18 +23,33 @@ from dataclasses import dataclass, field
 from ..spec import CampaignSpec
 from ..store import reads
 from . import stats
-from .campaigns import DESIGNS, Design
+from .campaigns import CONFIRM_DESIGNS, DESIGNS, PREFIX, Design
 
-LEVEL = 1 - (1 - stats.LEVEL) / 3          # Bonferroni over the 3 planned looks
+LOOKS_PLANNED = max(len(d.looks) for d in DESIGNS)
+LEVEL = 1 - (1 - stats.LEVEL) / LOOKS_PLANNED   # Bonferroni over the 3 planned looks
 BUDGET_S = 6 * 3600                        # the standard mode's transfer-time budget
+STANDARD_PREFIX = PREFIX + "standard-"
+SEQUENTIAL = {"standard": DESIGNS, "confirm": CONFIRM_DESIGNS}   # modes run at looks (their campaign names' mode)
 RUN_OVERHEAD_S = 2.5                       # per run: iperf3 start, JSON, store (measured on the quick mode)
 
 
 Cell = tuple[Design, tuple[str, int]]
 
 
-def all_cells() -> list[Cell]:
-    return [(d, c) for d in DESIGNS for c in d.cells]
+def level_of(con, campaign_ids: Iterable[str] | None = None) -> float:
+    """The level every verdict on these campaigns (or on every reproduce-* campaign) is computed at, from
+    what the store holds: a standard campaign among them was looked at up to LOOKS_PLANNED times, so its
+    verdicts take the looks' Bonferroni share (LEVEL); quick and full campaigns have one look (stats.LEVEL).
+    The CLI, --check-only, the standard mode's looks and the report all ask this, never a default."""
+    named = reads.campaigns_named(getattr(con, "con", con), PREFIX + "%")
+    ids = None if campaign_ids is None else set(campaign_ids)
+    looked = tuple(f"{PREFIX}{mode}-" for mode in SEQUENTIAL)
+    standard = any(name.startswith(looked) for name, cid in named if ids is None or cid in ids)
+    return LEVEL if standard else stats.LEVEL
+
+
+def all_cells(designs: tuple[Design, ...] = DESIGNS) -> list[Cell]:
+    return [(d, c) for d in designs for c in d.cells]
 
 
 def open_cells(findings, cells: Iterable[Cell]) -> list[Cell]:
@@ -78,9 +93,9 @@ class Plan:
         return sum(self.maximum.values())
 
 
-def plan() -> Plan:
+def plan(designs: tuple[Design, ...] = DESIGNS) -> Plan:
     p = Plan()
-    for d, c in all_cells():
+    for d, c in all_cells(designs):
         for k in range(len(d.looks)):
             s = d.spec(c, k)
             t = expected_transfer_s(s)
@@ -92,12 +107,12 @@ def plan() -> Plan:
     return p
 
 
-def format_plan(p: Plan) -> str:
-    lines = [f"standard mode: {len(DESIGNS)} designs, {len(all_cells())} cells, looks at "
-             f"{'/'.join(map(str, DESIGNS[0].looks))} repetitions per τ (dynamics "
-             f"{'/'.join(map(str, DESIGNS[-1].looks))}), verdicts at level {LEVEL:.4f} (0.05 spent over 3 looks)",
+def format_plan(p: Plan, designs: tuple[Design, ...] = DESIGNS) -> str:
+    lines = [f"{designs[0].mode} mode: {len(designs)} designs, {len(all_cells(designs))} cells, looks at "
+             f"{'/'.join(map(str, designs[0].looks))} repetitions per τ (dynamics "
+             f"{'/'.join(map(str, designs[-1].looks))}), verdicts at level {LEVEL:.4f} (0.05 spent over 3 looks)",
              f"{'design':<14} {'findings':<9} {'first look':>11} {'maximum':>9}  conditions"]
-    for d in DESIGNS:
+    for d in designs:
         lines.append(f"{d.name:<14} {','.join(d.findings):<9} {p.first[d.name] / 3600:>10.2f}h "
                      f"{p.maximum[d.name] / 3600:>8.2f}h  {d.cite}")
     lines.append(f"{'total':<24} {p.total_first / 3600:>10.2f}h {p.total_max / 3600:>8.2f}h  transfer time "
@@ -106,31 +121,34 @@ def format_plan(p: Plan) -> str:
     return "\n".join(lines)
 
 
-def spent(store, specs: Iterable[CampaignSpec] | None = None) -> dict[str, float]:
+def spent(store, specs: Iterable[CampaignSpec] | None = None, designs: tuple[Design, ...] = DESIGNS
+          ) -> dict[str, float]:
     """Measured transfer seconds (runs.duration_s of ok runs) per finding, from the standard campaigns
     (these specs', or every standard campaign stored); a design that feeds two findings counts toward both
     (its seconds are shared, not doubled in 'all')."""
     con = getattr(store, "con", store)
+    mode = designs[0].mode
     campaigns = ([(s.name, s.campaign_id) for s in specs] if specs is not None
-                 else reads.campaigns_named(con, "reproduce-standard-%"))
+                 else reads.campaigns_named(con, f"{PREFIX}{mode}-%"))
     by_design: dict[str, float] = {}
-    names = {d.name for d in DESIGNS}
+    names = {d.name for d in designs}
     for name, campaign_id in campaigns:
-        design = next((n for n in sorted(names, key=len, reverse=True) if name.startswith(f"reproduce-standard-{n}-")),
+        design = next((n for n in sorted(names, key=len, reverse=True) if name.startswith(f"{PREFIX}{mode}-{n}-")),
                       None)
         if design is None:
             continue
         got = reads.ok_seconds(con, campaign_id)
         by_design[design] = by_design.get(design, 0.0) + float(got)
     out = {f: 0.0 for f in ("i", "ii", "iii", "iv", "v")}
-    for d in DESIGNS:
+    for d in designs:
         for f in d.findings:
             out[f] += by_design.get(d.name, 0.0)
     out["all"] = sum(by_design.values())
     return out
 
 
-def run_standard(store, run: Callable[[CampaignSpec], object], *, check=None, out=None) -> list[CampaignSpec]:
+def run_standard(store, run: Callable[[CampaignSpec], object], *, check=None, out=None,
+                 designs: tuple[Design, ...] = DESIGNS) -> list[CampaignSpec]:
     """Run (or resume) the looks; `run(spec)` runs one campaign into `store`; `check(store, ids, level)`
     gives the findings (reproduce.findings.check_findings). Returns every spec run, in order."""
     if check is None:
@@ -139,13 +157,13 @@ def run_standard(store, run: Callable[[CampaignSpec], object], *, check=None, ou
         def check(st, ids, level):
             return check_findings(st, ids, level=level)
     done: list[CampaignSpec] = []
-    cells = all_cells()
-    for look in range(max(len(d.looks) for d in DESIGNS)):
+    cells = all_cells(designs)
+    for look in range(max(len(d.looks) for d in designs)):
         if look:
             cells = open_cells(check(store, [s.campaign_id for s in done], LEVEL), cells)
         specs = look_specs(cells, look)
         if out is not None:
-            out.write(f"standard look {look + 1}: {len(specs)} open cells, {sum(len(s.sweep()) for s in specs)} runs\n")
+            out.write(f"{designs[0].mode} look {look + 1}: {len(specs)} open cells, {sum(len(s.sweep()) for s in specs)} runs\n")
         if not specs:
             break
         for s in specs:

@@ -2,8 +2,10 @@
 errors, honest about width at n = 3), the four-way verdict, the slope of a profile's log throughput
 over log τ with a Welch interval (finding (i)'s trend test), intervals on τ_T differences with
 censored τ_T (finding (ii)), and Fisher-z intervals for rank correlations. No interval is computed from
-fewer than MIN_REPS observations per group: with 2 repetitions nothing is declared significant, and a
-statistic without an interval is "not testable here" (the design gives it too few repetitions).
+fewer than MIN_REPS observations per group: with 2 repetitions nothing is declared significant; such a
+statistic is *undetermined* (more runs decide it) and carries the runs per group that would decide it if its
+spread stayed (runs_to_decide). "Not testable" is for what no number of runs can show (censoring, traces too
+short, a design that cannot vary the quantity).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Interval:
     high: float
     n: int                  # observations behind it
     level: float = LEVEL
+    needs: int | None = None   # without an interval (< MIN_REPS runs per group): runs per group that would decide
 
     @property
     def known(self) -> bool:
@@ -36,8 +39,25 @@ class Interval:
         return not (math.isnan(self.low) or math.isnan(self.high))
 
 
-def unknown(estimate: float = math.nan, n: int = 0) -> Interval:
-    return Interval(float(estimate), math.nan, math.nan, n)
+def unknown(estimate: float = math.nan, n: int = 0, needs: int | None = None) -> Interval:
+    return Interval(float(estimate), math.nan, math.nan, n, needs=needs)
+
+
+def runs_to_decide(n: int, estimate: float, halfwidth: float, bound: float) -> int | None:
+    """Runs per group at which an interval of this half-width at n runs per group would leave `bound`, if
+    the spread stayed: the half-width of a mean shrinks as 1/√n, so n* = n·(halfwidth/|estimate − bound|)²,
+    at least MIN_REPS; None when the estimate sits on the bound or nothing is finite (no number decides)."""
+    distance = abs(estimate - bound)
+    if not (math.isfinite(distance) and math.isfinite(halfwidth)) or distance == 0:
+        return None
+    return max(MIN_REPS, math.ceil(n * (halfwidth / distance) ** 2))
+
+
+def _needs(est: float, var: float, n_min: int, level: float, bound: float) -> int | None:
+    """runs_to_decide from a provisional normal interval of variance `var` at n_min (≥ 2) runs per group."""
+    if n_min < 2 or not math.isfinite(var):
+        return None
+    return runs_to_decide(n_min, est, float(stats.norm.ppf((1 + level) / 2)) * math.sqrt(var), bound)
 
 
 def _welch_parts(groups_a, groups_b):
@@ -53,15 +73,23 @@ def _welch_parts(groups_a, groups_b):
     return diff, var, (num ** 2 / den if den > 0 else math.inf)
 
 
-def mean_difference(groups_a, groups_b, *, level: float = LEVEL) -> Interval:
+def mean_difference(groups_a, groups_b, *, level: float = LEVEL, bound: float = 0.0) -> Interval:
     """Average over cells of mean(a_k) − mean(b_k), with a Welch t interval (cells independent, each
-    group ≥ MIN_REPS observations; cells with fewer are left out). One cell = the classical Welch test."""
+    group ≥ MIN_REPS observations; cells with fewer are left out). One cell = the classical Welch test.
+    No such cell: no interval, and the runs that would decide against `bound` (from cells of ≥ 2)."""
     cells = [(np.asarray(a, float), np.asarray(b, float)) for a, b in zip(groups_a, groups_b)]
     n_all = sum(a.size + b.size for a, b in cells)
     point = [a.mean() - b.mean() for a, b in cells if a.size and b.size]
-    cells = [(a, b) for a, b in cells if a.size >= MIN_REPS and b.size >= MIN_REPS]
-    if not cells:
-        return unknown(np.mean(point) if point else math.nan, n_all)
+    full = [(a, b) for a, b in cells if a.size >= MIN_REPS and b.size >= MIN_REPS]
+    if not full:
+        two = [(a, b) for a, b in cells if a.size >= 2 and b.size >= 2]
+        est = float(np.mean(point)) if point else math.nan
+        if not two:
+            return unknown(est, n_all)
+        d, var, _ = _welch_parts(*zip(*two))
+        needs = _needs(d / len(two), var / len(two) ** 2, min(min(a.size, b.size) for a, b in two), level, bound)
+        return unknown(est, n_all, needs)
+    cells = full
     diff, var, df = _welch_parts(*zip(*cells))
     k = len(cells)
     est, se = diff / k, math.sqrt(var) / k
@@ -105,10 +133,11 @@ def fisher_combined(rhos, sizes, *, level: float = LEVEL) -> Interval:
 def verdict(iv: Interval, *, above: float | None = None, below: float | None = None) -> str:
     """Verdict for a claim 'statistic > above' (or '< below'): reproduced when the whole interval is on
     the claimed side, not reproduced when the whole interval is on the other side (a tie, the bound
-    itself, counts against the claim), undetermined when it straddles; not testable without an
-    interval (fewer than MIN_REPS runs per group, or nothing to compare)."""
+    itself, counts against the claim), undetermined when it straddles or when a point estimate has no
+    interval yet (fewer than MIN_REPS runs per group: more runs decide it); not testable when there is
+    nothing to estimate (nothing to compare)."""
     if not iv.known:
-        return NOT_TESTABLE
+        return UNDETERMINED if math.isfinite(iv.estimate) else NOT_TESTABLE
     if above is not None:
         return REPRODUCED if iv.low > above else NOT_REPRODUCED if iv.high <= above else UNDETERMINED
     return REPRODUCED if iv.high < below else NOT_REPRODUCED if iv.low >= below else UNDETERMINED
@@ -132,28 +161,55 @@ def combine_testable(verdicts) -> str:
     return combine(v) if v else NOT_TESTABLE
 
 
-def loglog_slope(x, samples, *, level: float = LEVEL) -> Interval:
-    """Least-squares slope b = Σ w_k m_k of the per-point means m_k (samples[k], e.g. ln Θ at τ_k) over x_k
-    (e.g. ln τ_k), w_k = (x_k − x̄)/Σ(x_j − x̄)², with the Welch interval b ± t·√(Σ w_k² s_k²/n_k),
-    Welch–Satterthwaite df Σ(w_k² s_k²/n_k)² / ... (the interval of a linear combination of independent
-    means). It estimates the slope of the line through the true means (the trend over the whole grid);
-    no interval when a point has fewer than MIN_REPS samples."""
-    x = np.asarray(x, float)
+def linear_combination(weights, samples, *, level: float = LEVEL, bound: float = 0.0) -> Interval:
+    """Σ w_k m_k of independent group means m_k (samples[k]) with the Welch interval
+    Σ w_k m_k ± t·√(Σ w_k² s_k²/n_k), Welch–Satterthwaite df (Σ w_k² s_k²/n_k)² / Σ (w_k² s_k²/n_k)²/(n_k − 1).
+    No interval when a group has fewer than MIN_REPS runs (then the runs that would decide against `bound`)."""
+    w = np.asarray(weights, float)
     s = [np.asarray(v, float) for v in samples]
     n_all = int(sum(v.size for v in s))
-    if x.size < 3 or any(v.size == 0 for v in s):
+    if any(v.size == 0 for v in s):
         return unknown(n=n_all)
-    w = (x - x.mean()) / np.sum((x - x.mean()) ** 2)
     est = float(np.sum(w * [v.mean() for v in s]))
+    parts = np.array([wk ** 2 * v.var(ddof=1) / v.size if v.size > 1 else math.nan for wk, v in zip(w, s)])
     if min(v.size for v in s) < MIN_REPS:
-        return unknown(est, n_all)
-    parts = np.array([wk ** 2 * v.var(ddof=1) / v.size for wk, v in zip(w, s)])
+        return unknown(est, n_all, _needs(est, float(parts.sum()), min(v.size for v in s), level, bound))
     var = float(parts.sum())
     if var == 0:
         return Interval(est, est, est, n_all, level)
     df = var ** 2 / float(np.sum(parts ** 2 / np.array([v.size - 1 for v in s])))
     q = stats.t.ppf((1 + level) / 2, df)
     return Interval(est, est - q * math.sqrt(var), est + q * math.sqrt(var), n_all, level)
+
+
+def slope_weights(x) -> np.ndarray:
+    """w_k = (x_k − x̄)/Σ(x_j − x̄)²: the least-squares slope through points (x_k, m_k) is Σ w_k m_k."""
+    x = np.asarray(x, float)
+    return (x - x.mean()) / np.sum((x - x.mean()) ** 2)
+
+
+def chord_weights(x) -> np.ndarray:
+    """Weights of the mean excess over the chord: (1/(K−1)) Σ_{interior k} [m_k − m_0 − λ_k (m_K − m_0)],
+    λ_k = (x_k − x_0)/(x_K − x_0). HPDC'17 §1: a concave profile "is higher than the linear interpolation of
+    the end points" (> 0), a convex one below it (< 0)."""
+    x = np.asarray(x, float)
+    lam = (x[1:-1] - x[0]) / (x[-1] - x[0])
+    w = np.zeros(x.size)
+    w[1:-1] = 1.0
+    w[0] = -np.sum(1 - lam)
+    w[-1] = -np.sum(lam)
+    return w / (x.size - 2)
+
+
+def loglog_slope(x, samples, *, level: float = LEVEL) -> Interval:
+    """Least-squares slope b = Σ w_k m_k of the per-point means m_k (samples[k], e.g. ln Θ at τ_k) over x_k
+    (e.g. ln τ_k), w = slope_weights(x), with linear_combination's Welch interval (the interval of a linear
+    combination of independent means). It estimates the slope of the line through the true means (the trend
+    over the whole grid); at least 3 points; no interval when a point has fewer than MIN_REPS samples."""
+    x = np.asarray(x, float)
+    if x.size < 3:
+        return unknown(n=int(sum(np.size(v) for v in samples)))
+    return linear_combination(slope_weights(x), samples, level=level)
 
 
 def censored_difference(a_lo, a_hi, b_lo, b_hi, estimate: float, *, level: float = LEVEL) -> Interval:
