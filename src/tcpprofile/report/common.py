@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -131,3 +134,16 @@ def slug(text: str) -> str:
 
 def runs_phrase(n: int) -> str:
     return f"{n} run" if n == 1 else f"{n} runs"
+
+
+BACKGROUND_MIN_PROFILES = 24   # fewer profiles: a worker's start-up (~1 s of imports) is not worth it
+
+
+def background_pool(profiles: int) -> ProcessPoolExecutor | None:
+    """Worker processes for the report's slowest independent parts (the τ_T fits, the box plots), one per
+    core but the caller's; spawned, not forked (the caller holds DuckDB's threads, which a fork copies
+    mid-lock). None on one core or a small store. The caller shuts it down (cancelling what is queued)."""
+    workers = (os.cpu_count() or 1) - 1
+    if workers < 1 or profiles < BACKGROUND_MIN_PROFILES:
+        return None
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))

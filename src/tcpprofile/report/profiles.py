@@ -4,6 +4,7 @@ transition RTTs (10) and loss profiles (slides: throughput profiles under losses
 from __future__ import annotations
 
 from collections import defaultdict
+from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -65,8 +66,13 @@ MIN_BOX_RUNS = 3     # no box (quartiles, whiskers) from fewer runs: the runs ar
 
 
 def box_plots(data: ReportData, out: Path) -> Section:
+    return box_plots_of(data.groups, out)
+
+
+def box_plots_of(groups: list[Group], out: Path) -> Section:
+    """The box-plot section from the groups alone (no store): a worker process can draw it."""
     items = []
-    for gi, g in enumerate(data.groups):
+    for gi, g in enumerate(groups):
         for v, profs in _by_variant(g).items():
             bufs = _buffers(profs)
             ns = pick(sorted({p.config.streams for p in profs}), 4)
@@ -126,13 +132,27 @@ def draw_boxes(ax, positions: list, boxes: list, means: list, width: float = 0.6
 TRANSITION_BOOT = 200     # bootstrap refits of τ_T per profile (Fig. 10 intervals)
 
 
+def _transition(samples: list, rtts_ms: np.ndarray, capacity: float | None) -> analysis.Transition | None:
+    """analysis.transition of one profile as the report draws it (TRANSITION_BOOT draws, seed 0); None where
+    the profile cannot be fitted. A module-level function: worker processes run it too."""
+    try:
+        return analysis.transition(samples, rtts_ms, capacity, n_boot=TRANSITION_BOOT, seed=0)
+    except ValidationError:
+        return None
+
+
 class SigmoidFits:
     """analysis.transition per profile (≥ 3 RTTs): the dual-sigmoid fit and τ_T's bootstrap interval,
     computed once for Figs. 9 and 10 and the papers section; the same function and capacity (the runs'
-    payload ceiling, analysis.capacity_of) as `analyze --what transition`, so both say one τ_T."""
+    payload ceiling, analysis.capacity_of) as `analyze --what transition`, so both say one τ_T.
+
+    `start` fits them in worker processes (common.background_pool) while the report draws its other figures;
+    `transition` then takes a profile's result from its worker. The same function and seed either way, so the
+    numbers do not depend on where they were computed."""
 
     def __init__(self, capacities: dict[str, float] | None = None):
         self._fits: dict[int, analysis.Transition | None] = {}
+        self._pending: dict[int, Future] = {}
         self._capacities = capacities     # run_id -> its link's payload ceiling, else rate [bit/s]
 
     @classmethod
@@ -145,16 +165,23 @@ class SigmoidFits:
             return p.rate_bps
         return analysis.capacity_of([self._capacities.get(r, np.nan) for ids in p.run_ids for r in ids])
 
+    def start(self, profiles: list[sel.Profile], pool: ProcessPoolExecutor | None) -> None:
+        """Submit every profile not yet fitted to `pool` (common.background_pool; None: fit when asked)."""
+        if pool is None:
+            return
+        for p in profiles:
+            if len(p.rtts_ms) >= 3 and id(p) not in self._fits and id(p) not in self._pending:
+                self._pending[id(p)] = pool.submit(_transition, list(p.samples), np.asarray(p.rtts_ms),
+                                                   self.capacity(p))
+
     def transition(self, p: sel.Profile) -> analysis.Transition | None:
         if id(p) not in self._fits:
-            tr = None
-            if len(p.rtts_ms) >= 3:
-                try:
-                    tr = analysis.transition(list(p.samples), np.asarray(p.rtts_ms), self.capacity(p),
-                                             n_boot=TRANSITION_BOOT, seed=0)
-                except ValidationError:
-                    tr = None
-            self._fits[id(p)] = tr
+            pending = self._pending.pop(id(p), None)
+            if pending is not None:
+                self._fits[id(p)] = pending.result()
+            else:
+                self._fits[id(p)] = (_transition(list(p.samples), np.asarray(p.rtts_ms), self.capacity(p))
+                                     if len(p.rtts_ms) >= 3 else None)
         return self._fits[id(p)]
 
     def get(self, p: sel.Profile) -> analysis.DualSigmoidFit | None:

@@ -37,6 +37,7 @@ from ..store import reads
 from ..store.reads import flagged_ok_runs
 from . import stats
 from .campaigns import PREFIX
+from .levels import level_of
 from .stats import Interval, combine, mean_difference, verdict
 from .transition import Crossing, crossing
 
@@ -542,10 +543,8 @@ def check_findings(con, campaign_ids: Sequence[str] | None = None, *, exclude_fl
                    level: float | None = None) -> list[Finding]:
     """All five findings on the runs of the reproduce campaigns (or of `campaign_ids`); exclude_flagged:
     without flagged runs (analysis.load_runs); level: of every interval, by default the one the stored
-    campaigns' looks give (standard.level_of: a Bonferroni share of 0.05 over the standard mode's looks);
+    campaigns' looks give (levels.level_of: a Bonferroni share of 0.05 over the standard mode's looks);
     the CLI, --check-only and the report all call this, so one store gives one table."""
-    from .standard import level_of
-
     level = level_of(con, campaign_ids) if level is None else level
     data = Data.load(con, campaign_ids, exclude_flagged=exclude_flagged)
     return [f(data, level=level) for f in FINDINGS]

@@ -23,29 +23,15 @@ from dataclasses import dataclass, field
 from ..spec import CampaignSpec
 from ..store import reads
 from . import stats
-from .campaigns import CONFIRM_DESIGNS, DESIGNS, PREFIX, Design
+from .campaigns import CONFIRM_DESIGNS, DESIGNS, PREFIX, Design  # noqa: F401 (CONFIRM_DESIGNS re-exported)
+from .levels import LEVEL, LOOKS_PLANNED, SEQUENTIAL, level_of  # noqa: F401 (re-exported)
 
-LOOKS_PLANNED = max(len(d.looks) for d in DESIGNS)
-LEVEL = 1 - (1 - stats.LEVEL) / LOOKS_PLANNED   # Bonferroni over the 3 planned looks
 BUDGET_S = 6 * 3600                        # the standard mode's transfer-time budget
 STANDARD_PREFIX = PREFIX + "standard-"
-SEQUENTIAL = {"standard": DESIGNS, "confirm": CONFIRM_DESIGNS}   # modes run at looks (their campaign names' mode)
 RUN_OVERHEAD_S = 2.5                       # per run: iperf3 start, JSON, store (measured on the quick mode)
 
 
 Cell = tuple[Design, tuple[str, int]]
-
-
-def level_of(con, campaign_ids: Iterable[str] | None = None) -> float:
-    """The level every verdict on these campaigns (or on every reproduce-* campaign) is computed at, from
-    what the store holds: a standard campaign among them was looked at up to LOOKS_PLANNED times, so its
-    verdicts take the looks' Bonferroni share (LEVEL); quick and full campaigns have one look (stats.LEVEL).
-    The CLI, --check-only, the standard mode's looks and the report all ask this, never a default."""
-    named = reads.campaigns_named(getattr(con, "con", con), PREFIX + "%")
-    ids = None if campaign_ids is None else set(campaign_ids)
-    looked = tuple(f"{PREFIX}{mode}-" for mode in SEQUENTIAL)
-    standard = any(name.startswith(looked) for name, cid in named if ids is None or cid in ids)
-    return LEVEL if standard else stats.LEVEL
 
 
 def all_cells(designs: tuple[Design, ...] = DESIGNS) -> list[Cell]:
