@@ -6,8 +6,9 @@ runs with 100-interval traces (built once into --db, reused when it exists). Pri
   - select: load_profiles + select at 45.6 ms + host_settings on the open store, against the previous RTT
     clustering (one np.mean per run instead of per cluster: O(runs²)), timed on the same rows;
     and `tcpprofile select` as a command (a fresh interpreter: imports included);
-  - report: build_report end to end, per section, against the previous trace reads (one query over the
-    intervals table per run, `ReportData.traces` without `prefetch`).
+  - report: build_report end to end (the τ_T fits and box plots in a worker process beside the rest), against
+    the same report in one process (no worker), with each section's time there; and against the previous trace
+    reads (one query over the intervals table per run, `ReportData.traces` without `prefetch`).
 Run: .venv/bin/python benchmarks/bench_report.py [--db PATH] [--no-baseline], on a quiet host (wall-clock
 times; a busy core inflates every one of them).
 """
@@ -27,7 +28,7 @@ import numpy as np
 
 from bench_analysis import build
 from tcpprofile import select as sel
-from tcpprofile.report import build_report, dynamics, findings, models, operator, papers, profiles, tables
+from tcpprofile.report import build_report, common, dynamics, findings, models, operator, papers, profiles, tables
 from tcpprofile.report.data import ReportData
 from tcpprofile.store import Store, reads
 
@@ -68,9 +69,14 @@ def bench_select(db: Path) -> None:
           f"(a fresh interpreter, imports included)")
 
 
-def report_once(db: Path, out: Path) -> tuple[float, dict[str, float]]:
+def report_once(db: Path, out: Path, *, background: bool = True) -> tuple[float, dict[str, float]]:
+    """build_report's wall time and each section's time in this process (with a worker, the τ_T fits and
+    the box plots run beside them: their sections then show only the waiting); background=False: no worker
+    (common.background_pool gives None), the report as one process draws it."""
     spent: dict[str, float] = {}
-    saved = [(m, n, getattr(m, n)) for m, n in SECTIONS]
+    saved = [(m, n, getattr(m, n)) for m, n in SECTIONS] + [(common, "background_pool", common.background_pool)]
+    if not background:
+        common.background_pool = lambda profiles: None
     for mod, name in SECTIONS:
         def wrap(f, key=f"{mod.__name__.rsplit('.', 1)[-1]}.{name}"):
             @functools.wraps(f)
@@ -113,8 +119,11 @@ def main() -> None:
     bench_select(args.db)
     with tempfile.TemporaryDirectory() as tmp:
         total, spent = report_once(args.db, Path(tmp) / "new")
-        print(f"report: {total:.1f} s (target ≤ {REPORT_TARGET_S:g} s)")
-        for k, v in sorted(spent.items(), key=lambda kv: -kv[1]):
+        alone, spent_alone = report_once(args.db, Path(tmp) / "alone", background=False)
+        print(f"report: {total:.1f} s (target ≤ {REPORT_TARGET_S:g} s); in one process (no worker for the τ_T fits "
+              f"and box plots): {alone:.1f} s, x{alone / total:.2f}")
+        print("  sections in one process:")
+        for k, v in sorted(spent_alone.items(), key=lambda kv: -kv[1]):
             print(f"  {k:<36s} {v:6.2f} s")
         if not args.no_baseline:
             original, one_by_one = previous_reads()
