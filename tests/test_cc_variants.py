@@ -350,7 +350,9 @@ def test_htcp_beta_is_rttmin_over_rttmax(env, kind, clamped):
         lo, hi = beta128(m - 1, big + 2), beta128(m + 1, big - 1)
         assert ((w * lo) >> 7) - 1 <= s <= ((w * hi) >> 7) + 1 or near(w, s, 64), (w, s, m, big)
     if clamped == 102:
-        assert all(m / big > 0.8 for _, _, m, big in rows)   # RTTmin/RTTmax above the upper clamp
+        # the upper clamp exercised: a cut with RTTmin/RTTmax above 0.8, whose β the loop above checked is
+        # the clamped 102/128; not every cut (a stall of this VM, issue 33, can lift one RTTmax by jiffies)
+        assert any(m / big > 0.8 for _, _, m, big in rows)
         assert sum(near(w, s, 102) for w, s, _, _ in rows) >= 2, rows
     else:
         assert all(m / big < 0.5 for _, _, m, big in rows)   # below the lower clamp
