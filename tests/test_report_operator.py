@@ -135,9 +135,15 @@ def test_recommendation_is_selects_with_its_lines(report, store, data):
     settings = sel.host_settings(choice.recommended, 45.6, 10e9)
     code = next(c for c in _items(report, f"operator-{path.id}-paste", Code) if "45.6" in c.title)
     assert code.title.startswith(f"Lines to paste for {row[1]}")
-    for k, v in settings.sysctls.items():
-        assert f'sysctl -w {k}="{v}"' in code.text.splitlines()
-    assert all(c in code.text.splitlines() for c in settings.commands)
+    lines = code.text.splitlines()
+    # no sysctl value written blind (it could lower a host tuned higher, and tcp_mem's "0 …" fields are
+    # minimums, not values): the hostcheck line to run on the sending host, the minimums as comments
+    numeric = [k for k, t in settings.targets.items() if not isinstance(t.minimum, str)]
+    assert not any(line.startswith(("sysctl -w", *(f"{k} =" for k in numeric))) for line in lines), code.text
+    assert f"tcpprofile hostcheck --rtt 45.6ms --rate 10Gbit --streams {choice.recommended.config.streams}" in code.text
+    for k in numeric:
+        assert any(line.startswith(f"#   {k} at least {settings.targets[k].text()}") for line in lines), k
+    assert all(c in lines for c in settings.commands)
 
 
 def test_calendar_time_where_runs_span_days(report):

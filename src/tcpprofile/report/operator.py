@@ -18,6 +18,7 @@ import numpy as np
 from matplotlib.collections import LineCollection
 
 from .. import decide, select as sel
+from ..hostcheck import rules as hostcheck_rules
 from ..errors import TcpProfileError
 from ..store import reads
 from .common import (G, Code, Figure, Heading, Note, Section, Table, label, runs_phrase, save, slug,
@@ -169,11 +170,20 @@ def configurations_figure(path: OpPath, out: Path) -> Figure | Note:
 
 
 # -- the recommendation -----------------------------------------------------------------------------------
-def paste_lines(settings: sel.Settings) -> str:
-    """The settings as lines to paste: sysctl commands, then the congestion control's steps and the transfer
-    tools' command lines (what `tcpprofile select` prints, commands/select.py print_settings)."""
+def paste_lines(settings: sel.Settings, config: sel.Config, rtt_ms: float, rate_bps: float | None) -> str:
+    """The settings as lines to paste on the sending host. The report does not know that host's current values,
+    so it writes no sysctl value (a value written blind could lower a host tuned higher): it gives the
+    `tcpprofile hostcheck` line that compares them there and prints the /etc/sysctl.d lines that only raise,
+    the minimums as comments, then the congestion control's steps and the transfer tools' command lines (what
+    `tcpprofile select` prints, commands/settings_text.py)."""
     cc = settings.congestion_control
-    lines = [f'sysctl -w {k}="{v}"' for k, v in settings.sysctls.items()]
+    check = (f"tcpprofile hostcheck --rtt {rtt_ms:g}ms --rate {(rate_bps or 10e9) / 1e9:g}Gbit "
+             f"--streams {config.streams}" + (f" --buffer {config.buffer_bytes}B" if config.buffer_bytes else ""))
+    lines = ["# on the sending host: compares its values with these minimums and prints the",
+             f"# {hostcheck_rules.SNIPPET_PATH} lines that only raise (nothing is lowered)", check]
+    lines += [f"#   {k} = {t.text()}" if isinstance(t.minimum, str) else
+              f"#   {k} at least {t.text()}" + (" (per field; 0: no requirement)" if len(t.minimum) > 1 else "")
+              for k, t in settings.targets.items()]
     lines += [f"# congestion control {cc['name']} ({cc['impl']}, {cc['how']}):", *cc["steps"]]
     lines += ["# transfer tools:", *settings.commands]
     return "\n".join(lines)
@@ -195,8 +205,9 @@ def recommendation(path: OpPath) -> list:
               f"{max(r.ci_low_bps, 0) / G:.3f}–{r.ci_high_bps / G:.3f}")
         why = "best" if r is choice.best else f"the simplest within {choice.margin:.0%} of {choice.best.config.label()}"
         rows.append([f"{t:g}", r.config.label(), f"{r.throughput_bps / G:.3f}", ci, str(used), why])
-        settings = sel.host_settings(r, t, path.group.conditions.get("rate_bps"))
-        blocks[(r.config.label(), paste_lines(settings))].append(t)
+        rate = path.group.conditions.get("rate_bps")
+        settings = sel.host_settings(r, t, rate)
+        blocks[(r.config.label(), paste_lines(settings, r.config, t, rate))].append(t)
     table = Table(f"operator-{slug(path.id)}-recommended", f"Recommended configuration per RTT: {path.label}",
                   f"At each RTT measured on this path, tcpprofile select's recommendation (the best mean; configurations "
                   f"within the margin of it are a tie that goes to the simplest: {sel.TIE_BREAK}), its mean and {CONFIDENCE:.0%} Student-t interval (– from "
@@ -204,7 +215,8 @@ def recommendation(path: OpPath) -> list:
                   ["RTT (ms)", "recommended", "Gbit/s", f"{CONFIDENCE:.0%} CI", "runs", "why"], rows, runs=runs)
     codes = [Code(f"operator-{slug(path.id)}-paste-{k}", f"Lines to paste for {cfg} at "
                   f"{', '.join(f'{t:g}' for t in rtts)} ms",
-                  "What tcpprofile select prints for this recommendation (host_settings): sysctls, how to get the "
+                  "For this recommendation (select.host_settings): the hostcheck line to run on the sending host "
+                  "(it prints the sysctl.d lines that only raise what is below these minimums), how to get the "
                   "congestion control, transfer-tool command lines; HOST, SRC_URL and DST_URL are placeholders.",
                   text)
              for k, ((cfg, text), rtts) in enumerate(blocks.items())]
