@@ -113,6 +113,7 @@ def test_transport_plan_names_the_way_to_get_the_variant():
     assert bpf["commands"] == ["iperf3 -c HOST -P 4 -C tp_htcp", "iperf -c HOST -P 4 -Z tp_htcp"]
     mod = transport.plan("htcp", "module", "htcp", streams=4, buffer_bytes=1 << 28, host="dtn")
     assert mod["steps"][0] == "modprobe tcp_htcp" and mod["default"] == "htcp"
+    assert mod["steps"][1].startswith("echo tcp_htcp > /etc/modules-load.d/")     # and at every boot
     assert mod["commands"][2].startswith("globus-url-copy -p 4 -tcp-bs 268435456 -cc 1 SRC_URL DST_URL")
     assert mod["commands"][3].startswith("globus transfer --perf-p 4 --perf-cc 1 ")
 

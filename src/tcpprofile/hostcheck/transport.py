@@ -39,7 +39,9 @@ def plan(variant: str, impl: str, kernel_name: str | None, *, streams: int, buff
                 "default": None}
     name = kernel_name or (v.kernel if v else variant)
     module = v.module if v and impl == "module" else None
-    steps = ([f"modprobe {module}"] if module else []) + [
+    # a module must be loaded before sysctl.d names it at boot (systemd-modules-load runs before systemd-sysctl)
+    steps = ([f"modprobe {module}", f"echo {module} > /etc/modules-load.d/90-tcpprofile.conf   (loaded at boot, "
+              f"before the sysctl.d file sets it)"] if module else []) + [
         f"{CC_KEY} = {name} (in the sysctl.d file above; or per socket: setsockopt(TCP_CONGESTION, \"{name}\"))"]
     bs = f" -tcp-bs {buffer_bytes}" if buffer_bytes else ""
     commands = [f"iperf3 -c {target} -P {streams}{w} -C {name}",
