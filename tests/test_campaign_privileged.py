@@ -280,8 +280,12 @@ def test_emulated_end_to_end_against_calibration(tmp_path):
             # tests/test_fidelity_monitor.py's (a fake link whose base RTT is off).
             tol, base = max(0.01 * link["rtt_ms"], 0.1), run["rtt_base_ms"]
             frame_ms = 8 * (link["mtu"] + 38) / link["rate_bps"] * 1e3
-            assert link["rtt_ms"] - tol - 1.0 <= base <= link["rtt_ms"] + frame_ms + tol, (base, run["flags"])
-            assert "rtt_base_off" not in (run["flags"] or "").split(","), (base, run["flags"])
+            # an engine that falls behind (this VM's stalls, issue 33) lengthens every RTT by its lateness: the
+            # bound adds both directions' mean lateness, and rtt_base_off then comes with engine_late
+            late_ms = ((run["engine_fwd_late_mean_us"] or 0) + (run["engine_rev_late_mean_us"] or 0)) / 1e3
+            assert link["rtt_ms"] - tol - 1.0 <= base <= link["rtt_ms"] + frame_ms + tol + late_ms, (base, run["flags"])
+            flags = (run["flags"] or "").split(",")
+            assert "rtt_base_off" not in flags or "engine_late" in flags, (base, run["flags"])
             assert run["effective_socket_buffer_bytes"] >= 2**30   # autotuning ceiling set by the testbed
             # intervals are the sender's: they add up to what it sent; the receiver got at most that
             summed = s.query("SELECT sum(bytes) AS b FROM intervals WHERE run_id = ? AND stream IS NULL",
