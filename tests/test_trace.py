@@ -157,3 +157,36 @@ def test_remove_leftovers_removes_a_killed_tracers_instance_and_mount():
     assert f"tcpp-{tag}" not in _instances()
     assert f"tracefs-tcpp-{tag} " not in Path("/proc/self/mounts").read_text()
     assert not list(Path("/run/tcpprofile/tracers").glob(f"tcpp-{tag}.json"))
+
+
+@pytest.mark.privileged
+@pytest.mark.parametrize("step", ["mount", "instance"])
+def test_an_interrupt_just_after_each_step_of_setup_leaves_nothing(monkeypatch, step):
+    """Ctrl-C lands just after the private mount or the instance is made, before anything else runs: the
+    set-up's own tear-down removes both (the kill test's orphan: an instance with no record, its filter unset)."""
+    from tcpprofile import trace
+    tag = f"t{secrets.token_hex(3)}"
+    monkeypatch.setattr(trace, "_tracefs_mount", lambda: None)       # the private-mount path, as on CI
+    real_run, real_mkdir = subprocess.run, Path.mkdir
+
+    def run(args, *a, **kw):
+        out = real_run(args, *a, **kw)
+        if step == "mount" and args[:1] == ["mount"]:
+            raise KeyboardInterrupt
+        return out
+
+    def mkdir(self, *a, **kw):
+        real_mkdir(self, *a, **kw)
+        if step == "instance" and self.name == f"tcpp-{tag}" and self.parent.name == "instances":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trace.subprocess, "run", run)
+    monkeypatch.setattr(Path, "mkdir", mkdir)
+    with pytest.raises(KeyboardInterrupt):
+        with CwndTracer(ports=[9], tag=tag):
+            pass
+    monkeypatch.undo()
+    assert f"tcpp-{tag}" not in _instances()
+    assert f"tracefs-tcpp-{tag} " not in Path("/proc/self/mounts").read_text()
+    assert not Path(f"/run/tcpprofile/tracefs-tcpp-{tag}").exists()
+    assert not Path(f"/run/tcpprofile/tracers/tcpp-{tag}.json").exists()

@@ -80,9 +80,11 @@ class Events:
 
 
 def _tracefs_mount() -> Path | None:
+    """The host's tracefs mount; never a tracer's private one (its owner unmounts it when it likes)."""
+    private = str(state.run_dir()) + "/"
     for line in Path("/proc/self/mounts").read_text().splitlines():
         parts = line.split()
-        if len(parts) > 2 and parts[2] == "tracefs":
+        if len(parts) > 2 and parts[2] == "tracefs" and not parts[1].startswith(private):
             return Path(parts[1])
     return None
 
@@ -126,6 +128,7 @@ def cleanup_stale_tracers() -> list[str]:
     if not stale:
         return []
     removed: list[str] = []
+    kept: set[Path] = set()
     root = _tracefs_mount()
     temporary = None
     if root is None:  # instances outlive mounts: look at them through a mount of our own
@@ -142,15 +145,21 @@ def cleanup_stale_tracers() -> list[str]:
                     inst.rmdir()
                     removed.append(f"tracing instance {path.stem}")
                 except OSError as err:
+                    # the record stays: it is what lets a later clean-up find the instance again
+                    kept.add(path)
                     removed.append(f"tracing instance {path.stem} (not removed: {err.strerror})")
     finally:
         if temporary is not None:
             _unmount(temporary)
     for path, record in stale:
+        if path in kept:
+            continue
         mount = record.get("mount")
-        if mount and Path(mount).exists():
+        if mount and os.path.ismount(mount):
             _unmount(Path(mount))
             removed.append(f"tracefs mount {mount}")
+        elif mount and Path(mount).is_dir():
+            _unmount(Path(mount))   # made but never mounted: only its directory
         path.unlink(missing_ok=True)
     return removed
 
@@ -196,14 +205,16 @@ class CwndTracer:
             _write_record(self.name, {"owner": state.me(), "mount": str(mount or "")})
             self._recorded = True
             if mount is not None:
+                # named before it is made: an interrupt between making and naming leaves nothing unnamed
+                self._mounted = mount
                 mount.mkdir(parents=True, exist_ok=True)
                 subprocess.run(["mount", "-t", "tracefs", "nodev", str(mount)], check=True, capture_output=True)
-                self._mounted = root = mount
+                root = mount
             if not (root / "events/tcp/tcp_probe").is_dir():
                 raise EnvironmentNotReady("this kernel has no tcp:tcp_probe tracepoint")
             inst = root / "instances" / self.name
-            inst.mkdir()
             self._inst = inst
+            inst.mkdir()
             (inst / "buffer_size_kb").write_text(str(self.buffer_kb))
             (inst / "trace_clock").write_text("mono")
             ev = inst / "events/tcp/tcp_probe"
@@ -224,7 +235,8 @@ class CwndTracer:
             raise TcpProfileError(f"trace reader failed: {self._error}") from self._error
 
     def _teardown(self) -> None:
-        inst = self._inst
+        inst = self._inst if self._inst is not None and self._inst.is_dir() else None
+        self._inst = None
         if inst is not None:
             try:
                 (inst / "events/tcp/tcp_probe/enable").write_text("0")
@@ -250,9 +262,14 @@ class CwndTracer:
                     time.sleep(0.02)
             else:
                 inst.rmdir()
-            self._inst = None
         if self._mounted is not None:
-            _unmount(self._mounted)
+            if os.path.ismount(self._mounted):
+                _unmount(self._mounted)
+            else:
+                try:
+                    self._mounted.rmdir()
+                except OSError:
+                    pass
             self._mounted = None
         if self._recorded:
             _record_path(self.name).unlink(missing_ok=True)
