@@ -244,58 +244,85 @@ def offered() -> set[str]:
     return set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
 
 
+ENGINE_FLAGS = {"engine_stall", "engine_late", "engine_dropped"}
+ATTEMPTS = 3     # campaigns, when a timing bound is missed only by runs the engines' own records call stalled
+
+
+def _timing_misses(link: dict, run: dict) -> list[str]:
+    """The timing bounds a run on a faithful emulated link keeps (each one printed with its values)."""
+    misses = []
+    tol_ms = max(0.01 * link["rtt_measured_ms"], 0.1)
+    if not run["throughput_bps"] <= link["rate_measured_bps"] * 1.02:
+        misses.append(f"throughput {run['throughput_bps']:.4g} above the calibrated rate {link['rate_measured_bps']:.4g}")
+    if not run["throughput_bps"] >= 0.5 * link["goodput_ceiling_bps"]:
+        misses.append(f"throughput {run['throughput_bps']:.4g} below half the ceiling {link['goodput_ceiling_bps']:.4g}")
+    if not run["rtt_loaded_min_ms"] >= link["rtt_measured_ms"] - tol_ms:
+        misses.append(f"loaded min RTT {run['rtt_loaded_min_ms']} below the calibrated {link['rtt_measured_ms']}")
+    # an engine that falls behind lengthens every RTT sample by its lateness: the bounds above the base add
+    # both directions' mean lateness (its effect on a mean is exactly additive)
+    late_ms = ((run["engine_fwd_late_mean_us"] or 0) + (run["engine_rev_late_mean_us"] or 0)) / 1e3
+    # the mean smoothed RTT is at most τ plus a full buffer drained at line rate (β = BDP: one more τ) and one
+    # frame's serialisation
+    queue_ms = 8 * (link["buffer_bytes"] + link["mtu"] + 38) / link["rate_bps"] * 1e3
+    if not run["rtt_loaded_mean_ms"] <= link["rtt_ms"] + queue_ms + tol_ms + late_ms:
+        misses.append(f"loaded mean RTT {run['rtt_loaded_mean_ms']} above τ + queue {queue_ms:.3f} + late {late_ms:.3f}")
+    # TCP's base RTT under load (tests/test_testbed_rtt.py bounds it on a bare link) is τ within max(1 %, 0.1 ms)
+    # (a frame's serialisation above; below, the kernel's whole-ms timestamp samples, at most a tick), and the
+    # run is not flagged for it. The flag's firing is tests/test_fidelity_monitor.py's (a fake link whose base
+    # RTT is off).
+    tol, base = max(0.01 * link["rtt_ms"], 0.1), run["rtt_base_ms"]
+    frame_ms = 8 * (link["mtu"] + 38) / link["rate_bps"] * 1e3
+    if not link["rtt_ms"] - tol - 1.0 <= base <= link["rtt_ms"] + frame_ms + tol + late_ms:
+        misses.append(f"base RTT {base} outside τ ± {tol} (+ frame {frame_ms:.3f} + late {late_ms:.3f})")
+    flags = set((run["flags"] or "").split(","))
+    if "rtt_base_off" in flags and "engine_late" not in flags:
+        misses.append("rtt_base_off without engine_late")
+    return misses
+
+
 def test_emulated_end_to_end_against_calibration(tmp_path):
+    """A cubic and an H-TCP (our BPF port) campaign on an emulated 1 Gbit/s link, checked against the link's
+    calibration. The structural checks hold for every attempt. The timing bounds hold on a faithful link: a
+    campaign in which only runs that carry an engine flag (this VM's stalls, issue 33) miss one is measured
+    again, up to ATTEMPTS times; a miss by an unflagged run fails at once."""
     _testbed()
     from tcpprofile.cc import bpf, registry
     htcp_before = "tp_htcp" in offered()      # registered by another process: then it stays
-    db = tmp_path / "e.duckdb"
-    r = subprocess.run(TCPPROFILE + ["run", str(emulated_spec(tmp_path, variants='["cubic", "htcp"]')), "--db", str(db)],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert not stored_link_namespaces(db) & link_namespaces()
-    assert ("tp_htcp" in offered()) == htcp_before     # the campaign loaded H-TCP and unloaded it
-    with Store.open(db, read_only=True) as s:
-        link = s.query("SELECT * FROM links")[0]
-        runs = s.query("SELECT * FROM runs")
-        assert link["kind"] == "emulated" and link["rtt_ms"] == pytest.approx(10)
-        assert len(runs) == 4
-        sha = bpf.sha256_file(registry.bpf_object(registry.VARIANTS["htcp"]))
-        for run in runs:   # H-TCP is our BPF port (this kernel has no tcp_htcp), cubic built in
-            expected = ("tp_htcp", "bpf", sha) if run["variant"] == "htcp" else ("cubic", "builtin", None)
-            assert (run["cc_kernel_name"], run["cc_impl"], run["cc_object_sha256"]) == expected
-            assert run["cc_reported"] == run["cc_kernel_name"]
-        tol_ms = max(0.01 * link["rtt_measured_ms"], 0.1)
-        for run in runs:
-            assert run["status"] == "ok", run["failure_reason"]
-            assert run["throughput_bps"] <= link["rate_measured_bps"] * 1.02
-            assert run["throughput_bps"] >= 0.5 * link["goodput_ceiling_bps"]
-            assert run["rtt_loaded_min_ms"] >= link["rtt_measured_ms"] - tol_ms
-            # and above: the mean smoothed RTT is at most τ plus a full buffer drained at line rate (β = BDP:
-            # one more τ) and one frame's serialisation
-            queue_ms = 8 * (link["buffer_bytes"] + link["mtu"] + 38) / link["rate_bps"] * 1e3
-            assert run["rtt_loaded_mean_ms"] <= link["rtt_ms"] + queue_ms + tol_ms
-            # TCP's base RTT under load (tests/test_testbed_rtt.py bounds it on a bare link) on this healthy
-            # link is τ within max(1 %, 0.1 ms) (a frame's serialisation above; below, the kernel's whole-ms
-            # timestamp samples, at most a tick), and the run is not flagged for it. The flag's firing is
-            # tests/test_fidelity_monitor.py's (a fake link whose base RTT is off).
-            tol, base = max(0.01 * link["rtt_ms"], 0.1), run["rtt_base_ms"]
-            frame_ms = 8 * (link["mtu"] + 38) / link["rate_bps"] * 1e3
-            # an engine that falls behind (this VM's stalls, issue 33) lengthens every RTT by its lateness: the
-            # bound adds both directions' mean lateness, and rtt_base_off then comes with engine_late
-            late_ms = ((run["engine_fwd_late_mean_us"] or 0) + (run["engine_rev_late_mean_us"] or 0)) / 1e3
-            assert link["rtt_ms"] - tol - 1.0 <= base <= link["rtt_ms"] + frame_ms + tol + late_ms, (base, run["flags"])
-            flags = (run["flags"] or "").split(",")
-            assert "rtt_base_off" not in flags or "engine_late" in flags, (base, run["flags"])
-            assert run["effective_socket_buffer_bytes"] >= 2**30   # autotuning ceiling set by the testbed
-            # intervals are the sender's: they add up to what it sent; the receiver got at most that
-            summed = s.query("SELECT sum(bytes) AS b FROM intervals WHERE run_id = ? AND stream IS NULL",
-                             [run["run_id"]])[0]["b"]
-            # 1 s intervals count what the receiver got, as the run's total does
-            sent = json.loads(run["raw_json"])["end"]["sum_sent"]["bytes"]
-            assert summed == pytest.approx(run["bytes_transferred"], rel=1e-3)
-            assert 0.9 * sent <= run["bytes_transferred"] <= sent
-            sysctls = run["sysctls_json"]
-            assert "net.ipv4.tcp_rmem" in sysctls and "net.core.wmem_max" in sysctls
+    history = []
+    for attempt in range(ATTEMPTS):
+        db = tmp_path / f"e{attempt}.duckdb"
+        r = subprocess.run(TCPPROFILE + ["run", str(emulated_spec(tmp_path, variants='["cubic", "htcp"]')), "--db", str(db)],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        assert not stored_link_namespaces(db) & link_namespaces()
+        assert ("tp_htcp" in offered()) == htcp_before     # the campaign loaded H-TCP and unloaded it
+        with Store.open(db, read_only=True) as s:
+            link = s.query("SELECT * FROM links")[0]
+            runs = s.query("SELECT * FROM runs")
+            assert link["kind"] == "emulated" and link["rtt_ms"] == pytest.approx(10)
+            assert len(runs) == 4
+            sha = bpf.sha256_file(registry.bpf_object(registry.VARIANTS["htcp"]))
+            for run in runs:   # H-TCP is our BPF port (this kernel has no tcp_htcp), cubic built in
+                expected = ("tp_htcp", "bpf", sha) if run["variant"] == "htcp" else ("cubic", "builtin", None)
+                assert (run["cc_kernel_name"], run["cc_impl"], run["cc_object_sha256"]) == expected
+                assert run["cc_reported"] == run["cc_kernel_name"]
+                assert run["status"] == "ok", run["failure_reason"]
+                assert run["effective_socket_buffer_bytes"] >= 2**30   # autotuning ceiling set by the testbed
+                # intervals are the sender's 1 s counts of what the receiver got, as the run's total does
+                summed = s.query("SELECT sum(bytes) AS b FROM intervals WHERE run_id = ? AND stream IS NULL",
+                                 [run["run_id"]])[0]["b"]
+                sent = json.loads(run["raw_json"])["end"]["sum_sent"]["bytes"]
+                assert summed == pytest.approx(run["bytes_transferred"], rel=1e-3)
+                assert 0.9 * sent <= run["bytes_transferred"] <= sent
+                sysctls = run["sysctls_json"]
+                assert "net.ipv4.tcp_rmem" in sysctls and "net.core.wmem_max" in sysctls
+        misses = {run["run_id"]: (_timing_misses(link, run), set((run["flags"] or "").split(","))) for run in runs}
+        unexplained = {k: m for k, (m, flags) in misses.items() if m and not flags & ENGINE_FLAGS}
+        assert not unexplained, unexplained
+        history.append({k: m for k, (m, _) in misses.items() if m})
+        if not history[-1]:
+            return
+    pytest.fail(f"every one of {ATTEMPTS} campaigns met an engine stall that moved a timing bound: {history}")
 
 
 def test_resume_after_sigkill_emulated(tmp_path):

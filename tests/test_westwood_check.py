@@ -124,8 +124,8 @@ def test_recovery_exits_direct_and_reentered():
         (0.01, 0, 100, 98, 50, 40_000),        # ACK 0 entered recovery: Reno's 100/2, high_seq 100
         (0.02, 60, 140, 80, 50, 40_000),       # PRR, snd_una 60 < high_seq
         (0.03, 120, 160, 70, 21, 40_000),      # ACK 2 passed high_seq; field 21 < cwnd: re-entered
-        (0.04, 150, 170, 60, 21, 40_000),      # high_seq now 140 (snd_nxt before ACK 2)
-        (0.05, 150, 170, 60, 21, 40_000),
+        (0.04, 130, 170, 60, 21, 40_000),      # high_seq now 140 (snd_nxt before ACK 2)
+        (0.05, 130, 170, 60, 21, 40_000),      # a dupack
         (0.06, 165, 190, 33, 33, 40_000),      # ACK 5 passed 140: cwnd = field = 33 (direct exit)
         (0.07, 180, 200, 33, 33, 40_000),
         (0.08, 190, 210, 34, 33, 40_000),      # congestion avoidance: no change of the field
@@ -133,6 +133,25 @@ def test_recovery_exits_direct_and_reentered():
     exits = recovery_exits(tr)
     assert [(e.entry, e.ack, e.set_low, e.set_high, e.reentered) for e in exits] == [
         (0, 2, 42, 43, True), (2, 5, 33, 33, False)]
+
+
+def test_an_exit_whose_value_equals_renos_half_is_seen_and_an_undo_is_not_an_exit():
+    # CI's failure: Reno halved 60 to 30 at the entry, PRR brought cwnd down to 30, and Westwood+ set 30 at
+    # the exit: the field never moved there, and the next 3/4-cwnd change in Open was taken for an exit
+    tr = _trace([
+        (0.00, 0, 100, 60, INF, 40_000),
+        (0.01, 0, 100, 56, 30, 40_000),        # ACK 0 entered recovery: 60/2, high_seq 100
+        (0.02, 50, 120, 30, 30, 40_000),       # PRR down to 30
+        (0.03, 110, 150, 30, 30, 40_000),      # ACK 2 passed high_seq: Westwood+ set 30 (= Reno's half)
+        (0.04, 150, 190, 31, 30, 40_000),      # congestion avoidance in Open
+        (0.05, 190, 230, 41, 30, 40_000),
+        (0.06, 230, 270, 42, 31, 40_000),      # the field follows 3/4 cwnd: not an exit
+        (0.07, 270, 310, 42, 21, 40_000),      # ACK 6 entered recovery: 42/2, high_seq 310
+        (0.08, 320, 330, 60, 45, 40_000),      # ACK 7 passed it with cwnd and field back (an undo)
+        (0.09, 330, 340, 60, 45, 40_000),
+    ])
+    assert [(e.entry, e.ack, e.set_low, e.set_high, e.reentered) for e in recovery_exits(tr)] == [
+        (0, 2, 30, 30, False)]
 
 
 def test_recovery_exits_ignore_three_quarter_cwnd_changes_in_open_state():

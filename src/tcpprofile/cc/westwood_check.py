@@ -200,27 +200,31 @@ def recovery_exits(trace: Trace) -> list[Exit]:
     its entry; tcp_fastretrans_alert).  If that ACK left cwnd == field, Westwood+ set it (direct exit).
     If losses beyond high_seq made the same ACK enter a new recovery, the field is Reno's half of what
     Westwood+ had just set: the value was 2·field or 2·field + 1 (tcp_reno_ssthresh: max(cwnd >> 1, 2)).
-    Exits by RTO (Loss state) are not recognised.
+    An exit by undo or RTO (neither) is not an exit here. The exit is judged on the first ACK at or past
+    high_seq even when the field does not move (Westwood+'s value equal to Reno's half).
     """
     exits: list[Exit] = []
     entry, high_seq = None, 0
     for j in range(len(trace.t) - 1):
         a, b = j, j + 1
         fa, fb, cb = trace.ssthresh[a], trace.ssthresh[b], trace.snd_cwnd[b]
-        if fa == fb:
-            continue
+        enters = fa != fb and fb != INFINITE_SSTHRESH and fb < cb and fb != (cb >> 1) + (cb >> 2)
         if entry is None:
-            if fb != INFINITE_SSTHRESH and fb < cb and fb != (cb >> 1) + (cb >> 2):
+            if enters:
                 entry, high_seq = j, trace.snd_nxt[a]
             continue
+        # the ACK that ends the recovery, whether or not the field moves: Westwood+'s value may equal the
+        # half Reno set at the entry (cwnd came down to it by PRR, and stays)
         if not _seq_geq(trace.snd_una[b], high_seq):
             continue
         if cb == fb:
             exits.append(Exit(entry, j, cb, cb, False))
             entry = None
-        else:
+        elif enters:
             exits.append(Exit(entry, j, 2 * fb, 2 * fb + 1, True))
             entry, high_seq = j, trace.snd_nxt[a]
+        else:       # an undo (cwnd back to its value before) or an RTO: no COMPLETE_CWR to compare
+            entry = None
     return exits
 
 
