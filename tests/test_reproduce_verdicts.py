@@ -447,3 +447,33 @@ def test_confirm_plan_prints_its_designs_and_budget_without_running(tmp_path, ca
     with Store.open(store_path) as s:
         s.insert_campaign({"campaign_id": spec.campaign_id, "name": spec.name, "mode": "emulated"})
         assert standard.level_of(s) == standard.LEVEL
+
+
+@pytest.mark.parametrize("flag", [False, True])
+def test_rerun_flagged_reaches_every_campaign_without_changing_its_identity(tmp_path, monkeypatch, flag):
+    """`reproduce --rerun-flagged` marks each look's campaign spec rerun_flagged (the recorder then runs its flagged
+    ok runs again, once) and keeps the campaign's id: the same stored campaign, not a new one."""
+    import tcpprofile.campaign as campaign_pkg
+    from tcpprofile.cli import main
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(spec, store, **kw):
+        seen.append(spec)
+        raise Stop
+
+    monkeypatch.setattr(campaign_pkg, "run_campaign", fake_run)
+    with pytest.raises(Stop):
+        main(["reproduce", "--confirm", "--db", str(tmp_path / "s.duckdb")] + (["--rerun-flagged"] if flag else []))
+    (spec,) = seen
+    first = campaigns.CONFIRM_DESIGNS[0]
+    assert spec.rerun_flagged is flag
+    assert spec.campaign_id == first.spec(first.cells[0], 0).campaign_id
+
+
+def test_rerun_flagged_is_refused_where_nothing_runs(tmp_path):
+    from tcpprofile.cli import main
+    for extra in ("--check-only", "--plan"):
+        assert main(["reproduce", "--confirm", "--rerun-flagged", extra, "--db", str(tmp_path / "s.duckdb")]) == 2

@@ -13,10 +13,13 @@ interrupted (rerun to resume).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import signal
 import sys
+
+from ..errors import ValidationError
 
 
 def register(sub) -> None:
@@ -46,6 +49,10 @@ def register(sub) -> None:
                         "(docs/cluster.md); this process stays the store's only writer")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="check the findings (and write the report) without the runs the instrument flagged")
+    p.add_argument("--rerun-flagged", action="store_true",
+                   help="run again, once, every stored ok run that carries an instrument flag (a busy host, a late "
+                        "engine: fidelity.RERUN_FLAGS) before the findings are judged; the new run replaces it and "
+                        "its failure_reason says what it replaced")
     p.set_defaults(func=main)
 
 
@@ -77,11 +84,15 @@ def main(args: argparse.Namespace) -> int:
     from ..store.db import Store
     from .options import cluster_executor
 
+    if args.rerun_flagged and (args.check_only or args.plan):
+        raise ValidationError("--rerun-flagged", "runs campaigns: not with --check-only or --plan")
     if args.plan:
         print(_plan(args.mode))
         return 0
 
     def run(s):
+        if args.rerun_flagged:       # not part of the campaign's identity (spec.normalised): the same campaign
+            s = dataclasses.replace(s, rerun_flagged=True)
         print(f"campaign {s.name}: {len(s.sweep())} runs", file=sys.stderr)
         summary = campaign.run_campaign(s, store, out=sys.stderr, executor=cluster_executor(s, args.cluster))
         print(campaign.format_summary(summary, args.db), file=sys.stderr)
