@@ -1,0 +1,17 @@
+-- Schema version 7 (issue 33): what a stall could cost a run. Additive: new nullable columns only.
+-- Per direction ("fwd": data, "rev": ACKs), from the delay engine's own record (native/delayd/delayd.c,
+-- "Stall episodes" and "Stall injection"); NULL from an engine built before version 7.
+
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_episodes      BIGINT;  -- release batches whose first packet
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_episodes      BIGINT;  -- left > 0.5 ms late
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_excess_ms     DOUBLE;  -- their summed excess lateness: how long
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_excess_ms     DOUBLE;  -- the released stream fell behind (ms)
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_injected_holds BIGINT; -- injected holds that deferred a release
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_injected_holds BIGINT; -- (0 when injection is off)
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_inject_hold_ms DOUBLE; -- injection in force at the run's end:
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_inject_hold_ms DOUBLE; -- hold D (ms) ...
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_inject_every_s DOUBLE; -- ... every P (s); NULL: off
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_inject_every_s DOUBLE;
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS stall_effect_bound             DOUBLE;  -- the largest relative change in the
+                                                                                  -- throughput those stalls could have
+                                                                                  -- caused (fidelity.stall_effect_bound)
