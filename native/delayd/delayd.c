@@ -96,12 +96,13 @@
  * are still drained and stamped during a hold.  Counted: stall_holds, the holds that deferred at
  * least one release.
  *
- * Stall episodes (the record behind fidelity.stall_effect_bound, issue 33): a release batch whose
- * first packet (the longest due) left more than EPISODE_NS late is an episode; its excess is that
- * lateness less the lateness of the previous batch's last packet (clamped at 0): the time by which
- * the released stream fell further behind, i.e. how long the emulated wire delivered nothing it
- * should have.  A constant backlog (every batch equally late) is not counted again at every batch.
- * Counted cumulatively: late_episodes and late_excess_ns.
+ * Stall episodes (the record behind fidelity.stall_effect_bound, issue 33): how long the emulated
+ * wire delivered nothing that it should have.  A batch released at `now` whose first packet (the
+ * longest due) fell due at h, after the previous batch at t1, adds now - max(h, t1): between t1
+ * and now the receiver should have had everything due from h on, and got nothing (a packet due
+ * before t1 but released only now was not yet drained at t1: its wait lies in an interval already
+ * counted, so it is not counted twice).  Where that is above EPISODE_NS the batch is an episode:
+ * counted (late_episodes) and its excess summed (late_excess_ns), cumulatively.
  *
  * Interface:
  *   delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] [--granularity-ns G]
@@ -172,8 +173,8 @@ static struct {
 	uint64_t stalls;             /* stall-log events this period (wake-ups late, or work long, by > STALL_NS) */
 	uint64_t stall_holds;        /* injected holds that deferred at least one release (cumulative) */
 	uint64_t late_episodes;      /* batches whose head was later than EPISODE_NS (cumulative) */
-	uint64_t late_excess_ns;     /* their summed excess lateness (see "Stall episodes") */
-	int64_t last_tail_late_ns;   /* lateness of the previous batch's last packet */
+	uint64_t late_excess_ns;     /* their summed excess: time the wire fell behind (see "Stall episodes") */
+	uint64_t last_release_ns;    /* when the previous batch was released */
 } st = { .late_max_ns = INT64_MIN, .late_min_ns = INT64_MAX, .period_late_max_ns = INT64_MIN,
 	 .period_late_min_ns = INT64_MAX };
 
@@ -378,18 +379,16 @@ static uint64_t past_hold(uint64_t target)
 static void release_due(uint64_t now, uint64_t horizon, int all)
 {
 	uint32_t n = 0, last = 0;
-	int64_t late = 0;
 	while (n < count) {
 		struct held *h = &ring[(head + n) % opt.maxlen];
 		if (!all && h->due > horizon)
 			break;
-		late = (int64_t)(now - h->due);
 		if (!all) {
-			note_late(late);
-			if (!n && late > EPISODE_NS) {      /* the head: the batch's longest-due packet */
-				int64_t before = st.last_tail_late_ns > 0 ? st.last_tail_late_ns : 0;
+			note_late((int64_t)(now - h->due));
+			uint64_t from = h->due > st.last_release_ns ? h->due : st.last_release_ns;
+			if (!n && now > from + EPISODE_NS) {    /* the head: the batch's longest-due packet */
 				st.late_episodes++;
-				st.late_excess_ns += late > before ? (uint64_t)(late - before) : 0;
+				st.late_excess_ns += now - from;
 			}
 		}
 		last = h->id;
@@ -398,7 +397,7 @@ static void release_due(uint64_t now, uint64_t horizon, int all)
 	if (!n)
 		return;
 	if (!all)
-		st.last_tail_late_ns = late;
+		st.last_release_ns = now;
 	verdict(NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT);
 	head = (head + n) % opt.maxlen;
 	count -= n;

@@ -489,8 +489,8 @@ def engine_stall(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> bo
 
 def stall_effect_bound(cols: dict, wall_s: float, t: Thresholds = THRESHOLDS) -> float | None:
     """The largest relative change in Θ the run's observed stalls could have caused (issue 33): both
-    engines' summed excess stall time (delayd.c, "Stall episodes": how long the released stream fell
-    further behind, each episode counted once) over the run's wall time, times t.stall_amplification.
+    engines' summed excess stall time (delayd.c, "Stall episodes": how long the emulated wire delivered
+    nothing it should have, each interval counted once) over the run's wall time, times t.stall_amplification.
     A stall of D idles the emulated wire at most D: a fixed-size transfer then takes at most D longer,
     which TCP's queue can only shorten, so Θ changes by at most D / duration (amplification 1; the
     dose-response, benchmarks/stall_dose.py, measures whether TCP's reaction amplifies it). Capped at 1
@@ -648,7 +648,7 @@ _STALL_KEYS = ("stall_episodes", "stall_excess_ms", "stall_injected_holds", "sta
 
 def _stall_columns(d: str, b, a) -> dict:
     """One direction's stall record during the run (delayd.c, "Stall episodes", "Stall injection"): the
-    episodes and their excess lateness [ms], the injected holds that deferred a release, and the
+    episodes and their summed excess [ms], the injected holds that deferred a release, and the
     injection in force at the run's end (hold [ms], every [s]; None: off). None from an engine built
     before issue 33."""
     keys = [f"engine_{d}_{k}" for k in _STALL_KEYS]

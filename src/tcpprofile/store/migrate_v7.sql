@@ -2,10 +2,10 @@
 -- Per direction ("fwd": data, "rev": ACKs), from the delay engine's own record (native/delayd/delayd.c,
 -- "Stall episodes" and "Stall injection"); NULL from an engine built before version 7.
 
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_episodes      BIGINT;  -- release batches whose first packet
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_episodes      BIGINT;  -- left > 0.5 ms late
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_excess_ms     DOUBLE;  -- their summed excess lateness: how long
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_excess_ms     DOUBLE;  -- the released stream fell behind (ms)
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_episodes      BIGINT;  -- release batches that fell more
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_episodes      BIGINT;  -- than 0.5 ms behind
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_excess_ms     DOUBLE;  -- their summed excess: how long the wire
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_excess_ms     DOUBLE;  -- delivered nothing it should have (ms)
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_injected_holds BIGINT; -- injected holds that deferred a release
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_injected_holds BIGINT; -- (0 when injection is off)
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_inject_hold_ms DOUBLE; -- injection in force at the run's end:

@@ -84,8 +84,8 @@ class EngineStats:
     stall_every_ns: int | None = None     # injected holds: every P [ns] (0: off) …
     stall_hold_ns: int | None = None      #   … of D [ns]
     stall_holds: int | None = None        # holds that deferred at least one release (cumulative)
-    late_episodes: int | None = None      # release batches whose head was > 0.5 ms late (cumulative)
-    late_excess_ns: int | None = None     # their excess lateness over the previous batch's tail [ns], summed
+    late_episodes: int | None = None      # batches that fell > 0.5 ms behind (cumulative; delayd.c "Stall episodes")
+    late_excess_ns: int | None = None     # their summed excess [ns]: how long the wire delivered nothing it should have
 
     @property
     def lost(self) -> int:
