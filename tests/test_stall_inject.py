@@ -88,3 +88,54 @@ def test_the_engines_stall_record_is_read_and_an_older_engine_reads_none():
         (1_000_000_000, 50_000_000, 9, 11, 452_000_000)
     old = _parse_stats("stats " + json.dumps(BASE))
     assert (old.stall_holds, old.late_episodes, old.late_excess_ns) == (None, None, None)
+
+
+SPEC = """
+[campaign]
+name = "ids"
+seed = 7
+repetitions = 2
+[link]
+rate = "1Gbit"
+rtt = ["10ms", "20ms"]
+buffer = "BDP"
+{extra}
+[transfer]
+variant = ["cubic"]
+streams = [1]
+duration = "5s"
+"""
+
+
+def ids(extra: str = "") -> tuple[str, str]:
+    from tcpprofile.spec import RunPoint, parse
+    s = parse(SPEC.format(extra=extra))
+    return s.campaign_id, RunPoint(s.links[0], "cubic", 1, None, None, 5, False, 1).run_id(s.campaign_id)
+
+
+def test_a_spec_without_injection_keeps_the_ids_it_had_before_the_field_existed():
+    # computed with the code before issue 33: a resumed campaign finds its runs
+    assert ids() == ("aa5a4e336b2d00f0", "3bb75542389aa5c7ce4f")
+
+
+def test_a_spec_with_injection_is_another_campaign_and_its_links_inject():
+    from tcpprofile.campaign.environments import link_config
+    from tcpprofile.spec import parse
+    extra = 'stall_inject = { hold = "10ms", every = "2s", direction = "both" }'
+    assert ids(extra)[0] != ids()[0] and ids(extra)[1] != ids()[1]
+    s = parse(SPEC.format(extra=extra))
+    assert all(p.stall_inject == StallInject(0.01, 2.0, "both") for p in s.links)
+    assert "stalls=hold 10ms every 2s both" in s.links[0].describe()
+    assert link_config(s.links[1]).stall_inject == StallInject(0.01, 2.0, "both")
+
+
+@pytest.mark.parametrize("extra, field", [
+    ('stall_inject = { hold = "10ms" }', "link.stall_inject.every"),
+    ('stall_inject = { hold = 10, every = "2s" }', "link.stall_inject.hold"),
+    ('stall_inject = "10ms"', "link.stall_inject"),
+])
+def test_a_specs_injection_error_names_its_field(extra, field):
+    from tcpprofile.spec import parse
+    with pytest.raises(ValidationError) as info:
+        parse(SPEC.format(extra=extra))
+    assert info.value.field == field

@@ -58,9 +58,13 @@ class StallInject:
         missing = [k for k in ("hold", "every") if k not in value]
         if missing:
             raise ValidationError(f"{field}.{missing[0]}", "is required (a duration with its unit, e.g. \"10ms\")")
-        return cls(hold_s=units.seconds(f"{field}.hold", value["hold"], HOLD_S),
-                   every_s=units.seconds(f"{field}.every", value["every"], EVERY_S),
-                   direction=value.get("direction", "forward"))
+        hold_s = units.seconds(f"{field}.hold", value["hold"], HOLD_S)
+        every_s = units.seconds(f"{field}.every", value["every"], EVERY_S)
+        try:
+            return cls(hold_s=hold_s, every_s=every_s, direction=value.get("direction", "forward"))
+        except ValidationError as err:      # the object's own checks name stall_inject.KEY: name `field`.KEY
+            raise ValidationError(field + err.field.removeprefix("stall_inject"),
+                                  str(err).split(": ", 1)[1]) from None
 
     def applies_to(self, engine: str) -> bool:
         """Whether the engine ('forward': data, 'reverse': ACKs) holds."""
