@@ -30,26 +30,28 @@ def snapshot(**kw) -> EngineStats:
 # release, losses): none of it is the run's. Its period counters were just reset by period=True.
 BEFORE = {"forward": snapshot(released=10**6, late_sum_ns=10**6 * 10**6, late_max_ns=50 * 10**6, queue_dropped=7,
                               user_dropped=3, enobufs=2, cpu_user_s=100.0, cpu_sys_s=50.0, bottleneck_drops=900,
-                              bottleneck_overlimits=5000),
+                              bottleneck_overlimits=5000, late_episodes=40, late_excess_ns=900 * 10**6),
           "reverse": snapshot(released=10**6, late_sum_ns=10**6 * 10**6, late_max_ns=50 * 10**6, queue_dropped=4,
-                              enobufs=1, cpu_user_s=20.0, cpu_sys_s=10.0)}
+                              enobufs=1, cpu_user_s=20.0, cpu_sys_s=10.0, late_episodes=30,
+                              late_excess_ns=700 * 10**6)}
 LOSS_BEFORE = (500_000, 4_990)                     # the loss stage's counters run on across runs
 
 
 def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=0.49, rev_max_ms=0.49, fwd_drops=(0, 0, 0),
-          rev_drops=(0, 0, 0)) -> dict:
+          rev_drops=(0, 0, 0), fwd_excess_ms=0.0, rev_excess_ms=0.0) -> dict:
     """The closing snapshots: RELEASED more packets each, with the given mean and largest lateness of
-    the run and (queue, user, ENOBUFS) drops added during it."""
-    def one(b: EngineStats, late_us, max_ms, drops, cpu_s, **kw):
+    the run, (queue, user, ENOBUFS) drops and stall episodes' excess lateness [ms] added during it."""
+    def one(b: EngineStats, late_us, max_ms, drops, cpu_s, excess_ms, **kw):
         return dataclasses.replace(
             b, released=b.released + RELEASED, late_sum_ns=b.late_sum_ns + round(late_us * 1e3 * RELEASED),
             period_late_max_ns=round(max_ms * 1e6), queue_dropped=b.queue_dropped + drops[0],
             user_dropped=b.user_dropped + drops[1], enobufs=b.enobufs + drops[2], cpu_user_s=b.cpu_user_s + cpu_s,
+            late_episodes=b.late_episodes + (excess_ms > 0), late_excess_ns=b.late_excess_ns + round(excess_ms * 1e6),
             **kw)
     f, r = BEFORE["forward"], BEFORE["reverse"]
-    return {"forward": one(f, fwd_late_us, fwd_max_ms, fwd_drops, 2.0, held=3, bottleneck_drops=f.bottleneck_drops + 12,
-                           bottleneck_overlimits=f.bottleneck_overlimits + 340),
-            "reverse": one(r, rev_late_us, rev_max_ms, rev_drops, 0.5, held=1)}
+    return {"forward": one(f, fwd_late_us, fwd_max_ms, fwd_drops, 2.0, fwd_excess_ms, held=3,
+                           bottleneck_drops=f.bottleneck_drops + 12, bottleneck_overlimits=f.bottleneck_overlimits + 340),
+            "reverse": one(r, rev_late_us, rev_max_ms, rev_drops, 0.5, rev_excess_ms, held=1)}
 
 
 # The data connections' tcp_info in each `ss` sample: (busy, rwnd_limited, sndbuf_limited [ms], app_limited).
@@ -183,10 +185,14 @@ def test_a_window_the_run_set_is_its_configuration_not_the_host():
     # both directions' mean lateness together above max(0.02 ms, 1 % of τ) = 100 µs
     ("engine_late", {"closing": after(rev_late_us=40.2)}),
     ("engine_late", {"closing": after(fwd_late_us=60.3)}),
-    # engine_stall at τ = 10 ms: a release later than max(0.5 ms, min(1 % τ, 2 ms)) = 0.5 ms during the run,
-    # either direction (the 50 ms release before it does not count)
-    ("engine_stall", {"closing": after(fwd_max_ms=0.51)}),
-    ("engine_stall", {"closing": after(rev_max_ms=0.51)}),
+    # a stall at τ = 10 ms: a release later than max(0.5 ms, min(1 % τ, 2 ms)) = 0.5 ms during the run, either
+    # direction (the 50 ms release before it does not count), whose excess cannot move Θ beyond the resolution:
+    # a note, engine_stall_minor; engine_stall where both engines' excess over the run's 4 s exceeds 0.2 %
+    # of it (8 ms; the 1.6 s of excess before the run do not count)
+    ("engine_stall_minor", {"closing": after(fwd_max_ms=0.51)}),
+    ("engine_stall_minor", {"closing": after(rev_max_ms=0.51, rev_excess_ms=7.9)}),
+    ("engine_stall", {"closing": after(fwd_max_ms=8.1, fwd_excess_ms=8.1)}),
+    ("engine_stall", {"closing": after(fwd_max_ms=4.0, fwd_excess_ms=4.0, rev_max_ms=4.1, rev_excess_ms=4.1)}),
     # one packet lost by an engine during the run, in either direction, by any of the three paths
     ("engine_dropped", {"closing": after(fwd_drops=(1, 0, 0))}),
     ("engine_dropped", {"closing": after(fwd_drops=(0, 1, 0))}),
@@ -205,7 +211,7 @@ def test_a_window_the_run_set_is_its_configuration_not_the_host():
     ("host_limited", {"conns": APP_OUT}),
     ("host_contended", {"host": {"foreign_cores": 0.21}}),
     ("host_tcp_memory", {"host": {"tcp_mem_pages_max": 1000}}),
-], ids=["late-mean-rev", "late-mean-fwd", "late-max-fwd", "late-max-rev", "drop-fwd-queue", "drop-fwd-user",
+], ids=["late-mean-rev", "late-mean-fwd", "stall-minor-fwd", "stall-minor-rev", "stall-fwd", "stall-both", "drop-fwd-queue", "drop-fwd-user",
         "drop-rev-enobufs", "drop-rev-queue", "loss-periodic-above", "loss-uniform-above", "loss-periodic-below",
         "loss-uniform-below", "rtt-above", "rtt-below", "rtt-tick-below", "limit-rwnd", "limit-sndbuf", "limit-app",
         "host-foreign", "host-tcp-mem"])
@@ -228,3 +234,25 @@ def test_every_flag_at_once():
     assert sorted(fid.flags) == ["engine_dropped", "engine_late", "loss_off", "rtt_base_off"]
     assert set(fid.flags) <= set(F.RERUN_FLAGS)          # each one makes the run run again on resume
     assert (fid.columns["engine_fwd_drops"], fid.columns["engine_rev_drops"]) == (3, 0)
+
+
+def test_the_stall_bound_is_the_runs_excess_over_its_wall_time_and_a_bound_just_inside_is_a_note():
+    # 7.99 ms of excess over 4 s: 0.19975 % <= 0.2 % (the resolution): a stall seen, recorded, not material
+    fid = monitored(FakeLink(**healthy(closing=after(fwd_max_ms=3.0, fwd_excess_ms=4.0, rev_excess_ms=3.99))))
+    c = fid.columns
+    assert c["engine_fwd_stall_excess_ms"] == pytest.approx(4.0) and c["engine_rev_stall_excess_ms"] == pytest.approx(3.99)
+    assert (c["engine_fwd_stall_episodes"], c["engine_rev_stall_episodes"]) == (1, 1)
+    assert c["stall_effect_bound"] == pytest.approx(7.99e-3 / 4.0)
+    assert fid.flags == ["engine_stall_minor"]
+    # 8.01 ms: 0.20025 % > 0.2 %: material, with or without a single release beyond 0.5 ms
+    fid = monitored(FakeLink(**healthy(closing=after(fwd_excess_ms=4.0, rev_excess_ms=4.01))))
+    assert fid.columns["stall_effect_bound"] == pytest.approx(8.01e-3 / 4.0) and fid.flags == ["engine_stall"]
+
+
+def test_an_engine_without_the_stall_record_flags_every_stall_as_before():
+    old = {k: dataclasses.replace(v, late_episodes=None, late_excess_ns=None) for k, v in after(fwd_max_ms=0.51).items()}
+    before = {k: dataclasses.replace(v, late_episodes=None, late_excess_ns=None) for k, v in BEFORE.items()}
+    link = FakeLink(**healthy(closing=old))
+    link._stats[0] = before
+    fid = monitored(link)
+    assert fid.columns["stall_effect_bound"] is None and fid.flags == ["engine_stall"]

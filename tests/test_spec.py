@@ -110,6 +110,9 @@ CASES = [
     ("link.loss", [{"mode": "uniform", "p": 0.01, "every": 3}], "link.loss[0].every"),
     ("link.mtu", 1400, "link.mtu"),
     ("link.mtu", [1500, 1400], "link.mtu[1]"),
+    ("link.stall_inject", {"hold": "2s", "every": "1s"}, "link.stall_inject.hold"),
+    ("link.stall_inject", {"hold": "10ms", "every": "2s", "direction": "sideways"}, "link.stall_inject.direction"),
+    ("link.stall_inject", ["10ms"], "link.stall_inject"),
     ("link.delay", "1ms", "link.delay"),
     ("remote.host", "x", "link"),                 # [link] and [remote] together
     ("transfer.variant", DELETE, "transfer.variant"),

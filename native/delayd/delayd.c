@@ -87,14 +87,32 @@
  * "period_late_hist" and reset with the period, so that the caller can read p99 / p99.9, not only
  * the mean.
  *
+ * Stall injection (--stall-every-ns P --stall-hold-ns D, issue 33; off by default): a fault
+ * injection control that makes this direction's wire stall on purpose, so that what a stall costs
+ * can be measured (benchmarks/stall_dose.py).  The holds start at the CLOCK_MONOTONIC instants that
+ * are whole multiples of P (so that both directions' engines, given the same P, hold together), and
+ * last D < P: during a hold no packet is released; what fell due in it goes out at its end, in order
+ * (one batch verdict, the FIFO is untouched), and its lateness is recorded like any other.  Arrivals
+ * are still drained and stamped during a hold.  Counted: stall_holds, the holds that deferred at
+ * least one release.
+ *
+ * Stall episodes (the record behind fidelity.stall_effect_bound, issue 33): how long the emulated
+ * wire delivered nothing that it should have.  A batch released at `now` whose first packet (the
+ * longest due) fell due at h, after the previous batch at t1, adds now - max(h, t1): between t1
+ * and now the receiver should have had everything due from h on, and got nothing (a packet due
+ * before t1 but released only now was not yet drained at t1: its wait lies in an interval already
+ * counted, so it is not counted twice).  Where that is above EPISODE_NS the batch is an episode:
+ * counted (late_episodes) and its excess summed (late_excess_ns), cumulatively.
+ *
  * Interface:
  *   delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] [--granularity-ns G]
  *          [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES]
- *          [--rt-priority P] [--turns] [--control-stdin]
+ *          [--rt-priority P] [--turns] [--stall-every-ns P --stall-hold-ns D] [--control-stdin]
  *   stdout: "ready queue=Q ..." once bound; "stats {json}" on exit, on SIGUSR1 and on the stdin
  *   command "stats"; "period {json}" (the same counters, then the period's lateness extremes are
  *   reset) on the stdin command "period".  stdin commands (with --control-stdin): "delay NS",
- *   "stats", "period", "loss on", "loss off", "seed S", "quit"; end of stdin (the controlling process died) also ends the program.
+ *   "stats", "period", "loss on", "loss off", "seed S", "stall P D" (stall injection: every P ns hold
+ *   D ns; "stall 0 0": off), "quit"; end of stdin (the controlling process died) also ends the program.
  *   SIGTERM/SIGINT: accept everything still held, unbind the queue, print stats, exit 0.
  */
 #define _GNU_SOURCE
@@ -129,6 +147,7 @@
 #define STALL_NS 1000000  /* stall log: a timer wake-up or one loop's work later/longer than this */
 #define STALL_LOG 32       /* stall log: the last this many stalls of the period */
 #define LATE_BUCKETS 100   /* lateness histogram: bucket of x = late_ns >> 8, 4 per octave (late_bucket) */
+#define EPISODE_NS 500000  /* stall episode: a batch's head later than 0.5 ms (fidelity.Thresholds.stall_ms) */
 
 struct held { uint32_t id; uint32_t len; uint64_t due; };
 
@@ -141,6 +160,7 @@ static struct {
 	int turns;                   /* --turns: share the CPU with an equal-priority FIFO engine (see main) */
 	uint64_t loss_every;         /* periodic loss: every N-th packet (0: not periodic) */
 	double loss_rate;            /* uniform loss: probability per packet (0: not uniform) */
+	uint64_t stall_every_ns, stall_hold_ns;  /* stall injection: hold D every P (0: off) */
 } opt = { .copy_range = 1, .maxlen = 1u << 16, .rcvbuf = 256 << 20, .granularity_ns = 40000,
 	  .mss = 1448 };
 
@@ -151,6 +171,10 @@ static struct {
 	int64_t wake_late_ewma_ns;
 	uint64_t loss_seen, loss_dropped, period_late_hist[LATE_BUCKETS];
 	uint64_t stalls;             /* stall-log events this period (wake-ups late, or work long, by > STALL_NS) */
+	uint64_t stall_holds;        /* injected holds that deferred at least one release (cumulative) */
+	uint64_t late_episodes;      /* batches whose head was later than EPISODE_NS (cumulative) */
+	uint64_t late_excess_ns;     /* their summed excess: time the wire fell behind (see "Stall episodes") */
+	uint64_t last_release_ns;    /* when the previous batch was released */
 } st = { .late_max_ns = INT64_MIN, .late_min_ns = INT64_MAX, .period_late_max_ns = INT64_MIN,
 	 .period_late_min_ns = INT64_MAX };
 
@@ -331,6 +355,26 @@ static uint64_t wake_target(int coalescing, uint64_t last_wake, uint64_t g)
 	return 0;
 }
 
+/* Stall injection: whether `t` lies in a hold ([k·P, k·P + D) of CLOCK_MONOTONIC, k >= 1), and when
+ * the hold that holds t ends. */
+static int in_hold(uint64_t t)
+{
+	return opt.stall_every_ns && t >= opt.stall_every_ns && t % opt.stall_every_ns < opt.stall_hold_ns;
+}
+
+static uint64_t hold_end(uint64_t t)
+{
+	return t - t % opt.stall_every_ns + opt.stall_hold_ns;
+}
+
+/* A release timer that falls in a hold moves to the hold's end (nothing can be released before), plus
+ * the learnt wake-up lateness that the caller aims early by: the wake-up then comes at the end, not
+ * repeatedly just before it. */
+static uint64_t past_hold(uint64_t target)
+{
+	return target && in_hold(target) ? hold_end(target) + (uint64_t)st.wake_late_ewma_ns : target;
+}
+
 /* Release, in one batch verdict, every held packet due by `horizon` (lateness measured at `now`). */
 static void release_due(uint64_t now, uint64_t horizon, int all)
 {
@@ -339,17 +383,40 @@ static void release_due(uint64_t now, uint64_t horizon, int all)
 		struct held *h = &ring[(head + n) % opt.maxlen];
 		if (!all && h->due > horizon)
 			break;
-		if (!all)
+		if (!all) {
 			note_late((int64_t)(now - h->due));
+			uint64_t from = h->due > st.last_release_ns ? h->due : st.last_release_ns;
+			if (!n && now > from + EPISODE_NS) {    /* the head: the batch's longest-due packet */
+				st.late_episodes++;
+				st.late_excess_ns += now - from;
+			}
+		}
 		last = h->id;
 		n++;
 	}
 	if (!n)
 		return;
+	if (!all)
+		st.last_release_ns = now;
 	verdict(NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT);
 	head = (head + n) % opt.maxlen;
 	count -= n;
 	st.released += n;
+}
+
+/* A wake-up's release: what is due by now + G/2, unless an injected hold is on (it is then deferred
+ * to the hold's end; a hold that defers something is counted once). */
+static void release_now(uint64_t now, uint64_t g)
+{
+	static uint64_t counted_hold;        /* end of the last hold counted in stall_holds */
+	if (in_hold(now)) {
+		if (count && ring[head].due <= now + g / 2 && counted_hold != hold_end(now)) {
+			counted_hold = hold_end(now);
+			st.stall_holds++;
+		}
+		return;
+	}
+	release_due(now, now + g / 2, 0);
 }
 
 /* The release rule: when a packet of `len` IP bytes that arrived at `arrived` [ns] is due to leave,
@@ -520,7 +587,8 @@ static void print_stats(const char *label)
 	       ", \"bottleneck_overlimits\": %" PRIu64 ", \"kernel_stamped\": %" PRIu64
 	       ", \"wire_bytes\": %" PRIu64 ", \"backlog_ns\": %" PRIu64
 	       ", \"loss_on\": %d, \"loss_seed\": %" PRIu64 ", \"loss_seen\": %" PRIu64
-	       ", \"loss_dropped\": %" PRIu64
+	       ", \"loss_dropped\": %" PRIu64 ", \"stall_every_ns\": %" PRIu64 ", \"stall_hold_ns\": %" PRIu64
+	       ", \"stall_holds\": %" PRIu64 ", \"late_episodes\": %" PRIu64 ", \"late_excess_ns\": %" PRIu64
 	       ", \"cpu_user_s\": %.6f, \"cpu_sys_s\": %.6f, \"mono_ns\": %" PRIu64 ", \"period_late_hist\": [",
 	       label, opt.queue, opt.delay_ns, st.packets, st.bytes, st.released, count, st.max_held, qtotal,
 	       qdrop, qudrop, st.enobufs, st.nl_errors, st.ring_full, st.late_sum_ns,
@@ -530,6 +598,7 @@ static void print_stats(const char *label)
 	       st.wake_late_ewma_ns, st.wakeups, opt.rate_bps, opt.buffer_bytes,
 	       st.bottleneck_drops, st.bottleneck_bytes, st.overlimits, st.kernel_stamped, st.wire_bytes,
 	       wire_free_ns > now ? wire_free_ns - now : 0, loss_on, loss_seed, st.loss_seen, st.loss_dropped,
+	       opt.stall_every_ns, opt.stall_hold_ns, st.stall_holds, st.late_episodes, st.late_excess_ns,
 	       ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, now);
 	for (int i = 0; i < LATE_BUCKETS; i++)
@@ -558,7 +627,7 @@ static int on_command(void)
 	char *nl_pos;
 	while ((nl_pos = strchr(line, '\n'))) {
 		*nl_pos = 0;
-		unsigned long long v;
+		unsigned long long v, w;
 		if (sscanf(line, "delay %llu", &v) == 1) {
 			opt.delay_ns = v;       /* applies to packets arriving from now on */
 			printf("ok delay_ns=%llu\n", v);
@@ -579,6 +648,15 @@ static int on_command(void)
 			rng_state = loss_seed = v;     /* the uniform stage's sequence starts again from v */
 			printf("ok seed=%llu\n", v);
 			fflush(stdout);
+		} else if (sscanf(line, "stall %llu %llu", &v, &w) == 2) {
+			if ((v || w) && !(w > 0 && w < v)) {       /* off (0 0), or a hold shorter than its period */
+				printf("error stall needs 0 < hold < every, or 0 0 (off)\n");
+			} else {
+				opt.stall_every_ns = v;          /* from the next hold on */
+				opt.stall_hold_ns = w;
+				printf("ok stall every_ns=%llu hold_ns=%llu\n", v, w);
+			}
+			fflush(stdout);
 		} else if (!strcmp(line, "quit")) {
 			stop = 1;
 		} else {
@@ -597,7 +675,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] "
 			"[--granularity-ns G] [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] [--turns] "
-			"[--control-stdin]\n");
+			"[--stall-every-ns P --stall-hold-ns D] [--control-stdin]\n");
 	exit(2);
 }
 
@@ -610,7 +688,9 @@ static void parse_args(int argc, char **argv)
 		{ "control-stdin", no_argument, 0, 'i' }, { "rate-bps", required_argument, 0, 'R' },
 		{ "buffer-bytes", required_argument, 0, 'B' }, { "mss", required_argument, 0, 'M' },
 		{ "granularity-ns", required_argument, 0, 'g' }, { "loss-every", required_argument, 0, 'L' },
-		{ "loss-rate", required_argument, 0, 'P' }, { "turns", no_argument, 0, 't' }, { 0 } };
+		{ "loss-rate", required_argument, 0, 'P' }, { "turns", no_argument, 0, 't' },
+		{ "stall-every-ns", required_argument, 0, 'E' }, { "stall-hold-ns", required_argument, 0, 'H' },
+		{ 0 } };
 	int c, have_queue = 0, have_delay = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -628,12 +708,16 @@ static void parse_args(int argc, char **argv)
 		case 'L': opt.loss_every = strtoull(optarg, NULL, 10); break;
 		case 'P': opt.loss_rate = strtod(optarg, NULL); break;
 		case 't': opt.turns = 1; break;
+		case 'E': opt.stall_every_ns = strtoull(optarg, NULL, 10); break;
+		case 'H': opt.stall_hold_ns = strtoull(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}
 	if (!have_queue || !have_delay || opt.queue > 65535 || !opt.maxlen || !opt.copy_range || !opt.mss
 	    || opt.rate_bps < 0 || (opt.rate_bps > 0 && !opt.buffer_bytes)
-	    || !(opt.loss_rate >= 0 && opt.loss_rate < 1) || (opt.loss_every && opt.loss_rate > 0))
+	    || !(opt.loss_rate >= 0 && opt.loss_rate < 1) || (opt.loss_every && opt.loss_rate > 0)
+	    || ((opt.stall_every_ns || opt.stall_hold_ns)
+		&& !(opt.stall_hold_ns > 0 && opt.stall_hold_ns < opt.stall_every_ns)))
 		usage();
 }
 
@@ -692,7 +776,8 @@ int main(int argc, char **argv)
 	}
 
 	printf("ready queue=%u delay_ns=%" PRIu64 " maxlen=%u rate_bps=%.0f buffer_bytes=%" PRIu64
-	       " pid=%d\n", opt.queue, opt.delay_ns, opt.maxlen, opt.rate_bps, opt.buffer_bytes, getpid());
+	       " stall_every_ns=%" PRIu64 " stall_hold_ns=%" PRIu64 " pid=%d\n", opt.queue, opt.delay_ns, opt.maxlen,
+	       opt.rate_bps, opt.buffer_bytes, opt.stall_every_ns, opt.stall_hold_ns, getpid());
 	fflush(stdout);
 
 	/* Wake-ups.  Quiet (the last wake-up found nothing new): sleep on the netlink socket and on the
@@ -709,6 +794,8 @@ int main(int argc, char **argv)
 	while (!stop) {
 		struct timespec ts, *timeout = NULL;
 		uint64_t target = wake_target(coalescing, last_wake, g);
+		if (!coalescing)                       /* coalescing wake-ups go on draining through a hold */
+			target = past_hold(target);
 		int ahead = 0;                         /* the target was still ahead: a real sleep until it */
 		pfd[0].fd = coalescing ? -1 : fd;      /* poll() ignores negative descriptors */
 		if (target) {
@@ -745,7 +832,7 @@ int main(int argc, char **argv)
 		/* What is due goes first: draining a backlog (up to DRAIN_ROUNDS x VLEN messages) after a
 		 * late wake-up must not make it later still. */
 		if (opt.turns)
-			release_due(now, now + g / 2, 0);
+			release_now(now, g);
 		coalescing = drain(fd, msgs, coalescing ? last_wake : 0) > 0;
 		last_wake = now;
 		if (r > 0 && opt.control_stdin && (pfd[1].revents & (POLLIN | POLLHUP)))
@@ -753,7 +840,7 @@ int main(int argc, char **argv)
 				stop = 1;      /* controller went away */
 		uint64_t woke = now;
 		now = now_ns();
-		release_due(now, now + g / 2, 0);
+		release_now(now, g);
 		uint64_t done = now_ns();
 		if (done > woke + STALL_NS)
 			log_stall('w', done, done - woke);

@@ -15,7 +15,10 @@ Measured for every run (remote runs: the host and the base RTT only):
   base RTT the smallest RTT TCP measured on the run's data connections (tcp_info min_rtt, `ss -ti`).
   engines  per direction: release lateness (mean, max) during the run, packets the engine path lost
            (kernel queue full, undeliverable, ENOBUFS), CPU share; the bottleneck's drops and
-           overlimits (packets that found the modelled wire busy and queued); packets held at the end.
+           overlimits (packets that found the modelled wire busy and queued); packets held at the end;
+           stall episodes and their excess lateness, injected holds (issue 33), and from them the largest
+           change in Θ the run's stalls could have caused (stall_effect_bound), which grades the stall
+           flag: engine_stall beyond the instrument's resolution, else the note engine_stall_minor.
   loss     packets the loss stage (the forward engine's) saw and dropped during the run, checked
            against its rule; uniform loss is reseeded per run from the run id (loss_seed).
   limit    what set the run's rate (limited_by): the sender's tcp_info chrono counters (busy,
@@ -53,9 +56,16 @@ class Thresholds:
     late_mean_ms: float = 0.02       # engine_late: both directions' mean lateness together above
     late_mean_rel: float = 0.01      #   max(late_mean_ms, late_mean_rel·τ) (added to every RTT; 0.02 ms =
                                      #   G/2, delayd's release spread at its 40 µs granularity) …
-    stall_ms: float = 0.5            # engine_stall: a release later than max(stall_ms, min(stall_rel·τ,
+    stall_ms: float = 0.5            # a stall: a release later than max(stall_ms, min(stall_rel·τ,
     stall_rel: float = 0.01          #   stall_cap_ms)): the RTT tolerance, capped at HyStart's ACK-train
     stall_cap_ms: float = 2.0        #   gap (hystart_ack_delta_us, tcp_cubic.c); docs/testbed.md
+    stall_resolution_rel: float = 0.002   # engine_stall: stall_effect_bound above the instrument's run-to-run
+                                     #   resolution: CoV of Θ, median 0.20 % over 12 configurations × 10 runs
+                                     #   at 45.6 ms, 10 Gbit/s (benchmarks/data/adaptive-45.6ms-10rep.csv;
+                                     #   0.08-0.82 % per configuration); a milder stall is engine_stall_minor
+    stall_amplification: float = 1.0     # Θ's relative change per unit of the engines' excess stall time per
+                                     #   second of run: TO BE MEASURED by benchmarks/stall_dose.py (1: the
+                                     #   link idles exactly as long as the stalls, nothing more)
     limit_share: float = 0.05        # limited_by: rwnd/sndbuf-limited for more than this share of busy time
     app_limited_share: float = 0.5   #   … or app_limited in more than this share of connection samples
     foreign_cores: float = 0.2       # host_contended: other processes used more CPU than this
@@ -470,10 +480,41 @@ def stall_threshold_ms(target_ms: float, t: Thresholds = THRESHOLDS) -> float:
 
 
 def engine_stall(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> bool:
-    """Some release, in either direction, was later than stall_threshold_ms."""
+    """Some release, in either direction, was later than stall_threshold_ms (a stall was seen; whether
+    it matters is stall_flag's question)."""
     worst = [cols.get(f"engine_{d}_late_max_us") for d in ("fwd", "rev")]
     worst_ms = max((w for w in worst if w is not None), default=0.0) / 1e3
     return worst_ms > stall_threshold_ms(target_ms, t)
+
+
+def stall_effect_bound(cols: dict, wall_s: float, t: Thresholds = THRESHOLDS) -> float | None:
+    """The largest relative change in Θ the run's observed stalls could have caused (issue 33): both
+    engines' summed excess stall time (delayd.c, "Stall episodes": how long the emulated wire delivered
+    nothing it should have, each interval counted once) over the run's wall time, times t.stall_amplification.
+    A stall of D idles the emulated wire at most D: a fixed-size transfer then takes at most D longer,
+    which TCP's queue can only shorten, so Θ changes by at most D / duration (amplification 1; the
+    dose-response, benchmarks/stall_dose.py, measures whether TCP's reaction amplifies it). Capped at 1
+    (Θ cannot fall by more than itself). None when no engine reported the record (delayd before
+    issue 33) or the wall time is unknown."""
+    excess = [cols.get(f"engine_{d}_stall_excess_ms") for d in ("fwd", "rev")]
+    if all(e is None for e in excess) or not wall_s or wall_s <= 0:
+        return None
+    excess_s = sum(e for e in excess if e is not None) / 1e3
+    return min(1.0, t.stall_amplification * excess_s / wall_s)
+
+
+def stall_flag(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> str | None:
+    """'engine_stall' where the run's stall_effect_bound (cols) exceeds the instrument's resolution
+    (t.stall_resolution_rel): the stalls could have changed Θ by more than runs differ anyway;
+    'engine_stall_minor' where a release was later than stall_threshold_ms but the bound stays within
+    the resolution (recorded, not a reason to leave the run out: dimensions.NOTE_FLAGS); None without a
+    stall. Without the engines' record (bound None) every stall is 'engine_stall', as before issue 33."""
+    bound = cols.get("stall_effect_bound")
+    if bound is not None and bound > t.stall_resolution_rel:
+        return "engine_stall"
+    if not engine_stall(cols, target_ms, t):
+        return None
+    return "engine_stall" if bound is None else "engine_stall_minor"
 
 
 def host_flags(load: HostLoad, t: Thresholds = THRESHOLDS) -> list[str]:
@@ -524,6 +565,7 @@ def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
         after = link.engine_stats(period=True, answering=True)
         load = sampler.result()
         fid.columns.update(engine_columns(before, after, load.wall_s))
+        fid.columns["stall_effect_bound"] = stall_effect_bound(fid.columns, load.wall_s, t)
         fwd_b, fwd_a = before.get("forward"), after.get("forward")
         seen = dropped = None
         if cfg.loss_mode != "none" and fwd_b is not None and fwd_a is not None:
@@ -540,8 +582,9 @@ def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
             flags.append("rtt_base_off")
         if engine_late(fid.columns, cfg.rtt_s * 1e3, t):
             flags.append("engine_late")
-        if engine_stall(fid.columns, cfg.rtt_s * 1e3, t):
-            flags.append("engine_stall")
+        stall = stall_flag(fid.columns, cfg.rtt_s * 1e3, t)
+        if stall:
+            flags.append(stall)
         if fid.columns.get("engine_fwd_drops") or fid.columns.get("engine_rev_drops"):
             flags.append("engine_dropped")
         if seen is not None and loss_off(cfg.loss_mode, cfg.loss_rate,
@@ -580,7 +623,7 @@ def engine_columns(before: dict, after: dict, wall_s: float) -> dict:
         b, a = before.get(name), after.get(name)
         if b is None or a is None:
             cols.update({f"engine_{d}_{k}": None for k in ("late_mean_us", "late_max_us", "late_p99_us",
-                                                            "late_p999_us", "drops", "cpu_share")})
+                                                            "late_p999_us", "drops", "cpu_share", *_STALL_KEYS)})
             continue
         released = a.released - b.released
         cols[f"engine_{d}_late_mean_us"] = (a.late_sum_ns - b.late_sum_ns) / released / 1e3 if released else None
@@ -590,9 +633,28 @@ def engine_columns(before: dict, after: dict, wall_s: float) -> dict:
             cols[f"engine_{d}_late_{k}_us"] = v / 1e3 if v is not None else None
         cols[f"engine_{d}_drops"] = (a.lost + a.enobufs) - (b.lost + b.enobufs)
         cols[f"engine_{d}_cpu_share"] = (a.cpu_s - b.cpu_s) / wall_s
+        cols.update(_stall_columns(d, b, a))
     fwd_b, fwd_a = before.get("forward"), after.get("forward")
     if fwd_b is not None and fwd_a is not None:
         cols["bottleneck_drops"] = fwd_a.bottleneck_drops - fwd_b.bottleneck_drops
         cols["bottleneck_overlimits"] = fwd_a.bottleneck_overlimits - fwd_b.bottleneck_overlimits
     cols["inflight_end_packets"] = sum(s.held for s in after.values())
     return cols
+
+
+_STALL_KEYS = ("stall_episodes", "stall_excess_ms", "stall_injected_holds", "stall_inject_hold_ms",
+               "stall_inject_every_s")
+
+
+def _stall_columns(d: str, b, a) -> dict:
+    """One direction's stall record during the run (delayd.c, "Stall episodes", "Stall injection"): the
+    episodes and their summed excess [ms], the injected holds that deferred a release, and the
+    injection in force at the run's end (hold [ms], every [s]; None: off). None from an engine built
+    before issue 33."""
+    keys = [f"engine_{d}_{k}" for k in _STALL_KEYS]
+    if a.late_excess_ns is None or b.late_excess_ns is None:
+        return dict.fromkeys(keys)
+    on = bool(a.stall_every_ns)
+    return dict(zip(keys, (a.late_episodes - b.late_episodes, (a.late_excess_ns - b.late_excess_ns) / 1e6,
+                           a.stall_holds - b.stall_holds, a.stall_hold_ns / 1e6 if on else None,
+                           a.stall_every_ns / 1e9 if on else None)))

@@ -19,6 +19,7 @@ from . import units
 from .cc.registry import canonical
 from .errors import ValidationError
 from .testbed.config import LOSS_MODES
+from .testbed.inject import StallInject
 
 MAX_RATE_BPS = 10e9              # what the emulated testbed allows
 RTT_RANGE_S = (0.4e-3, 400e-3)
@@ -36,7 +37,7 @@ _KBDP = re.compile(r"(?:([0-9]*\.?[0-9]+)\s*[xX]\s*)?BDP")
 _KEYS = {
     "campaign": {"name", "seed", "order", "repetitions", "trace_cwnd", "retries", "rerun_flagged",
                  "precision", "min_repetitions", "max_repetitions", "confidence"},
-    "link": {"rate", "rtt", "buffer", "loss", "mtu"},
+    "link": {"rate", "rtt", "buffer", "loss", "mtu", "stall_inject"},
     "remote": {"host", "port", "rate"},
     "transfer": {"variant", "streams", "socket_buffer", "size", "duration", "reverse"},
 }
@@ -64,16 +65,26 @@ class LinkPoint:
     mtu: int | None = None
     host: str | None = None
     port: int | None = None
+    stall_inject: StallInject | None = None   # fault injection (issue 33, testbed/inject.py); None: off
+
+    def identity(self) -> dict:
+        """The link's fields as the campaign's and its runs' ids hash them: stall_inject only when set,
+        so that every campaign without it keeps the ids it had before the field existed."""
+        d = asdict(self)
+        if self.stall_inject is None:
+            del d["stall_inject"]
+        return d
 
     def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        return json.dumps(self.identity(), sort_keys=True)
 
     def describe(self) -> str:
         if self.kind == "remote":
             return f"remote {self.host}:{self.port}"
         rate = f"{self.rate_bps / 1e9:g}Gbit" if self.rate_bps >= 1e9 else f"{self.rate_bps / 1e6:g}Mbit"
+        stall = f" stalls={self.stall_inject.describe()}" if self.stall_inject else ""
         return (f"{rate} rtt={self.rtt_s * 1e3:g}ms buf={self.buffer_label} "
-                f"loss={self.loss.label()} mtu={self.mtu}")
+                f"loss={self.loss.label()} mtu={self.mtu}{stall}")
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,7 @@ class RunPoint:
     def configuration(self) -> dict:
         d = asdict(self)
         del d["repetition"]
+        d["link"] = self.link.identity()
         return d
 
     def run_id(self, campaign_id: str) -> str:
@@ -138,6 +150,7 @@ class CampaignSpec:
     def normalised(self) -> dict:
         d = asdict(self)
         del d["source_toml"], d["rerun_flagged"]
+        d["links"] = [link.identity() for link in self.links]
         if not self.adaptive:      # fixed campaigns keep the campaign ids they had before adaptive ones
             for k in ("precision", "min_repetitions", "confidence"):
                 del d[k]
@@ -321,6 +334,7 @@ def _links(t: dict) -> tuple[LinkPoint, ...]:
     for fname, values in (("link.rate", rates), ("link.rtt", rtts), ("link.buffer", [b[0] for b in buffers]),
                           ("link.loss", losses), ("link.mtu", mtus)):
         _no_duplicates(fname, values)
+    stall = StallInject.checked(t.get("stall_inject"), "link.stall_inject")   # one for every link point
     points = []
     for rate in rates:
         for rtt in rtts:
@@ -328,7 +342,8 @@ def _links(t: dict) -> tuple[LinkPoint, ...]:
                 size = int(round(amount * rate * rtt / 8)) if how == "bdp" else amount  # BDP = C·τ / 8 [bytes]
                 for loss in losses:
                     for mtu in mtus:
-                        points.append(LinkPoint("emulated", rate, rtt, size, label, loss, mtu))
+                        points.append(LinkPoint("emulated", rate, rtt, size, label, loss, mtu,
+                                                stall_inject=stall))
     return tuple(points)
 
 

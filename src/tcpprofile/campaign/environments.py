@@ -55,6 +55,7 @@ def emulated(point: LinkPoint) -> Iterator[Environment]:
             "calibration_ok": cal.ok, "flags": ",".join(cal.flags) or None,
             "calibration_json": dumps({**cal.to_dict(), "testbed_tag": tag}),
             "loss_calibrated_off": point.loss.mode != "none" or None,
+            "stall_inject": point.stall_inject.describe() if point.stall_inject else None,
         }
         sysctls = {role: iperf.read_sysctls(link, role) for role in ("sender", "receiver")}
         yield Environment(link, link.receiver_addr, 5301 + int(tag[1:], 16) % 20000, True, row,
@@ -87,7 +88,8 @@ def link_config(point: LinkPoint):
     from ..testbed import LinkConfig
     try:
         return LinkConfig.checked(rate_bps=point.rate_bps, rtt_s=point.rtt_s, buffer_bytes=point.buffer_bytes,
-                                  loss_mode=point.loss.mode, loss_rate=point.loss.rate, mtu=point.mtu)
+                                  loss_mode=point.loss.mode, loss_rate=point.loss.rate, mtu=point.mtu,
+                                  stall_inject=point.stall_inject)
     except ValidationError as err:
         raise ValidationError("link", f"{point.describe()}: the testbed rejects it: {err}") from err
 

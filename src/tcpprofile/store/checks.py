@@ -27,7 +27,8 @@ STATUSES = ("ok", "failed", "running")
 NON_NEGATIVE = {
     "runs": {"streams", "socket_buffer_bytes", "effective_socket_buffer_bytes", "transfer_bytes",
              "duration_target_s", "repetition", "attempts", "throughput_bps", "bytes_transferred", "duration_s",
-             "size_delivered_s", "retransmits", "rtt_loaded_mean_ms", "rtt_loaded_min_ms", "rtt_base_ms"},
+             "size_delivered_s", "retransmits", "rtt_loaded_mean_ms", "rtt_loaded_min_ms", "rtt_base_ms",
+             "stall_effect_bound"},
     "intervals": {"start_s", "end_s", "bytes", "bits_per_second", "snd_cwnd_bytes", "rtt_us", "retransmits"},
     "cwnd": {"snd_cwnd", "ssthresh", "srtt_us", "snd_wnd", "rcv_wnd", "length"},
 }

@@ -29,7 +29,7 @@ import numpy as np
 from ..errors import TcpProfileError
 from .checks import NON_NEGATIVE, check_columns
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 TABLES = ("campaigns", "links", "runs", "intervals", "cwnd", "stops")
 
 

@@ -37,7 +37,8 @@ class EngineStats:
     0) with its drop-tail drops, wire bytes and backlog now; CPU time (which includes receiver stack
     work done inside its verdict calls) and the engine's CLOCK_MONOTONIC time of the snapshot; the loss
     stage (forward engine) switched on or not, its seed, packets it saw and dropped (cumulative); the
-    period's lateness histogram (delayd's log-spaced buckets: late_bucket_upper_ns) and stall log."""
+    period's lateness histogram (delayd's log-spaced buckets: late_bucket_upper_ns) and stall log; the
+    injected holds and the stall episodes (cumulative)."""
 
     queue: int
     delay_ns: int
@@ -79,6 +80,12 @@ class EngineStats:
     period_stall_log: tuple[tuple, ...]   # the period's last 32 stalls: (kind 's' sleep overran | 'w' work
                                           # took long, CLOCK_MONOTONIC ns, duration ns, held, nivcsw, nvcsw,
                                           # CPU µs) (delayd.c, "Stall log")
+    # Issue 33 (delayd.c, "Stall injection", "Stall episodes"); None from an engine built before it.
+    stall_every_ns: int | None = None     # injected holds: every P [ns] (0: off) …
+    stall_hold_ns: int | None = None      #   … of D [ns]
+    stall_holds: int | None = None        # holds that deferred at least one release (cumulative)
+    late_episodes: int | None = None      # batches that fell > 0.5 ms behind (cumulative; delayd.c "Stall episodes")
+    late_excess_ns: int | None = None     # their summed excess [ns]: how long the wire delivered nothing it should have
 
     @property
     def lost(self) -> int:
@@ -195,6 +202,12 @@ class DelayEngine:
     def set_loss(self, on: bool) -> None:
         """Switch the loss stage (--loss-every / --loss-rate) on or off for packets from now on."""
         self._command(f"loss {'on' if on else 'off'}", "ok loss=")
+
+    def set_stall(self, every_ns: int, hold_ns: int) -> None:
+        """Injected holds from now on: every every_ns hold hold_ns (0 < hold < every; 0, 0: off)."""
+        if (every_ns or hold_ns) and not 0 < hold_ns < every_ns:
+            raise ValueError(f"stall needs 0 < hold_ns < every_ns or both 0, got {hold_ns}, {every_ns}")
+        self._command(f"stall {int(every_ns)} {int(hold_ns)}", "ok stall ")
 
     def seed(self, seed: int) -> None:
         """Restart the uniform loss stage's generator from seed (0 <= seed < 2**64)."""

@@ -46,6 +46,7 @@ from . import netns, state
 from .calibrate import Calibration, calibrate, wait_until
 from .config import LinkConfig
 from .engine import DelayEngine, EngineStats, delayd_path
+from .inject import StallInject, engine_ns
 
 ROLES = ("sender", "receiver")
 _ROLE_SUFFIX = {"sender": "snd", "receiver": "rcv"}
@@ -106,6 +107,7 @@ class EmulatedLink:
         self.sender_addr, self.receiver_addr = SENDER_ADDR, RECEIVER_ADDR
         self.sender_dev, self.receiver_dev = f"{PREFIX}{tag}sr", f"{PREFIX}{tag}cr"
         self.loss_active = False
+        self.stall_inject: StallInject | None = None   # the holds the engines inject now (set after calibration)
         self.engine_cpus, self.app_cpus = cpu_plan()
         self.calibration: Calibration | None = None
         self.final_engine_stats: dict[str, EngineStats] = {}
@@ -126,7 +128,8 @@ class EmulatedLink:
 
     def up(self) -> "EmulatedLink":
         """Create namespaces, the veth pair and the delay engines; calibrate with the loss stage off,
-        then switch the loss on (so the calibration measures the wire, not the loss)."""
+        then switch the loss on (so the calibration measures the wire, not the loss), and the injected
+        stalls if the configuration asks for them (config.stall_inject)."""
         _check_environment(self.config)
         self._record = {"owner": state.me(), "namespaces": list(self.namespaces),
                         "pids": [], "config": self.config.to_dict()}
@@ -141,6 +144,8 @@ class EmulatedLink:
             self._build()
             self.calibration = calibrate(self)
             self._enable_loss()
+            if self.config.stall_inject is not None:    # like the loss: the calibration measures the wire
+                self.set_stall_inject(self.config.stall_inject)
         except BaseException as err:
             self.down()
             if self.stopped_by_signal is not None and not isinstance(err, KeyboardInterrupt):
@@ -246,6 +251,14 @@ class EmulatedLink:
             return
         self._engines["forward"].set_loss(on)
         self.loss_active = on
+
+    def set_stall_inject(self, inject: StallInject | None) -> None:
+        """Inject stalls as `inject` says from the next hold on (None: off), in each engine it names and
+        none in the other (delayd's "stall P D"): a benchmark interleaves runs with and without holds
+        on one link (benchmarks/stall_dose.py). Each run's monitor records what the engines did."""
+        for name, engine in self._engines.items():
+            engine.set_stall(*engine_ns(inject, name))
+        self.stall_inject = inject
 
     def seed_loss(self, seed: int) -> None:
         """Restart the uniform loss stage's generator from seed (the same seed: the same drop pattern
@@ -363,12 +376,16 @@ class EmulatedLink:
 
     def calibrate(self) -> Calibration:
         """Re-measure rate and idle RTT, with the loss stage off meanwhile; also stored as .calibration."""
-        was_on = self.loss_active
+        was_on, inject = self.loss_active, self.stall_inject
         self.set_loss(False)
+        if inject is not None:
+            self.set_stall_inject(None)
         try:
             self.calibration = calibrate(self)
         finally:
             self.set_loss(was_on)
+            if inject is not None:
+                self.set_stall_inject(inject)
         return self.calibration
 
 
