@@ -1,6 +1,6 @@
-"""The previous per-trace dynamics (before issue 10), kept as the benchmark's baseline: dense
-nearest-neighbour search per trace, Rosenstein fitted from k = 0, one trace at a time. Not used by the
-package; bench_analysis.py times it on a subset of the same traces."""
+"""The benchmark's baseline for the per-trace dynamics: dense nearest-neighbour search per trace,
+Rosenstein fitted from k = 0, one trace at a time (the plain method that analysis/lyapunov.py's is
+timed against). Not used by the package; bench_analysis.py times it on a subset of the same traces."""
 
 from __future__ import annotations
 

@@ -45,7 +45,8 @@ from tcpprofile.campaign.policies.adaptive import stop_reason
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules import confirm
 from tcpprofile.campaign.rules.paired import replay
-from tcpprofile.select import BUILTIN_VARIANTS, Config
+from tcpprofile.cc.registry import implementation_of
+from tcpprofile.select import Config
 from tcpprofile.store import Store
 
 G = 1e9
@@ -93,7 +94,7 @@ def synthetic_store(path: Path, seed: int = 0, reps: int = 10, slow_share: float
                             rows[k].append(val)
         n_rows = len(rows["run_id"])
         store.insert_columns("runs", {**rows, "campaign_id": ["synthetic"] * n_rows, "link_id": [link] * n_rows,
-                                      "cc_impl": ["builtin" if v in BUILTIN_VARIANTS else "bpf" for v in rows["variant"]],
+                                      "cc_impl": [implementation_of(v, None) or "bpf" for v in rows["variant"]],
                                       "duration_target_s": [10.0] * n_rows, "status": ["ok"] * n_rows})
     return store
 

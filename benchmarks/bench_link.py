@@ -247,8 +247,9 @@ def report_stalls(r: dict, show: int = 6) -> None:
         prev = None
         for e in log:
             kind, at, dur = e[0], e[1], e[2]
-            # delayd before issue 21's fix logged a long 'w' a second time, as the next iteration's 's'
-            # (its timer target was already past): count the 'w' only
+            # a delayd without the check on a passed target (native/delayd/delayd.c, "A sleep that overran")
+            # logs a long 'w' a second time, as the next iteration's 's': count the 'w' only (a log of the
+            # engine with the check has no such echo)
             echo = kind == "s" and prev is not None and prev[0] == "w" and abs(prev[1] - at) < 200_000
             prev = e
             if echo:

@@ -87,7 +87,7 @@ def test_bound_validates_inputs():
 
 def test_no_bootstrap_of_two_values():
     """A bootstrap of 2 values is their range (covers the mean about half the time): no interval below 3
-    (decide.MIN_INTERVAL_RUNS). The old code returned (9.0, 9.6) here."""
+    (decide.MIN_INTERVAL_RUNS). A bootstrap would return (9.0, 9.6) here."""
     assert all(math.isnan(v) for v in bootstrap_ci([9.0, 9.6], seed=0))
     lo, hi = bootstrap_ci([9.0, 9.6, 9.3], seed=0)
     assert 9.0 <= lo < hi <= 9.6

@@ -189,7 +189,7 @@ def test_throughput_vs_lyapunov_rank_correlation():
     assert math.isnan(throughput_vs_lyapunov([1, 2], [3, 4]).spearman_rho)
 
 
-# -- noise versus chaos (issue 10) ----------------------------------------------------------------------
+# -- noise versus chaos ---------------------------------------------------------------------------------
 # Tiers: (1) analytical values of chaotic maps within 10 %; (2) exact orbits: an explicit result, never
 # NaN; (3) statistics over seeds: noise near zero and not rejected by the surrogate test.
 

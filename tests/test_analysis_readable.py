@@ -1,4 +1,4 @@
-"""`tcpprofile analyze` an operator can read (issue 29, item 5): throughput in Gbit/s with its unit, no
+"""`tcpprofile analyze` an operator can read: throughput in Gbit/s with its unit, no
 bootstrap interval from fewer than 3 runs, configurations in words, and one τ_T (analysis.tau_t) that
 `analyze` prints and the report draws alike, censored values as bounds. How each fails on the old code is
 said in its docstring."""

@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "tcpprofile"
 LAYERS: list[tuple[str, set[str]]] = [
     ("foundations", {"", "errors", "paths", "framing", "tolerance"}),
     ("units and plain helpers", {"units", "decide", "dimensions", "iperf_json", "ping"}),
-    # the engine and the store import nothing that drives them (issue 22)
+    # the engine and the store import nothing that drives them
     ("engine, store, iperf3", {"testbed", "store", "iperf"}),
     ("kernel and host access, result formats", {"ownprocs", "cc", "trace", "formats", "export"}),
     ("checks, spec, import, models, analysis", {"fidelity", "hostcheck", "spec", "importer", "models", "analysis"}),
@@ -183,7 +183,7 @@ def test_the_checks_see_a_circle_and_an_upward_arrow():
     # the walker itself: a made-up graph with one circle and one arrow up is caught
     edges = {"tcpprofile.a": {"tcpprofile.b"}, "tcpprofile.b": {"tcpprofile.a"}}
     assert cycles(edges) == [["tcpprofile.a", "tcpprofile.b"]]
-    # and each arrow up that issue 32 named, added to the real graph, is caught
+    # and each arrow up below, added to the real graph, is caught
     for mod, target in [("tcpprofile.models.registry", "tcpprofile.reproduce"),
                         ("tcpprofile.cc.registry", "tcpprofile.models"),
                         ("tcpprofile.reproduce.findings", "tcpprofile.cli"),

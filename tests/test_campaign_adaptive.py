@@ -65,7 +65,7 @@ def test_adaptive_fields_are_validated_at_the_boundary(text, field):
 
 
 def test_fixed_campaign_ids_are_unchanged_by_the_adaptive_fields():
-    assert spec.parse(SPEC).campaign_id == "e4e143c6020334c5"     # as before adaptive campaigns existed
+    assert spec.parse(SPEC).campaign_id == "e4e143c6020334c5"     # pinned: adaptive fields left unset add nothing
 
 
 def test_adaptive_campaign_stops_each_configuration_for_its_reason(store):

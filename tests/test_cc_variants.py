@@ -315,7 +315,7 @@ def test_highspeed_decrease_follows_table(env):
     # the table row (ai) moves one step per ACK in congestion avoidance: a loss right after recovery,
     # before any such ACK, still uses the previous reduction's row
     # (±1 segment: the probe shows cwnd one ACK early, as for the delay-based cuts above; at w = 49 one segment
-    # is 0.02 of the ratio — seen in a clean-clone run: (49, 26) against 0.5, i.e. ssthresh of w = 51)
+    # is 0.02 of the ratio: a measured cut (49, 26) is 0.5 of w = 51, hence 0.03·w + 1)
     for f0, (w, s) in zip([0.5] + [hstcp_factor(w) for w, _ in changes], changes):
         assert min(abs(s - f * w) for f in (hstcp_factor(w), f0)) <= 0.03 * w + 1, (w, s, hstcp_factor(w))
 

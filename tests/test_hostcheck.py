@@ -1,5 +1,5 @@
 """hostcheck: fasterdata's targets, the raise-only comparison (a property over random current values), the
-sysctl.d snippet, fq pacing, and the advice select/tune print through the same code (issue 29, items 2-3)."""
+sysctl.d snippet, fq pacing, and the advice select/tune print through the same code."""
 
 from __future__ import annotations
 

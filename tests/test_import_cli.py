@@ -1,4 +1,4 @@
-"""`tcpprofile import` as the operator meets it (issue 29's stumbles): the exact command, the lines it
+"""`tcpprofile import` as the operator meets it: the exact command, the lines it
 prints and its exit status. Only the CLI is used, so each test runs against any version of the code."""
 
 from __future__ import annotations

@@ -239,7 +239,7 @@ QUANTITIES = {("link", "rate"): ("Mbit", "Gbit"), ("link", "rtt"): ("ms", "s"), 
        st.integers(0, 10**15) | st.floats(0, 1e15, allow_nan=False), st.booleans())
 def test_a_bare_number_in_any_quantity_field_is_refused_naming_the_units(rng, where, number, as_text):
     """A number without a unit (TOML `rtt = 45`, or the string "45") in any field that holds a quantity is
-    refused, naming the field and the units to give; before, it was read in the base unit (45 s)."""
+    refused, naming the field and the units to give, never read in the base unit (45 s)."""
     table, key = where
     doc = copy.deepcopy(rng.choice([d for d in sm._BASES if table in d]))
     if key in ("size", "duration"):                    # the spec takes one of them

@@ -1,6 +1,6 @@
-"""Issue 29, item 4: one parser per quantity for every command and the spec, names checked against one list.
+"""One parser per quantity for every command and the spec, names checked against one list.
 
-Each stumble measured in the issue, as the exact command with the message and exit code it now gives."""
+Each case is an exact command an operator typed, with the message and exit code it gives."""
 
 from __future__ import annotations
 
@@ -100,8 +100,8 @@ def test_the_three_commands_share_the_rtt_range(db, tmp_path, capsys, rtt):
     (["testbed", "up", "--rate", "1Gbit", "--rtt", "1s", "--buffer", "1MB"], "--rtt: must be in [0.0001, 0.4] s, got 1"),
 ])
 def test_every_command_refuses_bare_numbers_and_out_of_range_values(tmp_path, capsys, argv, words):
-    # before: tune --budget 20 was 20 s, --buffers 4000000 four million bytes, model --buffer 5000000 bytes,
-    # testbed up --rtt 10 ten seconds (refused as rtt_s), model --loss 1.5 ran
+    # read in the base unit, tune --budget 20 would be 20 s, --buffers 4000000 four million bytes, model --buffer
+    # 5000000 bytes, testbed up --rtt 10 ten seconds; model --loss 1.5 is no probability
     assert run([argv[0], "--db", str(tmp_path / "s.duckdb"), *argv[1:]] if argv[0] == "tune" else argv, capsys) \
         == (2, "", f"tcpprofile {argv[0]}: {words}\n")
     assert not (tmp_path / "s.duckdb").exists()
@@ -116,7 +116,7 @@ def test_every_command_refuses_bare_numbers_and_out_of_range_values(tmp_path, ca
     ('rtt = "-5ms"', "link.rtt[0]", "link.rtt[0]: '-5ms' is out of range: must be from 400us to 400ms"),
 ])
 def test_a_spec_refuses_numbers_without_units(line, field, words):
-    # before: a TOML number (and a string without a unit) was in the base unit: `rtt = 45` was 45 s
+    # a TOML number (or a string without a unit) read in the base unit would make `rtt = 45` 45 s
     text = f'[campaign]\nname = "t"\n[link]\nrate = "10Gbit"\nrtt = "45ms"\n{line}\n[transfer]\nvariant = "cubic"\n' \
            'duration = "5s"\n'
     text = text.replace('rtt = "45ms"\n', "") if line.startswith("rtt") else text.replace('rate = "10Gbit"\n', "")
@@ -194,7 +194,7 @@ def test_model_help_lists_every_configuration():
 
 
 def test_cc_load_takes_the_same_names():
-    # before: `cc load stcp` was "unknown congestion control 'stcp'", though `model --variant stcp` took it
+    # `cc load` takes the names `model --variant` takes, aliases in any case (cc.registry.ALIASES)
     from tcpprofile import cc
     assert cc.expand(["STCP", "scalable", "cubic"]) == ["scalable", "cubic"]
     with pytest.raises(ValidationError) as err:

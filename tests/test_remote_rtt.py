@@ -1,4 +1,4 @@
-"""Privileged: remote mode over this project's own emulated link (issue 29), as an operator tried it: a
+"""Privileged: remote mode over this project's own emulated link, as an operator tried it: a
 link at 45.6 ms up, `iperf3 -s` started by hand in its receiver namespace, `tcpprofile run` of a remote
 spec from its sender namespace.
 
@@ -96,7 +96,7 @@ duration = "3s"
     assert cal["cross_check"]["agree"] is True, cal         # ping -U sees the reverse engine's hold
 
     engines = set(link.engine_pids().values())
-    # counted as foreign, as before, the link's engines and the server alone would flag the runs
+    # were they counted as foreign, the link's engines and the server alone would flag the runs
     assert own_cores > fidelity.THRESHOLDS.foreign_cores, own_cores
     busy = []
     for run in runs:

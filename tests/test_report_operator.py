@@ -1,4 +1,4 @@
-"""The operator's page (issue 29, item 6): the report's first section, per path the configurations against a log
+"""The operator's page: the report's first section, per path the configurations against a log
 RTT axis with their intervals, the recommendation with the lines to paste, calendar time, the host settings; the
 page's tables fit 1280 px (Chromium); no warnings; no box from fewer than 3 runs.
 
@@ -202,9 +202,9 @@ def test_no_box_from_fewer_than_three_runs(report):
 
 
 def test_a_small_store_reports_without_warnings(tmp_path):
-    """`make demo`'s store is small: every τ_T censored at the grid's end made Spearman's ρ of the papers'
-    abstract (iii) a constant-input correlation (SciPy's ConstantInputWarning); now the table says why ρ is
-    undefined, and no box is drawn from its 2 repetitions."""
+    """`make demo`'s store is small: every τ_T censored at the grid's end makes Spearman's ρ of the papers'
+    abstract (iii) a constant-input correlation (SciPy's ConstantInputWarning): the table says why ρ is
+    undefined instead, and no box is drawn from its 2 repetitions."""
     db = tmp_path / "small.duckdb"
     with Store.open(db) as s:
         build(s, variants=("cubic", "htcp"), streams=(1, 4), rtts=(0.4, 11.8, 45.6), reps=2, with_intervals=True)

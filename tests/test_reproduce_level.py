@@ -1,5 +1,5 @@
 """One verdict function, one level: the CLI (--standard, --check-only, any mode) and the report print the same
-verdict table for a store, at the level its campaigns' looks give (issue 30, item 1)."""
+verdict table for a store, at the level its campaigns' looks give."""
 
 from __future__ import annotations
 

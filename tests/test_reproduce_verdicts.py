@@ -83,7 +83,7 @@ def test_i_not_testable_with_two_rtts(store):
 def test_i_leaves_out_profiles_it_cannot_test(store):
     """One profile with 2 RTTs (no trend to fit) beside one that decreases: the claim is judged on the
     profile that can show it; a profile with 2 repetitions is undetermined (more runs decide it), not
-    left out (issue 30, item 5; fails on the old code, which called it not testable)."""
+    left out (fails when such a profile is called not testable)."""
     add_profile(store, profile(40), streams=1, reps=4, seed=1)
     add_profile(store, profile(120), streams=4, reps=2, seed=2)
     f = _by_id(store)["i"]
@@ -122,7 +122,7 @@ def test_ii_with_measured_and_censored_tau_T(store, more, fewer, expected):
     (part,) = f.parts
     assert part.verdict == expected, f.measured
     if more > 366:
-        # issue 32: the bound itself, not only its text: a τ_T beyond the grid's end is [366 ms, ∞) in every
+        # the bound itself, not only its text: a τ_T beyond the grid's end is [366 ms, ∞) in every
         # censored draw, so Δ's upper end is +∞ (fails when a censored τ_T gets a finite upper bound)
         assert "τ_T > 366" in f.measured
     if more > 366 > fewer:

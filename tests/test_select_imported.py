@@ -1,4 +1,4 @@
-"""`select` on an operator's imported history (issue 29): iperf2 and pScheduler files that state no -t, and files
+"""`select` on an operator's imported history: iperf2 and pScheduler files that state no -t, and files
 that name no congestion control, must neither crash the group listing nor be recommended."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Intervals an operator can read (issue 29, item 5): `select` never shows an interval outside [0, C],
-none from fewer than 3 runs (instead: "too few runs for an interval; about N more would decide"), and
-its JSON carries null and the reason, never a fake number. Each case fails on the old code: it printed
-the t interval of 2 runs (−32.1…44.1 Gbit/s here) and a top above the 10 Gbit/s link (10.05 here)."""
+"""Intervals an operator can read: `select` never shows an interval outside [0, C], none from fewer than
+3 runs (instead: "too few runs for an interval; about N more would decide"), and its JSON carries null and
+the reason, never a fake number. Each case fails on a select that prints the t interval of 2 runs
+(−32.1…44.1 Gbit/s here) or a top above the 10 Gbit/s link (10.05 here)."""
 
 from __future__ import annotations
 
@@ -40,8 +40,8 @@ def _ranking_lines(out: str) -> list[str]:
 
 
 def test_two_runs_give_no_interval_but_the_runs_that_would_give_one(tmp_path, capsys):
-    """`tcpprofile select --db DB --rtt 0.4ms`, one configuration with 2 runs: exit 0, no interval (the old
-    t interval with 1 df was 6 ± 12.71·3 = −32.1…44.1 Gbit/s), the reason in words and in JSON."""
+    """`tcpprofile select --db DB --rtt 0.4ms`, one configuration with 2 runs: exit 0, no interval (a t
+    interval with 1 df would be 6 ± 12.71·3 = −32.1…44.1 Gbit/s), the reason in words and in JSON."""
     db = _db(tmp_path / "two.duckdb", {("cubic", 1): {0.4: [9.0 * G, 3.0 * G]}})
     assert main(["select", "--db", db, "--rtt", "0.4ms"]) == 0
     out = capsys.readouterr().out

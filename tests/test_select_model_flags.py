@@ -1,4 +1,4 @@
-"""`select --extrapolate` carries the model fit's flags (issue 20, part 3): a value from a fit that cannot
+"""`select --extrapolate` carries the model fit's flags: a value from a fit that cannot
 explain the profile is marked, in the ranking, the JSON and the recommendation; never a plain number."""
 
 from __future__ import annotations

@@ -54,10 +54,9 @@ def _runs_needed(sd_a, sd_b, target):
     return next(k for k in range(3, 10**4) if stats.t.ppf(0.975, k - 1) * math.sqrt((sd_a**2 + sd_b**2) / k) < target)
 
 
-# The issue's case: two repetitions each, +0.065 Gbit/s, 95 % t interval [−0.343, 0.473], margin 1 % of
-# 8.6 = 0.086 Gbit/s: printed "within the margin: a tie", an interval nine times wider than the margin.
-# Two runs give no interval at all now (decide.MIN_INTERVAL_RUNS); three with the same spread are
-# "not separated".
+# Two repetitions each, +0.065 Gbit/s, 95 % t interval [−0.343, 0.473], margin 1 % of 8.6 = 0.086 Gbit/s:
+# an interval nine times wider than the margin, which must not read as "within the margin: a tie". Two runs
+# give no interval at all (decide.MIN_INTERVAL_RUNS); three with the same spread are "not separated".
 SD2 = 0.134 * G / math.sqrt(2)              # two values 0.134 Gbit/s apart
 ISSUE = (_values(8.600 * G, SD2, 2), _values(8.535 * G, SD2, 2))
 THREE = (_values(8.600 * G, SD2, 3), _values(8.535 * G, SD2, 3))

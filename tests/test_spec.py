@@ -228,9 +228,9 @@ def test_an_alias_is_stored_as_the_usual_name():
 
 
 def test_a_spec_of_bare_numbers_rewritten_in_base_units_keeps_its_campaign():
-    # Before issue 29 a TOML number was in the base unit; written with that unit ("0.0456s") the value is
-    # number × 1, so the normalised spec and its campaign id do not change and the campaign resumes. The id
-    # is the one main at 3b385f4 gave the same spec written with bare numbers (rate = 10000000000, rtt =
+    # A spec of bare numbers in the base units, rewritten with those units ("0.0456s"), normalises to the same
+    # numbers (× 1), so its campaign id does not change and a campaign started from it resumes. The pinned id
+    # is the one main at 3b385f4 gave the spec written with bare numbers (rate = 10000000000, rtt =
     # [0.0004, 0.0456, 0.183], socket_buffer = [4000000], duration = [10]).
     text = ('[campaign]\nname="t"\nseed=1\n[link]\nrate="10000000000bit"\nrtt=["0.0004s", "0.0456s", "0.183s"]\n'
             'buffer=["BDP"]\n[transfer]\nvariant="cubic"\nsocket_buffer=["4000000B"]\nduration=["10s"]\n')
@@ -282,7 +282,8 @@ def test_eleven_variants_quick_example_covers_all_twelve_with_traces():
     assert quick.trace_cwnd and len({p.variant for p in quick.sweep()}) == 12
 
 
-# TOML values that used to escape as OverflowError / ValueError / TypeError, each in a field
+# TOML values on which a plain conversion raises OverflowError / ValueError / TypeError (int(inf), …), each
+# in a field: each must be a ValidationError naming that field
 ODD = [
     ("campaign.repetitions", Raw("1e400"), "campaign.repetitions"),        # a float: inf
     ("campaign.seed", Raw("nan"), "campaign.seed"),

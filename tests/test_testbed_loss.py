@@ -1,4 +1,4 @@
-"""Privileged: the loss stage inside the forward delay engine (issue 21), read back from the engine's
+"""Privileged: the loss stage inside the forward delay engine, read back from the engine's
 counters and from which packets came back. Each test brings up its own link (random tag)."""
 
 from __future__ import annotations

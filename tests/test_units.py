@@ -32,7 +32,7 @@ def test_bad_durations_name_the_field(text):
 @pytest.mark.parametrize("parse, hint", [(units.seconds, ("45ms", "45s")), (units.size_bytes, ("45MB", "45MiB")),
                                          (units.rate_bps, ("45Mbit", "45Gbit"))])
 def test_a_bare_number_is_refused_naming_the_units(parse, hint):
-    # before: "45" was 45 s, 45 bytes, 45 bit/s (the base unit), so `import --rtt 45` stored τ = 45,000 ms
+    # read in the base unit, "45" would be 45 s, 45 bytes, 45 bit/s: `import --rtt 45` would store τ = 45,000 ms
     with pytest.raises(ValidationError) as err:
         parse("--x", "45")
     assert str(err.value) == f"--x: 45 has no unit; give it as {hint[0]} or {hint[1]}"

@@ -36,6 +36,14 @@ def t_quantile(q: float, df: float) -> float:
     return float(special.stdtrit(df, q))     # the t quantile: what scipy.stats.t.ppf evaluates
 
 
+def t_interval(value: float, se: float, df: float, confidence: float) -> tuple[float, float]:
+    """The two-sided Student-t interval value ± t_{(1+confidence)/2, df}·se (in value's unit): what
+    scipy.stats.t.interval(confidence, df, loc=value, scale=se) gives. Every t interval here and in
+    reproduce/stats.py is this one."""
+    half = t_quantile(0.5 + confidence / 2, df) * se
+    return value - half, value + half
+
+
 @dataclass(frozen=True)
 class Mean:
     """An estimate with its sampling variance and degrees of freedom (df 0: no interval)."""
@@ -52,8 +60,7 @@ class Mean:
         """Two-sided Student-t interval value ± t_{1−α/2, df}·se; None below two repetitions."""
         if not self.df >= 1 or not math.isfinite(self.var):
             return None
-        half = t_quantile(0.5 + confidence / 2, self.df) * self.se
-        return self.value - half, self.value + half
+        return t_interval(self.value, self.se, self.df, confidence)
 
     def bound(self, confidence: float, side: str) -> float | None:
         """One-sided bound at `confidence`: value ± t_{confidence, df}·se ('upper' or 'lower')."""

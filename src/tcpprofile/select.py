@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import decide, hostcheck, ping
+from .cc.registry import implementation_of
 from .hostcheck import probe, transport
 from .hostcheck.probe import read_sysctl
 from .errors import TcpProfileError, ValidationError
@@ -31,7 +32,6 @@ from .store import Store, reads
 from .tolerance import rtt_tolerance_ms
 from .testbed.netns import in_ns, netns_list
 
-BUILTIN_VARIANTS = ("reno", "cubic", "bbr")  # compiled into this project's kernels
 MAX_RUNS_TO_DECIDE = 1000   # beyond: "more than this" (the difference sits at the margin's edge)
 # The link buffer β is a condition as the spec wrote it (link_buffer: "BDP", "50MB"): with "BDP" its byte
 # count varies along the profile like τ itself (tcpprofile.dimensions.BUFFER_SQL).
@@ -56,7 +56,7 @@ class Config:
 
     def simplicity(self) -> tuple:
         """Tie-break order (smaller is simpler): see TIE_BREAK."""
-        builtin = self.cc_impl == "builtin" or (not self.cc_impl and self.variant in BUILTIN_VARIANTS)
+        builtin = implementation_of(self.variant, self.cc_impl) == "builtin"
         return (self.streams, self.buffer_bytes or 0, 0 if builtin else 1, self.variant)
 
     def to_json(self) -> dict:
@@ -631,8 +631,7 @@ def buffer_for(config: Config, rtt_ms: float, rate_bps: float | None) -> int:
 
 def host_settings(est: Estimate, rtt_ms: float, rate_bps: float | None, *, host: str | None = None) -> Settings:
     cfg = est.config
-    builtin = cfg.cc_impl == "builtin" or (not cfg.cc_impl and cfg.variant in BUILTIN_VARIANTS)
-    impl = "builtin" if builtin else (cfg.cc_impl or "unknown")
+    impl = implementation_of(cfg.variant, cfg.cc_impl) or "unknown"
     cc = transport.plan(cfg.variant, impl, est.kernel_name, streams=cfg.streams, buffer_bytes=cfg.buffer_bytes,
                         host=host)
     wanted = hostcheck.targets(rtt_ms, rate_bps or 10e9, buffer_bytes=cfg.buffer_bytes, streams=cfg.streams,

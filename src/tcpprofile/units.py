@@ -3,9 +3,9 @@ internal values are SI: bits/s, seconds, bytes.
 
 Rates use decimal prefixes (10Gbit = 10e9 bit/s, as link rates are quoted); sizes accept decimal (KB, MB,
 GB) and binary (KiB, MiB, GiB) prefixes. A value a user gives must carry its unit: a bare number ("45", or
-a TOML number `rtt = 45`) is refused naming the units to give, because a bare number was read as seconds
-by one command and refused by another (issue 29). Each parser takes the allowed range (`Range`), so a
-zero, negative or too large value is refused naming the field and the range.
+a TOML number `rtt = 45`) is refused naming the units to give: a bare number says nothing about its unit
+(45 s? 45 ms?), and every command and the spec must read one value alike. Each parser takes the allowed
+range (`Range`), so a zero, negative or too large value is refused naming the field and the range.
 
 Values that are already SI numbers inside the program (LinkConfig(rtt_s=0.01), a spec's normalised
 numbers) never pass through here: their field names carry the unit.

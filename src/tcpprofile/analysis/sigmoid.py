@@ -124,7 +124,7 @@ def _refine_side(u, y, a0, t00, lo_t0, hi_t0):
     if pinned:
         lb, ub = lb[:1], ub[:1]
     best = None
-    for a_start in (a0 * f for f in _START_FACTORS):   # (1, 3, 1/3) before: no fit changed, 3× the time
+    for a_start in (a0 * f for f in _START_FACTORS):   # starts × (1, 3, 1/3) changed no fit, took 3× the time
         x0 = np.clip(np.array([a_start] if pinned else [a_start, t00], float), lb, ub)
         res = least_squares(resid, x0, jac=jac, bounds=(lb, ub))
         x = np.array([res.x[0], lo_t0]) if pinned else res.x

@@ -69,6 +69,22 @@ def canonical(name: str, field: str = "variant") -> str:
     raise ValidationError(field, f"unknown congestion control {name!r}{hint}; known: {known_names()}")
 
 
+def spellings(name: str) -> tuple[str, ...]:
+    """A usual name and its ALIASES, usual name first (scalable -> scalable, stcp): every way a stored run
+    or a paper may spell the variant."""
+    return (name, *(a for a, n in ALIASES.items() if n == name))
+
+
+def implementation_of(name: str, recorded: str | None) -> str:
+    """The implementation a run used: as recorded ('builtin' | 'module' | 'bpf'); for a run that recorded
+    none, 'builtin' where only the kernel provides the variant (no port in bpf/: reno, cubic, bbr, which
+    this project's kernels compile in), '' (unknown) otherwise."""
+    if recorded:
+        return recorded
+    v = VARIANTS.get(name)
+    return "builtin" if v is not None and v.bpf is None else ""
+
+
 def variant(name: str, field: str = "variant") -> Variant:
     """The table entry for a usual name; ValidationError listing the allowed names otherwise."""
     try:

@@ -1,4 +1,4 @@
-"""The operator's page, the report's first section (issue 29, item 6): per path, every configuration's mean
+"""The operator's page, the report's first section: per path, every configuration's mean
 throughput with its interval against a log RTT axis, the recommendation with the lines to paste, throughput
 over calendar time, and the host settings the runs were measured under.
 

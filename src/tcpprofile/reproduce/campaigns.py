@@ -176,7 +176,7 @@ DESIGNS: tuple[Design, ...] = (
 )
 
 
-# -- the confirmatory designs (issue 30, item 4): a fresh store, the rules frozen -------------------------
+# -- the confirmatory designs: a fresh store, the rules frozen --------------------------------------------
 # The first standard store's three looks spent its error budget; these designs are run on a fresh store,
 # sequentially as the standard mode (same looks, same level), where its verdicts stayed open.
 CONFIRM_RTTS = (0.4, 11.8, 22.6, 45.6, 57.0, 68.6, 80.0, 91.6, 103.0, 114.0, 137.0, 183.0, 366.0)

@@ -33,6 +33,7 @@ from scipy import stats as sps
 from ..analysis.dynamics import ramp_up
 from ..analysis.load import Runs, load_runs, load_traces
 from ..analysis.censoring import ABOVE, BELOW, MEASURED
+from ..cc.registry import spellings
 from ..store import reads
 from ..store.reads import flagged_ok_runs
 from . import stats
@@ -45,7 +46,7 @@ LOW_TAU_MS = 12.0      # "low RTT": τ ≤ 12 ms (0.4 and 11.8 ms in the campaig
 FAR_ABOVE = 2.0        # "far above": a throughput ratio of at least 2
 LOSS_500 = 1 / 500
 SURROGATES = 19        # the smallest p a surrogate test can give is 1/20 = 0.05
-BBR, OTHERS_CLEAN = "bbr", ("cubic", "htcp", "scalable", "stcp")
+BBR, OTHERS_CLEAN = "bbr", ("cubic", "htcp", *spellings("scalable"))
 LONG_TRACE_S = 100.0   # (iii): BBR's ProbeRTT every 10 s, start-up a small part (slides: 100 s traces)
 MIN_LOCAL_POINTS = 50  # (v): 1 s points after the ramp-up a trace's mean local exponent needs
 MIN_CONFIG_TRACES = 4  # (v): traces per configuration for a rank correlation with an interval (n − 3 > 0)
@@ -396,7 +397,7 @@ def bbr_clean(data: Data, *, level: float = stats.LEVEL) -> Finding:
     else:
         parts.append(Part("BBR's variability falls with τ", stats.NOT_TESTABLE, bbr_cfg))
         lines.append("BBR's variability over τ: not testable (traces at fewer than 2 RTTs)")
-    for name, variants in (("H-TCP", ("htcp",)), ("STCP", ("scalable", "stcp"))):
+    for name, variants in (("H-TCP", ("htcp",)), ("STCP", spellings("scalable"))):
         v, _, per = _uniformly_below(data, bbr, clean & data.mask(variant=variants), taus, streams, level)
         parts.append(Part(f"Θ_BBR/Θ_{name} at every τ", v, bbr_cfg + tuple((variants[0], int(n)) for n in streams)))
         lines.append(f"Θ_BBR/Θ_{name}: " + ("; ".join(per) if per else "no common cells"))

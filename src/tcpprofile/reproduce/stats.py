@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ..decide import t_interval
+
 MIN_REPS = 3
 LEVEL = 0.95
 REPRODUCED, NOT_REPRODUCED, UNDETERMINED = "reproduced", "not reproduced", "undetermined"
@@ -95,13 +97,7 @@ def mean_difference(groups_a, groups_b, *, level: float = LEVEL, bound: float = 
     est, se = diff / k, math.sqrt(var) / k
     if se == 0:
         return Interval(est, est, est, n_all, level)
-    q = stats.t.ppf((1 + level) / 2, df)
-    return Interval(est, est - q * se, est + q * se, n_all, level)
-
-
-def t_quantile(n_min: int, level: float = LEVEL) -> float:
-    """Two-sided Student-t quantile for the smallest group size (conservative df = n_min − 1)."""
-    return float(stats.t.ppf((1 + level) / 2, max(n_min - 1, 1)))
+    return Interval(est, *t_interval(est, se, df, level), n_all, level)
 
 
 def mean_draws(samples, draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -178,8 +174,7 @@ def linear_combination(weights, samples, *, level: float = LEVEL, bound: float =
     if var == 0:
         return Interval(est, est, est, n_all, level)
     df = var ** 2 / float(np.sum(parts ** 2 / np.array([v.size - 1 for v in s])))
-    q = stats.t.ppf((1 + level) / 2, df)
-    return Interval(est, est - q * math.sqrt(var), est + q * math.sqrt(var), n_all, level)
+    return Interval(est, *t_interval(est, math.sqrt(var), df, level), n_all, level)
 
 
 def slope_weights(x) -> np.ndarray:

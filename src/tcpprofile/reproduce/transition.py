@@ -1,5 +1,5 @@
 """τ_T for the verdicts: the dual-sigmoid fit's crossing of one half, not its grid candidate, with an interval
-whose quantiles exist at the level asked (finding (ii); issue 30, item 2).
+whose quantiles exist at the level asked (finding (ii)).
 
 The estimator is the one every reader uses (analysis.sigmoid.fit_dual_sigmoid, HPDC'17 §2.3, Figs. 9-10:
 f = g_{a1,τ1}·I(τ ≤ τ_T) + g_{a2,τ2}·I(τ ≥ τ_T), τ2 ≤ τ_T ≤ τ1), and its censoring (analysis.censoring: a

@@ -44,12 +44,13 @@ _RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, du
 # τ of a link that does not set it (a remote host) is its measured RTT (store.TAU_MS_SQL); C is the
 # link's payload ceiling where calibration stored it (docs/models.md, "Fitting measured runs").
 _CAPACITY_SQL = "coalesce(l.goodput_ceiling_bps, l.rate_bps)"
-# The start-up lag d of one run from its first receiver interval (docs/models.md, "Fitting measured runs"): the
-# receiver's interval [0, e] holds the data sent in the sender's [0, e − τ], B bytes; a slow start that
-# doubles per RTT from w0 = n·IW·MSS after d RTTs has sent w0·(2^{(e−τ)/τ − d} − 1)/ln 2, so
-# d = (e − τ)/τ − log2(1 + B·ln 2/w0). Used only where that interval holds ≥ 2 RTTs of sending and stays
-# below the BDP (w0 + B·ln 2 ≤ C·τ: the window never reached the pipe, so slow start is all it saw), on
-# links without external loss (a loss ends slow start early).
+# The start-up lag d of one run from its first receiver interval (docs/models.md, "Fitting measured runs").
+# Slow start is defined once, in models/framework.py (Vardoyan et al. Eq. (3) with the lag d: the time to send
+# F bits is t_ss(F) = dτ + τ·log2(1 + F·ln 2/(n·w0)), w0 per flow); this is its inverse for d. The receiver's
+# interval [0, e] holds the data sent in the sender's [0, e − τ], B bytes, so with the aggregate
+# w0 = n·IW·MSS [bytes]: d = (e − τ)/τ − log2(1 + B·ln 2/w0). Used only where that interval holds ≥ 2 RTTs of
+# sending and stays below the BDP (w0 + B·ln 2 ≤ C·τ: the window never reached the pipe, so slow start is
+# all it saw), on links without external loss (a loss ends slow start early).
 _STARTUP_SQL = f"""(SELECT CASE WHEN i.bytes > 0 AND i.end_s - {{tau}} >= 2 * {{tau}}
         AND coalesce(l.loss_rate, 0) = 0
         AND {{w0}} + i.bytes * ln(2) <= {_CAPACITY_SQL} * {{tau}} / 8
