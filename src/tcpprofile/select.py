@@ -279,8 +279,9 @@ def link_buffer_at(label: str | None, rate_bps: float):
     if m:
         k = float(m.group(1) or 1)
         return lambda t_ms: k * rate_bps * t_ms / 1e3 / 8   # BDP = C·τ/8 [bytes] (spec.py)
-    try:
-        size = float(units.size_bytes("link_buffer", label, units.POSITIVE))
+    try:   # digits: a byte count (BUFFER_SQL's fallback, as describe_conditions reads it)
+        size = float(label) if label.strip().isdigit() else float(units.size_bytes("link_buffer", label,
+                                                                                    units.POSITIVE))
     except ValidationError:
         return None
     return lambda t_ms: size
