@@ -56,7 +56,7 @@ def test_model_fit_without_a_configuration_fits_the_validated_one_and_says_so(st
 
 def test_model_validate_without_a_configuration_validates_the_default(store, capsys):
     cells = json.loads(_out(["model", "validate", "--db", store, "--json"], capsys))
-    assert cells and {c["model_configuration"] for c in cells} == {DEFAULT_CONFIGURATION}   # before: 'default'
+    assert cells and {c["model_configuration"] for c in cells} == {"ss-trains"}   # before: 'default'
 
 
 @pytest.mark.parametrize("old,new", sorted(RENAMED.items()))

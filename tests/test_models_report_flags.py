@@ -36,7 +36,8 @@ def test_model_fit_table_and_json_carry_the_flags(tmp_path, capsys):
     for name, distort, code in (("bent", lambda i: 1 + 0.03 * ((i - 2) ** 2 - 2), "τ-structure"), ("clean", None, "-")):
         db = str(tmp_path / f"{name}.duckdb")
         with Store.open(db) as s:
-            sv.build(s, variants=("cubic",), multiples=(0.3,), noise=0.01, distort=distort, config=DEFAULT_CONFIGURATION)
+            sv.build(s, variants=("cubic",), multiples=(0.3,), noise=0.01, distort=distort,
+                     config=DEFAULT_CONFIGURATION)
         assert main(["model", "fit", "--db", db]) == 0
         lines = capsys.readouterr().out.splitlines()
         assert [ln.split()[-1] for ln in lines[1:3]] == [code, code]          # n = 1 and 4

@@ -182,8 +182,8 @@ def test_the_physical_buffer_is_fitted_where_no_configured_buffer_is_known():
 
 
 def test_cli_and_benchmark_name_and_use_the_trajectory_configuration(trajectory_store, capsys):
-    """`model validate --configuration trajectory` and the benchmark's --configuration print the same table, headed by the
-    configuration with its parameters, and the JSON says which configuration each cell was fitted with."""
+    """`model validate --configuration trajectory` and the benchmark's --configuration print the same table, headed
+    by the configuration with its parameters, and the JSON says which configuration each cell was fitted with."""
     import importlib.util
     assert main(["model", "validate", "--db", trajectory_store, "--configuration", "trajectory", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

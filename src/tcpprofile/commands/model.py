@@ -262,7 +262,8 @@ def _fit(args) -> int:
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
     print(describe_configuration(_config(args)) + (" with --eq8" if args.eq8 else ""))
     print("fitted as measured (docs/models.md, \"Fitting measured runs\"): C = the link's payload ceiling; loss at "
-          "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8 else " (--eq8: the paper's Eq. (8))")
+          "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8
+                          else " (--configuration paper --eq8: the paper's Eq. (8))")
           + ("; the trajectory after slow start" if _with_trajectory(args) else "")
           + "; d RTT = slow start's start-up lag, measured from the runs' first intervals (0: none measured); "
           "-t runs over iperf3's receiver interval T + τ + queue")
@@ -276,8 +277,9 @@ def _fit(args) -> int:
         print("β fit ×cfg: the configured buffer changes with τ (k×BDP), so β is fitted as a factor m of the "
               "configured one (β = m × buffer β)")
     for f in physical_buffer_missing(fits, params):
-        print(f"β fitted for {f.key['variant']} β={f.key.get('buffer', f.key.get('buffer_bytes'))}: its runs carry no "
-              f"configured buffer, which {_config(args)} takes as β")
+        where = f.key.get("buffer", f.key.get("buffer_bytes"))
+        print(f"β fitted for {f.key['variant']} β={where}: its runs carry no configured buffer, which "
+              f"{_config(args)} takes as β")
     if any(f.wmax_known for f in fits):
         print("W_max known: autotuned socket buffers, W_max = half the kernel's limit (not fitted; docs/models.md)")
     return 0

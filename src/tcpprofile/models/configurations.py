@@ -56,8 +56,9 @@ RENAMED = {"default": "paper", "trajectory2": "htcp-burst-regime", "trajectory3"
 def checked(field: str, name: str) -> str:
     """A configuration's name, or a ValidationError on `field`: an old numbered name names its new one."""
     if name in RENAMED:
-        raise ValidationError(field, f"{name!r} is now called {RENAMED[name]!r} (configurations are named for what "
-                                     f"they add; without a configuration: {DEFAULT_CONFIGURATION!r}, the validated one)")
+        raise ValidationError(field, f"{name!r} is now called {RENAMED[name]!r} (configurations are named for "
+                                     f"what they add; without a configuration: {DEFAULT_CONFIGURATION!r}, the "
+                                     f"validated one)")
     if name not in CONFIGURATIONS:
         raise ValidationError(field, f"{name!r}: one of {', '.join(CONFIGURATIONS)}")
     return name
