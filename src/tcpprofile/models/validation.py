@@ -26,7 +26,7 @@ import numpy as np
 from .diagnostics import short
 from ..framing import TCP_IP_HEADERS
 from ..store import reads
-from .fit import (DATASET_KEYS, DEFAULT_CONFIGURATION, float_column, is_missing, configuration, params_for,
+from .fit import (DATASET_KEYS, float_column, is_missing, configuration, params_for,
                   positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
 from .generic import GenericModel, transfer_throughput
@@ -143,13 +143,14 @@ class Validation:
     cells: list[Cell]
     model: dict[str, np.ndarray]
     baseline: dict[str, np.ndarray]
-    configuration: str = DEFAULT_CONFIGURATION
+    configuration: str = "paper"
 
 
-def validate(table, traces: dict | None = None, *, config: str = DEFAULT_CONFIGURATION) -> Validation:
+def validate(table, traces: dict | None = None, *, config: str = "paper") -> Validation:
     """The validation table of a profile table (fit_table_from_store) and its runs' traces (load_traces),
     every first-principles fit (in-sample, leave-one-RTT-out, leave-one-buffer-out) with the model
-    configuration `config` (models/configurations.py; default: the validated one)."""
+    configuration `config` (models/configurations.py; as fit_profiles, the paper's rule unless named: `model
+    validate` names DEFAULT_CONFIGURATION when given none)."""
     model_params, variant_params = configuration(config)
     cols = as_columns(table)
     traces = traces or {}
