@@ -26,7 +26,8 @@ import time
 import numpy as np
 
 from tcpprofile.models import make_model
-from tcpprofile.models.configurations import DEFAULT_CONFIGURATION, configuration, model_parameters
+from tcpprofile.models.configurations import (DEFAULT_CONFIGURATION, configuration, model_parameters,
+                                              variant_parameters)
 
 
 def configs(count: int, seed: int = 0):
@@ -71,7 +72,7 @@ def bench_mode(variant: str, count: int, exact: bool = False, report: bool = Fal
     model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report)
     if trajectory:  # e.g. 'trajectory': H-TCP rtt_scaling, flows_phase2; Reno flows_phase2; 'ss-trains' the trains
         params, per_variant = configuration(trajectory)
-        model.set_params(**model_parameters(params), **per_variant.get(variant, {}))
+        model.set_params(**model_parameters(params), **variant_parameters(variant, per_variant, lossy="loss" in kw))
     tau, n, beta, wmax, _ = configs(count)
     return rate(lambda: model.predict(tau, n=n, buffer=beta, wmax=wmax, **kw), count)
 

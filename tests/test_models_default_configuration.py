@@ -117,3 +117,27 @@ def test_the_links_configured_buffer_as_select_reads_it():
     assert link_buffer_at("BDP", 10e9)(91.6) == pytest.approx(114.5e6, rel=1e-12)
     assert link_buffer_at("50MB", 10e9)(3.0) == link_buffer_at("50000000", 10e9)(300.0) == 50e6
     assert link_buffer_at(None, 10e9) is None and link_buffer_at("deep", 10e9) is None
+
+
+def test_lossy_links_are_fitted_in_the_default_without_what_their_loss_epochs_do_not_model(tmp_path, capsys):
+    """H-TCP's RTT-scaled α is not modelled in a loss epoch (htcp.py refuses it there): a dataset with external
+    loss is fitted in the default configuration without it, and its E reported; a loss-free one keeps it.
+    Before: `model fit` (no flag) refused the whole store ('rtt_scaling: not modelled with external loss')."""
+    from tcpprofile.models.fit import params_for
+    params, per_variant = configuration(DEFAULT_CONFIGURATION)
+    clean = {"variant": "htcp", "loss_mode": "none", "loss_rate": 0.0}
+    lossy = {"variant": "htcp", "loss_mode": "periodic", "loss_rate": 1 / 500}
+    assert params_for(clean, params, per_variant)["rtt_scaling"] is True
+    assert "rtt_scaling" not in params_for(lossy, params, per_variant)
+    assert params_for(lossy, params, per_variant)["second_cut_rtt_ratio"] is True
+    m = models.make_model("htcp", capacity_bps=10e9, buffer_bytes=5e7, wmax_bytes=3e8, queue_fill=True,
+                          receiver_report=True)
+    db = str(tmp_path / "loss.duckdb")
+    with Store.open(db) as s:
+        s.insert_campaign({"campaign_id": "c1", "name": "t", "mode": "emulated"})
+        for r in (11.8, 45.6, 91.6):
+            add_link(s, f"L{r:g}", r, loss_mode="periodic", loss_rate=1 / 500)
+            add_run(s, f"h-{r:g}", f"L{r:g}", "htcp", 1, None, float(m.predict(r / 1e3, duration=10.0, loss=1 / 500)))
+    (fit,) = json.loads(_out(["model", "fit", "--db", db, "--json"], capsys))
+    assert fit["loss_mode"] == "periodic" and np.isfinite(fit["E_percent"]["1"])
+    assert describe_configuration(DEFAULT_CONFIGURATION) in _out(["model", "fit", "--db", db], capsys).splitlines()

@@ -64,6 +64,17 @@ def checked(field: str, name: str) -> str:
     return name
 
 
+# per-variant parameters a lossy link's model does not have, left out of a dataset with external loss: H-TCP's
+# RTT-scaled α (htcp.py, the loss epoch: "loss epochs use Eq. (1) as printed", rtt_scaling refused there)
+UNMODELLED_WITH_LOSS = {"htcp": ("rtt_scaling",)}
+
+
+def variant_parameters(variant: str, per_variant: dict | None, *, lossy: bool) -> dict:
+    """A configuration's parameters for one variant; on a lossy link without those UNMODELLED_WITH_LOSS."""
+    own = dict((per_variant or {}).get(variant.lower(), {}))
+    return {k: v for k, v in own.items() if not (lossy and k in UNMODELLED_WITH_LOSS.get(variant.lower(), ()))}
+
+
 def model_parameters(params: dict) -> dict:
     """A configuration's parameters for the model itself: without the fit's options (PHYSICAL_BUFFER)."""
     return {k: v for k, v in params.items() if k != PHYSICAL_BUFFER}

@@ -44,7 +44,7 @@ from .framework import SEND_BACKLOG, FirstPrinciplesModel
 from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
 from .registry import MODELS, make_model
 from .configurations import (CONFIGURATIONS, DEFAULT_CONFIGURATION, PHYSICAL_BUFFER, configuration,  # noqa: F401
-                             describe_configuration, model_parameters)
+                             describe_configuration, model_parameters, variant_parameters)
 
 PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps")
 # β keys a dataset as the spec wrote it ("buffer", from the store) or in bytes (plain tables); the
@@ -140,6 +140,12 @@ def is_missing(v) -> bool:
     return v is None or (isinstance(v, float) and np.isnan(v))
 
 
+def lossy(kd: dict) -> bool:
+    """Whether a dataset's link drops segments (external loss: a mode and a rate above 0)."""
+    rate = kd.get("loss_rate")
+    return not is_missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none")
+
+
 def _mode(cols, idx, kd, size=None) -> dict:
     """Per-row model inputs of a dataset: size or duration, loss; model parameters from its key.
     size: the rows' transfer sizes [bytes] (default: the size_bytes column, which holds throughput ×
@@ -156,9 +162,8 @@ def _mode(cols, idx, kd, size=None) -> dict:
             # runs timed by their delivery of F (iperf.parse): nothing is left unsent in the sender's buffers
             # (framework.py: F − U with U = send_backlog·(Cτ + β)); a mix of both kinds: their share
             params["send_backlog"] = SEND_BACKLOG * (1.0 - float(np.nanmean(delivered)))
-    rate = kd.get("loss_rate")
-    if not is_missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none"):
-        kw["loss"] = np.full(idx.size, float(rate))  # uniform p: by its mean, 1 in 1/p (framework.py)
+    if lossy(kd):
+        kw["loss"] = np.full(idx.size, float(kd["loss_rate"]))  # uniform p: by its mean, 1 in 1/p (framework.py)
     mtu = kd.get("mtu")
     if not is_missing(mtu):
         params["mss_bytes"] = int(mtu) - TCP_IP_HEADERS
@@ -367,8 +372,9 @@ def _per_stream(n, M, P) -> dict[int, float]:
 
 
 def params_for(kd: dict, model_params: dict, variant_params: dict | None) -> dict:
-    """The parameters of a dataset's model: model_params, then its variant's own (variant_params)."""
-    return {**model_params, **(variant_params or {}).get(str(kd["variant"]).lower(), {})}
+    """The parameters of a dataset's model: model_params, then its variant's own (variant_params; on a lossy
+    link without what its loss epochs do not model, configurations.UNMODELLED_WITH_LOSS)."""
+    return {**model_params, **variant_parameters(str(kd["variant"]), variant_params, lossy=lossy(kd))}
 
 
 def fit_profiles(table, *, heldout: bool = True, variant_params: dict | None = None, **model_params
