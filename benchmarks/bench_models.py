@@ -6,7 +6,10 @@ run as a second baseline, with the table's build time and its largest error agai
 Modes, every variant, on the same configurations, each against the clean-link size mode measured in the same
 run: duration mode (8 s); size mode of 10 GB as iperf3's receiver reports it (receiver_report, queue_fill: what
 model fit predicts for -n runs), and the same with the trajectory after slow start (trajectory, H-TCP's
-rtt_scaling and flows_phase2, Reno's flows_phase2: models.fit.CONFIGURATIONS; models/trajectory.py) in size mode (10 GB) and duration mode (8 s); external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
+rtt_scaling and flows_phase2, Reno's flows_phase2: models/configurations.py; models/trajectory.py) in size mode
+(10 GB) and duration mode (8 s), also in the configurations ss-burst-buffer and ss-trains; ss-trains
+(DEFAULT_CONFIGURATION, what model fit, select --extrapolate and the report use) in every mode below too, its rows
+marked "[default]"; external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
 N = 1/p), in size mode (F = ∞: the steady state) and in duration mode (8 s: slow start, the transient,
 then the steady state). The loss-limited epoch has a closed form (STCP, Reno, CUBIC; H-TCP below Cτ) and
 is solved numerically elsewhere; the reference path (exact_loss = True: every epoch solved numerically;
@@ -23,7 +26,8 @@ import time
 import numpy as np
 
 from tcpprofile.models import make_model
-from tcpprofile.models.fit import configuration, model_parameters
+from tcpprofile.models.configurations import (DEFAULT_CONFIGURATION, configuration, model_parameters,
+                                              variant_parameters)
 
 
 def configs(count: int, seed: int = 0):
@@ -64,11 +68,11 @@ def bench(variant: str, vector_count: int, loop_count: int, **params) -> tuple[f
 
 def bench_mode(variant: str, count: int, exact: bool = False, report: bool = False, trajectory: str | None = None,
                **kw) -> float:
-    """trajectory: the name of a model configuration with the trajectory (`model fit --configuration NAME`), or None."""
+    """trajectory: the name of a model configuration (`model fit --configuration NAME`), or None: the plain model."""
     model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report)
-    if trajectory:  # e.g. 'trajectory': H-TCP rtt_scaling, flows_phase2; Reno flows_phase2; 'trajectory3' adds ss_burst, 'trajectory4' the trains
+    if trajectory:  # e.g. 'trajectory': H-TCP rtt_scaling, flows_phase2; Reno flows_phase2; 'ss-trains' the trains
         params, per_variant = configuration(trajectory)
-        model.set_params(**model_parameters(params), **per_variant.get(variant, {}))
+        model.set_params(**model_parameters(params), **variant_parameters(variant, per_variant, lossy="loss" in kw))
     tau, n, beta, wmax, _ = configs(count)
     return rate(lambda: model.predict(tau, n=n, buffer=beta, wmax=wmax, **kw), count)
 
@@ -85,6 +89,10 @@ LOSS_MODES = (("periodic 1/500", dict(size=math.inf, loss=1 / 500)),
               ("periodic -t 8s", dict(duration=8.0, loss=1 / 500)),
               ("uniform 1e-4", dict(size=math.inf, loss=1e-4)),
               ("uniform -t 8s", dict(duration=8.0, loss=1e-4)))
+# every mode the default configuration is measured in: clean (F = ∞), as model fit predicts -n and -t runs, and
+# the loss modes (what model fit fits for runs on lossy links)
+DEFAULT_MODES = (("clean", dict(size=math.inf)), ("-n 10GB", dict(size=1e10)), ("-t 8s", dict(duration=8.0)),
+                 *LOSS_MODES)
 
 
 def loss_error(variant: str, count: int = 20_000, tabulated: bool = True) -> tuple[float, float]:
@@ -124,10 +132,9 @@ def main() -> None:
         rep = bench_mode(variant, 200_000, report=True, size=1e10)  # iperf3 -n as model fit predicts it
         print(f"{variant + ' -n 10GB rcv':>22} {rep:10.3g} {base:15.3g} {rep / base:6.2f}  clean, size mode")
         for name, cfg, kw in (("-n 10GB traj", "trajectory", {"size": 1e10}), ("-t 8s traj", "trajectory", {"duration": 8.0}),
-                              ("-n 10GB traj3", "trajectory3", {"size": 1e10}),
-                              ("-t 8s traj3", "trajectory3", {"duration": 8.0}),
-                              ("-n 10GB traj4", "trajectory4", {"size": 1e10}),
-                              ("-t 8s traj4", "trajectory4", {"duration": 8.0})):
+                              ("-n 10GB ss-burst-buffer", "ss-burst-buffer", {"size": 1e10}),
+                              ("-t 8s ss-burst-buffer", "ss-burst-buffer", {"duration": 8.0}),
+                              *((f"{mode} [default]", DEFAULT_CONFIGURATION, kw) for mode, kw in DEFAULT_MODES)):
             tra = bench_mode(variant, 200_000, report=True, trajectory=cfg, **kw)  # slow start's overshoot, burst,
             print(f"{variant + ' ' + name:>22} {tra:10.3g} {base:15.3g} {tra / base:6.2f}  clean, size mode")  # epochs
         for name, kw in LOSS_MODES:

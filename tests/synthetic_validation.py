@@ -46,11 +46,11 @@ def _trace(total_bits: float, duration: float, ramp_s: float, ramp_rate: float) 
 
 def build(store: Store, *, truth: str = "model", variants=("cubic",), streams=(1, 4), multiples=MULTIPLES,
           rtts=RTTS, reps: int = 2, seed: int = 2020, noise: float = 0.02, m_true=1.0,
-          distort=None, campaign: str = "models-validation", config: str = "default") -> int:
+          distort=None, campaign: str = "models-validation", config: str = "paper") -> int:
     """Write a campaign; truth 'model' (the first-principles model of each variant, β = m_true × the
     configured buffer; m_true may be a dict per multiple) or 'generic' (GENERIC_TRUTH). distort: a factor
     per RTT position applied to the truth. config: the first-principles truth's model configuration
-    (models.fit.CONFIGURATIONS). Returns the number of runs."""
+    (models/configurations.py). Returns the number of runs."""
     params, per_variant = configuration(config)
     params = model_parameters(params)
     rng = np.random.default_rng(seed)

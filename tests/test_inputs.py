@@ -15,7 +15,7 @@ from tcpprofile import spec
 from tcpprofile.cc.registry import ALIASES, NAMES
 from tcpprofile.cli import main
 from tcpprofile.errors import ValidationError
-from tcpprofile.models.fit import CONFIGURATIONS
+from tcpprofile.models.fit import CONFIGURATIONS, DEFAULT_CONFIGURATION
 from tcpprofile.store import Store
 
 DATA = Path(__file__).parent / "data" / "iperf3"
@@ -185,12 +185,13 @@ def test_model_refuses_an_unknown_configuration_for_every_action(capsys):
 
 
 def test_model_help_lists_every_configuration():
-    # before: the help named 3 (default, trajectory, trajectory2), `model fit`'s error 5
+    # before: the help named 3 (default, trajectory, trajectory2), `model fit`'s error 5; now with the default
     text = io.StringIO()
     with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
         main(["model", "--help"])
     flat = " ".join(text.getvalue().split())
     assert len(CONFIGURATIONS) == 5 and f"one of {', '.join(CONFIGURATIONS)}" in flat
+    assert f"default {DEFAULT_CONFIGURATION}, the one that passed validation" in flat
 
 
 def test_cc_load_takes_the_same_names():

@@ -45,10 +45,11 @@ def test_model_profile_table(capsys):
     (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "b=0.9"], "b"),
     (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "nonsense=1"], "nonsense"),
     (["model", "fit"], "--db"),
-    (["model", "fit", "--db", "none.duckdb", "--trajectory", "--eq8"], "--trajectory"),
-    (["model", "fit", "--db", "none.duckdb", "--configuration", "trajectory2", "--eq8"], "--configuration"),
+    (["model", "fit", "--db", "none.duckdb", "--trajectory"], "--trajectory"),
+    (["model", "fit", "--db", "none.duckdb", "--eq8"], "--eq8"),       # the default models the trajectory
+    (["model", "fit", "--db", "none.duckdb", "--configuration", "htcp-burst-regime", "--eq8"], "--eq8"),
     (["model", "fit", "--db", "none.duckdb", "--configuration", "trajectory9"], "--configuration"),
-    (["model", "validate", "--db", "none.duckdb", "--configuration", "default", "--trajectory"], "--configuration"),
+    (["model", "validate", "--db", "none.duckdb", "--configuration", "trajectory2"], "--configuration"),
     (["model", "--variant", "htcp", "--rtt", "10ms", "--buffer", "1MB", "--set", "rtt_scaling=true"], "rtt_scaling"),
 ])
 def test_model_errors_name_the_field(argv, field, capsys):
@@ -72,18 +73,20 @@ def test_model_fit_reads_store(tmp_path, capsys, eq8):
             con.execute("INSERT INTO runs VALUES ('htcp', ?, 1073741824, 20000000000, ?, ?, 1e10, 5000000, ?, 'ok', 0)",
                         [n, 1.6e11 / th, t * 1e3, th])
     con.close()
-    assert main(["model", "fit", "--db", db, "--json"] + (["--eq8"] if eq8 else [])) == 0
+    paper = ["--configuration", "paper"]   # the paper's rule generated these runs
+    assert main(["model", "fit", "--db", db, "--json", *paper] + (["--eq8"] if eq8 else [])) == 0
     (fit,) = json.loads(capsys.readouterr().out)
     assert fit["variant"] == "htcp" and set(fit["E_percent"]) == {"1", "2"}
     assert fit["queue_fill"] is (not eq8) and fit["receiver_report"] is True  # size mode too (iperf3 -n)
     assert fit["capacity_bps"] == 1e10 and fit["startup_rtts"] == 0.0  # a flat table: no calibration, no intervals
     assert fit["E_mean_percent"] < 0.5 and fit["wmax_bytes_fit"] == pytest.approx(5e7, rel=0.01)
     assert set(fit["E_heldout_percent"]) == {"1", "2"}  # leave-one-RTT-out, per n
-    assert main(["model", "fit", "--db", db] + (["--eq8"] if eq8 else [])) == 0
+    assert main(["model", "fit", "--db", db, *paper] + (["--eq8"] if eq8 else [])) == 0
     table = capsys.readouterr().out.splitlines()
     flags = len(fit["flags"])       # one line each, after the notes
     assert len(table) == 7 + flags and table[1].split()[0] == "htcp" and table[3].startswith("held-out")
-    assert table[4] == "model configuration: default (no parameter changed)" + (" with --eq8" if eq8 else "")
+    assert table[4] == ("model configuration: paper — the paper's first-principles rule (no parameter changed)"
+                        + (" with --eq8" if eq8 else ""))
     assert table[5].startswith("fitted as measured") and table[6 + flags].startswith("flags:")
     assert math.isfinite(float(table[1].split()[-2])) and math.isfinite(float(table[1].split()[-3]))
     assert table[1].split()[-1] == table[2].split()[-1] == "-" and flags == 0  # the model's own profile
@@ -114,7 +117,8 @@ def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):
                                "variant": variant, "streams": 1, "duration_target_s": 8.0, "status": "ok",
                                "throughput_bps": th, "duration_s": 8.0, "repetition": 0})
     # Eq. (8) as generated (at W = Cτ + β a buffer ≥ ~BDP keeps the link full: β is not identifiable there)
-    assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json", "--eq8"]) == 0
+    assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json", "--eq8",
+                 "--configuration", "paper"]) == 0
     (fit,) = json.loads(capsys.readouterr().out)
     assert fit["receiver_report"] is True and fit["queue_fill"] is False  # a duration-mode dataset
     assert fit["variant"] == "htcp" and fit["buffer"] == "BDP" and fit["duration_target_s"] == 8.0
@@ -139,7 +143,8 @@ def test_model_fit_of_one_campaign_with_a_bdp_buffer(tmp_path, capsys):
                           "WHERE run_id = 'c1-r0'")
     fits = {}
     for extra in ([], ["--exclude-flagged"]):
-        assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json", "--eq8", *extra]) == 0
+        assert main(["model", "fit", "--db", db, "--campaign", "reproduce-quick-%", "--json", "--eq8",
+                     "--configuration", "paper", *extra]) == 0
         (fits[bool(extra)],) = json.loads(capsys.readouterr().out)
     assert fits[False]["points"] == 5 and fits[True]["points"] == 4
     assert fits[True]["E_percent"]["1"] < 0.5 < fits[False]["E_percent"]["1"]

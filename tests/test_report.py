@@ -259,8 +259,9 @@ def test_flagged_runs_counted_in_the_tables_and_left_out_on_request(tmp_path, ca
 
 
 def test_model_figure_fits_as_model_fit_does(tmp_path, capsys):
-    """On β = BDP links (the reproduce campaigns') the report's model panel is `tcpprofile model fit`'s fit:
-    β as a multiple of the configured buffer, the same m and the same E (one fitting path)."""
+    """On β = BDP links (the reproduce campaigns') the report's model panel is `tcpprofile model fit`'s fit: the
+    same configuration (the default, the validated one: β the configured buffer, m = 1), the same m and the same
+    E (one fitting path); with --configuration paper, model fit recovers the truth's m = 0.2."""
     from tcpprofile.models import make_model
 
     db = tmp_path / "bdp.duckdb"
@@ -280,11 +281,14 @@ def test_model_figure_fits_as_model_fit_does(tmp_path, capsys):
                 for rep in range(2):
                     thr = float(truth.predict(rtt / 1e3, n=n, duration=8.0)) * (1 + 0.01 * rng.standard_normal())
                     add_run(s, f"b-{rtt:g}-{n}-{rep}", f"B{rtt:g}", "cubic", n, None, thr, rep=rep, duration_s=8.0)
+    assert main(["model", "fit", "--db", str(db), "--json", "--configuration", "paper"]) == 0
+    (paper,) = __import__("json").loads(capsys.readouterr().out)
+    assert paper["buffer_multiple_fit"] == pytest.approx(0.2, rel=0.1) and paper["buffer_bytes_fit"] is None
     assert main(["model", "fit", "--db", str(db), "--json"]) == 0
     (cli,) = __import__("json").loads(capsys.readouterr().out)
     with Store.open(db, read_only=True) as s:
         fig = next(f for f in build_report(s, tmp_path / "r").figures() if f.id == "models")
-    assert cli["buffer_multiple_fit"] == pytest.approx(0.2, rel=0.1) and cli["buffer_bytes_fit"] is None
+    assert cli["buffer_multiple_fit"] == 1.0 and cli["buffer_bytes_fit"] is None
     assert f"E={cli['E_mean_percent']:.1f} %" in fig.caption
     assert f"β={cli['buffer_multiple_fit']:.3g}×BDP" in fig.caption
     assert fig.runs == 20

@@ -72,11 +72,15 @@ def test_extrapolation_refused_then_model_backed_and_flagged():
     choice = _select(store, 120.0, extrapolate=True)
     est = choice.best
     assert est.method == "extrapolated" and "CUBIC" in est.model and est.weights == []
-    # the same fit through tcpprofile.models directly: duration-mode size F = Θ·T
-    from tcpprofile import models
-    tau, means = np.array([10, 20, 40, 80]) / 1e3, np.array([9.0, 8.0, 5.0, 2.5]) * G
-    m = models.make_model("cubic", capacity_bps=10e9).fit(tau, means, n=1, size=means * 10 / 8)
-    assert est.throughput_bps == pytest.approx(float(m.predict(0.12, n=1, size=2.5 * G * 10 / 8)), rel=1e-6)
+    # the same fit through tcpprofile.models directly: the default (validated) configuration, 10 s runs in the
+    # duration mode, β the links' configured 50 MB
+    from tcpprofile.models.configurations import DEFAULT_CONFIGURATION
+    from tcpprofile.models.extrapolate import extrapolate
+    (p,) = sel.load_profiles(store).profiles     # τ as the store gives it (TAU_MS_SQL)
+    ex = extrapolate("cubic", 10e9, p.rtts_ms, p.means, 120.0, streams=1, duration_s=10.0, buffer_at=lambda t: 50e6,
+                     config=DEFAULT_CONFIGURATION, level=0.95)
+    assert est.throughput_bps == pytest.approx(ex.value_bps, rel=1e-9)
+    assert f"model configuration {DEFAULT_CONFIGURATION}" in est.model and ex.fit.multiple == 1.0
     assert 0 < est.ci_low_bps <= est.throughput_bps <= est.ci_high_bps <= 10e9
     assert est.throughput_bps < 2.5 * G                  # beyond the last RTT the profile keeps falling
     assert choice.comparison.decision == "single"

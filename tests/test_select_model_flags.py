@@ -11,6 +11,7 @@ from synthetic_store import add_link, add_run
 from tcpprofile import models
 from tcpprofile import select as sel
 from tcpprofile.cli import main
+from tcpprofile.models.configurations import DEFAULT_CONFIGURATION, configuration, model_parameters
 from tcpprofile.store import Store
 
 G = 1e9
@@ -30,15 +31,12 @@ RTTS = (10.0, 20.0, 40.0, 80.0, 160.0)
 
 
 def _model_profile(rtts=RTTS) -> dict[float, float]:
-    """Profile means of the model itself (10 s runs: F = Θ·T, as select fits them)."""
-    m = models.make_model("cubic", capacity_bps=10e9, buffer_bytes=2e7, wmax_bytes=3e7)
-    out = {}
-    for r in rtts:   # F = Θ·10 s/8 and Θ = model(F): a fixed point
-        th = 5 * G
-        for _ in range(30):
-            th = float(m.predict(r / 1e3, n=1, size=th * 10 / 8))
-        out[r] = th
-    return out
+    """Profile means of the model select fits (the default configuration, as `model fit` fits 10 s runs: loss
+    at Cτ + β, iperf3's receiver interval; β the links' configured 50 MB)."""
+    params, per_variant = configuration(DEFAULT_CONFIGURATION)
+    m = models.make_model("cubic", capacity_bps=10e9, buffer_bytes=5e7, wmax_bytes=3e7, queue_fill=True,
+                          receiver_report=True, **model_parameters(params), **per_variant.get("cubic", {}))
+    return {r: float(m.predict(r / 1e3, n=1, duration=10.0)) for r in rtts}
 
 
 def test_a_profile_the_model_explains_is_not_flagged(tmp_path):

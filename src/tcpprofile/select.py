@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import decide, hostcheck, ping
+from . import decide, hostcheck, ping, units
 from .cc.registry import implementation_of
 from .hostcheck import probe, transport
 from .hostcheck.probe import read_sysctl
@@ -76,6 +76,8 @@ class Profile:
     transfer_bytes: int | None = None
     duration_s: float | None = None
     flagged: list[np.ndarray] = field(default_factory=list)  # per RTT, bool per run (dimensions.FLAGGED_SQL)
+    link_buffer: str | None = None   # the link's β as the spec wrote it ('BDP', '50MB') or its byte count
+    loss_rate: float = 0.0           # the link's external loss (drop probability; periodic 1 in N: 1/N)
 
     @property
     def means(self) -> np.ndarray:
@@ -206,7 +208,10 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
                                 kernel_name=max(names[cfg], key=names[cfg].get), rate_bps=cond["rate_bps"],
                                 run_ids=[[x[1] for x in p[1]] for p in pts],
                                 transfer_bytes=cond["transfer_bytes"], duration_s=cond["duration_s"],
-                                flagged=[np.array([x[2] for x in p[1]], bool) for p in pts]))
+                                flagged=[np.array([x[2] for x in p[1]], bool) for p in pts],
+                                link_buffer=cond["link_buffer"],
+                                loss_rate=float(cond["loss_rate"] or 0.0) if cond["loss_mode"] not in (None, "none")
+                                else 0.0))
     return ProfileSet(cond, profiles, exclude_flagged, sum(1 for r in left_out if _condition_key(r) == key),
                       sum(1 for r in unknown if _condition_key(r) == key))
 
@@ -262,21 +267,45 @@ def _same(a, b) -> bool:
 
 
 # -- statistics ------------------------------------------------------------------------------
-def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float
+def link_buffer_at(label: str | None, rate_bps: float):
+    """τ [ms] → the link's configured buffer β [bytes] from its label as the spec wrote it (spec.py, link.buffer:
+    '<k>xBDP' = k·C·τ/8 with C the link rate, a size such as '50MB', or the byte count of a link without a
+    spec); None when the label is missing or not one of these (the model then fits β)."""
+    from .spec import _KBDP   # the spec's own pattern for 'BDP' and '<k>xBDP'
+
+    if not label:
+        return None
+    m = _KBDP.fullmatch(label.strip())
+    if m:
+        k = float(m.group(1) or 1)
+        return lambda t_ms: k * rate_bps * t_ms / 1e3 / 8   # BDP = C·τ/8 [bytes] (spec.py)
+    try:   # digits: a byte count (BUFFER_SQL's fallback, as describe_conditions reads it)
+        size = float(label) if label.strip().isdigit() else float(units.size_bytes("link_buffer", label,
+                                                                                    units.POSITIVE))
+    except ValidationError:
+        return None
+    return lambda t_ms: size
+
+
+def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float, config: str | None = None
                       ) -> tuple[float, float, float, str, list[dict], dict]:
     """Model-backed profile value outside the measured RTT range: (value, CI low, CI high, model name,
     flags, structure test).
 
-    The variant's first-principles model (tcpprofile.models) is fitted to this configuration's profile
-    means (β and W_max, n fixed) and predicts at `rtt_ms`; the interval is the models' residual
-    bootstrap. Transfer size per RTT: F, or mean throughput × duration for time-limited runs. flags: what
-    the fit cannot explain (models.diagnostics: β or W_max at the end of its range, residuals with
-    structure over τ); a flagged value is shown as such, never as a plain number.
+    The variant's first-principles model in the model configuration `config` (models/configurations.py;
+    None: DEFAULT_CONFIGURATION, the validated one) is fitted to this configuration's profile means as
+    `model fit` fits a dataset (models/extrapolate.py: β the link's configured buffer where the
+    configuration takes it and the link's is known, else fitted; W_max fitted; n fixed) and predicts at
+    `rtt_ms`; the interval is a residual bootstrap. flags: what the fit cannot explain (models.diagnostics:
+    a fitted parameter at the end of its range, residuals with structure over τ); a flagged value is shown
+    as such, never as a plain number.
     """
     from . import models     # scipy-heavy; only --extrapolate needs it
-    from .models import diagnostics
-    from .models.lsq import BUFFER_BOUNDS, WMAX_BOUNDS
+    from .models.configurations import DEFAULT_CONFIGURATION, SUMMARY
+    from .models.extrapolate import extrapolate
+    from .models.fit import fit_flags
 
+    config = config or DEFAULT_CONFIGURATION
     cfg = profile.config
     if len(profile.rtts_ms) < 3:
         raise TcpProfileError(f"{cfg.label()}: a model needs at least 3 measured RTTs, has {len(profile.rtts_ms)}")
@@ -284,23 +313,19 @@ def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float
         raise TcpProfileError(f"{cfg.label()}: no model for {cfg.variant} (models: {', '.join(models.MODELS)})")
     if not profile.rate_bps:
         raise TcpProfileError(f"{cfg.label()}: the link rate C is unknown; a model needs it")
-    tau = np.asarray(profile.rtts_ms, float) / 1e3
-    means = profile.means
-    if profile.transfer_bytes:
-        size = np.full(len(tau), float(profile.transfer_bytes))
-    elif profile.duration_s:
-        size = means * profile.duration_s / 8                   # F = Θ·T  [bytes]
-    else:
+    if not (profile.transfer_bytes or profile.duration_s):
         raise TcpProfileError(f"{cfg.label()}: neither transfer size nor duration known; a model needs one")
-    edge = 0 if rtt_ms < profile.rtts_ms[0] else -1
-    model = models.make_model(cfg.variant, capacity_bps=float(profile.rate_bps))
-    pred, lo, hi = models.bootstrap_predict(model, tau, means, rtt_ms / 1e3, n=cfg.streams, size=size,
-                                            n_new=cfg.streams, size_new=size[edge], level=confidence)
-    bound = [diagnostics.at_bound("β", model.buffer_bytes_, BUFFER_BOUNDS),
-             diagnostics.at_bound("W_max", model.wmax_bytes_, WMAX_BOUNDS)]
-    structure = diagnostics.residual_structure(tau, model.residuals_, np.ones(len(tau)))
-    return (float(pred), float(lo), float(hi), f"{type(model).__name__} (tcpprofile.models, fitted β, W_max)",
-            diagnostics.flags_of(bound, structure), structure)
+    tau = np.asarray(profile.rtts_ms, float) / 1e3
+    buffer_at = link_buffer_at(profile.link_buffer, float(profile.rate_bps))
+    ex = extrapolate(cfg.variant.lower(), float(profile.rate_bps), profile.rtts_ms, profile.means, rtt_ms,
+                     streams=cfg.streams, transfer_bytes=profile.transfer_bytes or None,
+                     duration_s=None if profile.transfer_bytes else profile.duration_s, loss=profile.loss_rate,
+                     buffer_at=buffer_at, config=config, level=confidence)
+    flags, structure = fit_flags(ex.fit, tau, ex.residuals, np.ones(len(tau)))
+    beta = "fitted β" if "β" in ex.fit.bounds else "β the link's configured buffer"
+    return (ex.value_bps, ex.low_bps, ex.high_bps,
+            f"{type(ex.fit.model).__name__} (tcpprofile.models, model configuration {config}: {SUMMARY[config]}; "
+            f"{beta}, fitted W_max)", flags, structure)
 
 
 # -- estimation at one RTT -------------------------------------------------------------------

@@ -6,6 +6,7 @@ leave-one-buffer-out per variant and n, beside the generic ramp-up/sustainment b
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -20,7 +21,7 @@ COLUMNS = (  # component, header, scale (value / scale is printed)
 
 
 def register(subparsers) -> None:
-    from ..models.fit import CONFIGURATIONS
+    from ..models.configurations import CONFIGURATIONS, DEFAULT_CONFIGURATION, SUMMARY
     from ..models.registry import MODELS
 
     p = subparsers.add_parser("model", help="predict throughput from the TCP models, or fit them to a store",
@@ -51,14 +52,13 @@ def register(subparsers) -> None:
                    help="predict: loss when the window exceeds Cτ + β (ACK-clocked queue) instead of the paper's "
                         "Eq. (8) (docs/models.md); same as --set queue_fill=true. `fit` does this by default")
     p.add_argument("--eq8", action="store_true",
-                   help="fit: the buffer overflows by the paper's Eq. (8), not at W = Cτ + β (docs/models.md)")
-    p.add_argument("--trajectory", action="store_true",
-                   help="fit, validate: the model configuration 'trajectory' — the window's trajectory after slow start "
-                        "(overshoot, loss burst, first epochs; H-TCP's RTT-scaled α): docs/models.md, \"What shallow "
-                        "buffers exercise\"; without it, 'default'")
+                   help="fit --configuration paper: the buffer overflows by the paper's Eq. (8), not at W = Cτ + β "
+                        "(docs/models.md)")
+    p.add_argument("--trajectory", action="store_true", help=argparse.SUPPRESS)   # removed: refused by run()
     p.add_argument("--configuration", metavar="NAME",
                    help=f"fit, validate: a named model configuration, one of {', '.join(CONFIGURATIONS)} "
-                        "(models.fit.CONFIGURATIONS); --trajectory is --configuration trajectory")
+                        f"(models/configurations.py: " + "; ".join(f"{k}: {v}" for k, v in SUMMARY.items())
+                        + f"); default {DEFAULT_CONFIGURATION}, the one that passed validation (docs/models.md)")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
@@ -118,10 +118,14 @@ def _beta_fit(d: dict) -> tuple[str, str]:
 
 
 def run(args) -> int:
-    from ..models.fit import CONFIGURATIONS
+    from ..models.configurations import checked
 
-    if args.configuration is not None and args.configuration not in CONFIGURATIONS:
-        raise ValidationError("--configuration", f"{args.configuration!r}: one of {', '.join(CONFIGURATIONS)}")
+    if args.trajectory:   # removed (issue 32): configurations are chosen by name only
+        raise ValidationError("--trajectory", "removed: use --configuration trajectory (the window's trajectory "
+                                              "after slow start); without a configuration, fit and validate use "
+                                              "the validated one")
+    if args.configuration is not None:
+        checked("--configuration", args.configuration)
     if args.configuration is not None and args.action == "predict":
         raise ValidationError("--configuration", "only for fit and validate (predict takes --set NAME=VALUE)")
     return {"fit": _fit, "validate": _validate}.get(args.action, _predict)(args)
@@ -202,12 +206,11 @@ def _load(args, *, traces: bool = False):
 
 
 def _config(args) -> str:
-    """The model configuration (models.fit.CONFIGURATIONS; a known name: run checked it) the flags select."""
-    if args.configuration is None:
-        return "trajectory" if args.trajectory else "default"
-    if args.trajectory and args.configuration != "trajectory":
-        raise ValidationError("--configuration", f"{args.configuration!r} and --trajectory: give one of them")
-    return args.configuration
+    """The model configuration (models/configurations.py; a known name: run checked it): --configuration's, or
+    DEFAULT_CONFIGURATION, the validated one."""
+    from ..models.configurations import DEFAULT_CONFIGURATION
+
+    return DEFAULT_CONFIGURATION if args.configuration is None else args.configuration
 
 
 def _with_trajectory(args) -> bool:
@@ -219,12 +222,12 @@ def _with_trajectory(args) -> bool:
 
 def _fit(args) -> int:
     from ..models import fit_profiles
-    from ..models.fit import configuration, describe_configuration
+    from ..models.fit import configuration, describe_configuration, physical_buffer_missing
     from ..models.diagnostics import BOUND_REL, LEVEL, short
 
     if _with_trajectory(args) and args.eq8:
-        raise ValidationError("--trajectory" if args.configuration is None else "--configuration",
-                              "not with --eq8: the trajectory's buffer overflows at W = Cτ + β")
+        raise ValidationError("--eq8", f"only with --configuration paper (the paper's rule): {_config(args)!r} models "
+                                       "the trajectory, whose buffer overflows at W = Cτ + β")
     profiles, _ = _load(args)
     if args.queue_fill and args.eq8:
         raise ValidationError("--eq8", "not with --queue-fill: the buffer overflows one way or the other")
@@ -259,8 +262,9 @@ def _fit(args) -> int:
     print("held-out: leave-one-RTT-out (fitted on the other RTTs, predicting the held-out one)")
     print(describe_configuration(_config(args)) + (" with --eq8" if args.eq8 else ""))
     print("fitted as measured (docs/models.md, \"Fitting measured runs\"): C = the link's payload ceiling; loss at "
-          "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8 else " (--eq8: the paper's Eq. (8))")
-          + ("; the trajectory after slow start (--trajectory)" if _with_trajectory(args) else "")
+          "W = Cτ + β" + (" (here: Eq. (8), --eq8)" if args.eq8
+                          else " (--configuration paper --eq8: the paper's Eq. (8))")
+          + ("; the trajectory after slow start" if _with_trajectory(args) else "")
           + "; d RTT = slow start's start-up lag, measured from the runs' first intervals (0: none measured); "
           "-t runs over iperf3's receiver interval T + τ + queue")
     for f in fits:
@@ -272,6 +276,10 @@ def _fit(args) -> int:
     if any(f.buffer_multiple is not None for f in fits):
         print("β fit ×cfg: the configured buffer changes with τ (k×BDP), so β is fitted as a factor m of the "
               "configured one (β = m × buffer β)")
+    for f in physical_buffer_missing(fits, params):
+        where = f.key.get("buffer", f.key.get("buffer_bytes"))
+        print(f"β fitted for {f.key['variant']} β={where}: its runs carry no configured buffer, which "
+              f"{_config(args)} takes as β")
     if any(f.wmax_known for f in fits):
         print("W_max known: autotuned socket buffers, W_max = half the kernel's limit (not fitted; docs/models.md)")
     return 0
@@ -292,7 +300,8 @@ def _validate(args) -> int:
     from ..models.validation import validate
 
     if args.eq8 or args.queue_fill:
-        raise ValidationError("--eq8", "validate fits as `model fit` does (default, or --trajectory: the frozen models)")
+        raise ValidationError("--eq8", "validate fits as `model fit` does (a named --configuration, or the validated "
+                                       "one)")
     config = _config(args)
     profiles, traces = _load(args, traces=True)
     cells = validate(profiles, traces, config=config).cells

@@ -41,7 +41,8 @@ def register(subparsers) -> None:
                    help="leave flagged runs out (link calibration missed, or run flags: docs/analysis.md)")
     p.add_argument("--top", type=int, default=5, help="configurations to print (default 5)")
     p.add_argument("--extrapolate", action="store_true",
-                   help="allow model-backed estimates outside the measured RTT range")
+                   help="allow model-backed estimates outside the measured RTT range (the model configuration "
+                        "that passed validation, models/configurations.py DEFAULT_CONFIGURATION; docs/models.md)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--margin", default="1%",
                    help="indifference margin: within it of the best is a tie, which goes to the simplest (default 1%%)")
@@ -206,6 +207,9 @@ def print_text(choice, settings, applied, ping, top: int, rows, netns=None) -> N
         c = next(e.ceiling_bps for e in choice.ranking[:top] if e.ci_clipped)
         print(f"  * interval clipped to the physical range [0, {_gbps(c) if c else '∞'}] Gbit/s "
               f"(0 to the link rate C; the t interval reached beyond it)")
+    if any(e.method == "extrapolated" for e in choice.ranking[:top]):
+        from ..models.configurations import DEFAULT_CONFIGURATION, describe_configuration
+        print(f"  model fit (extrapolated): {describe_configuration(DEFAULT_CONFIGURATION)}")
     for e in choice.ranking[:top]:
         for f in e.model_flags:
             print(f"  ! {e.config.label()}: model fit FLAGGED, the value is not a plain prediction: {f['text']}")

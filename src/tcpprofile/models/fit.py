@@ -43,7 +43,8 @@ from .diagnostics import at_bound, flags_of, residual_structure
 from .framework import SEND_BACKLOG, FirstPrinciplesModel
 from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
 from .registry import MODELS, make_model
-from .trajectory import SS_BURST, SS_TRAIN_SLOPE, SS_TRAIN_WINDOW
+from .configurations import (CONFIGURATIONS, DEFAULT_CONFIGURATION, PHYSICAL_BUFFER, configuration,  # noqa: F401
+                             describe_configuration, model_parameters, variant_parameters)
 
 PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps")
 # β keys a dataset as the spec wrote it ("buffer", from the store) or in bytes (plain tables); the
@@ -139,6 +140,12 @@ def is_missing(v) -> bool:
     return v is None or (isinstance(v, float) and np.isnan(v))
 
 
+def lossy(kd: dict) -> bool:
+    """Whether a dataset's link drops segments (external loss: a mode and a rate above 0)."""
+    rate = kd.get("loss_rate")
+    return not is_missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none")
+
+
 def _mode(cols, idx, kd, size=None) -> dict:
     """Per-row model inputs of a dataset: size or duration, loss; model parameters from its key.
     size: the rows' transfer sizes [bytes] (default: the size_bytes column, which holds throughput ×
@@ -155,9 +162,8 @@ def _mode(cols, idx, kd, size=None) -> dict:
             # runs timed by their delivery of F (iperf.parse): nothing is left unsent in the sender's buffers
             # (framework.py: F − U with U = send_backlog·(Cτ + β)); a mix of both kinds: their share
             params["send_backlog"] = SEND_BACKLOG * (1.0 - float(np.nanmean(delivered)))
-    rate = kd.get("loss_rate")
-    if not is_missing(rate) and float(rate) > 0 and kd.get("loss_mode") not in (None, "none"):
-        kw["loss"] = np.full(idx.size, float(rate))  # uniform p: by its mean, 1 in 1/p (framework.py)
+    if lossy(kd):
+        kw["loss"] = np.full(idx.size, float(kd["loss_rate"]))  # uniform p: by its mean, 1 in 1/p (framework.py)
     mtu = kd.get("mtu")
     if not is_missing(mtu):
         params["mss_bytes"] = int(mtu) - TCP_IP_HEADERS
@@ -292,7 +298,9 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
     here is of those rows, or of lag_pool). kd: the dataset key (variant, rate, duration, loss, MTU).
     lags: the start-up lag per row of the table (nan: not measured); a fit whose rows have none takes
     the median of lag_pool (the lags of the table's rows the caller allows: never a held-out one).
-    relative: fit β = m × the configured buffer (None: when the configured buffer changes over the rows)."""
+    relative: fit β = m × the configured buffer (None: when the configured buffer changes over the rows).
+    PHYSICAL_BUFFER in model_params: β is the configured buffer where every row has one, else fitted (RowsFit
+    then has multiple None or not 1: the caller says so, physical_buffer_missing)."""
     kw = _mode(cols, rows, kd)
     model_params = dict(model_params)
     physical = bool(model_params.pop(PHYSICAL_BUFFER, False))
@@ -312,10 +320,9 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
              else positive_column(cols, "configured_buffer_bytes", rows) if relative else None)
     known = _known_wmax(cols, rows)
     wb = WMAX_BOUNDS if known is None else fixed_wmax_bounds(known)
-    if physical:   # β = the configured buffer: m = 1 within rounding, no bound to report
-        scale = positive_column(cols, "configured_buffer_bytes", rows)
-        if scale is None:
-            raise ValidationError("configuration", f"{PHYSICAL_BUFFER} needs every run's configured buffer")
+    configured = positive_column(cols, "configured_buffer_bytes", rows) if physical else None
+    if configured is not None:   # β = the configured buffer: m = 1 within rounding, no bound to report
+        scale = configured       # (a dataset without it, e.g. a remote host's links: β fitted as below)
         fit_relative(model, tau, M, n, scale, buffer_bounds=PHYSICAL_BOUNDS, wmax_bounds=wb, **kw)
         multiple, bounds = 1.0, {}
     elif scale is None:
@@ -327,6 +334,12 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
         bounds["W_max"] = WMAX_BOUNDS
     size = float(np.median(kw["size"])) if "size" in kw else None
     return RowsFit(model, multiple, known is not None, size, bounds)
+
+
+def physical_buffer_missing(fits, model_params: dict) -> list:
+    """The fits of a configuration that takes β as the configured buffer (PHYSICAL_BUFFER) that had to fit it:
+    their rows carry no configured buffer (a remote host's links)."""
+    return [f for f in fits if model_params.get(PHYSICAL_BUFFER) and f.buffer_multiple != 1.0]
 
 
 def predict_rows(fit: RowsFit, cols, kd, rows, *, own_sizes: bool = False) -> np.ndarray:
@@ -358,65 +371,10 @@ def _per_stream(n, M, P) -> dict[int, float]:
     return {int(s): mean_relative_error(M[n == s], P[n == s]) for s in np.unique(n)}
 
 
-# The model configurations `model fit` and `model validate` offer (docs/models.md): (model parameters, per-variant
-# parameters) on top of fit_rows' defaults (queue_fill, receiver_report, the measured start-up lag).
-# A configuration's key that is the fit's, not a model parameter: β is the configured buffer (m = 1, not fitted;
-# only W_max, when not known, is): every prediction then comes from the run's configuration alone
-PHYSICAL_BUFFER = "physical_buffer"
-CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
-    "default": ({}, {}),
-    # slow start's overshoot, the loss burst and the first epochs (trajectory.py); H-TCP's RTT-scaled α; n flows'
-    # Phase II growing n× for the per-RTT increases (H-TCP, Reno: flows_phase2, docs/models.md)
-    "trajectory": ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True},
-                                          "reno": {"flows_phase2": True}}),
-    # trajectory, and H-TCP's slow-start burst as traced across buffers: two events only where the first drop comes
-    # within the first RTT of overload, else one (docs/models.md "H-TCP across buffers"; second_cut_rtt_ratio not in)
-    "trajectory2": ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True},
-                                           "reno": {"flows_phase2": True}}),
-    # trajectory2, slow start's first drop where the queue must also hold one round's burst above C, κ·W
-    # (trajectory.py; κ = SS_BURST, measured from the cwnd traces of the development stores' smallest buffer),
-    # H-TCP's second slow-start event keeping RTT_min/RTT_max, and β the configured buffer, not fitted
-    # (PHYSICAL_BUFFER; docs/models.md "The slow-start peak at small buffers")
-    "trajectory3": ({"trajectory": True, "ss_burst": SS_BURST, PHYSICAL_BUFFER: True},
-                    {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True,
-                              "second_cut_rtt_ratio": True},
-                     "reno": {"flows_phase2": True}}),
-    # trajectory3 with slow start's first drop by its trains (W0·Cτ + s·β, measured from the development stores'
-    # cwnd traces: SS_TRAIN_WINDOW, SS_TRAIN_SLOPE) where that comes before the fluid overflow, which then keeps
-    # no burst (κ = 0: the traces at 0.3–1 × BDP fit the plain fluid peak as well; docs/models.md "Slow start's
-    # trains")
-    "trajectory4": ({"trajectory": True, "ss_burst": 0.0, "ss_train_window": SS_TRAIN_WINDOW,
-                     "ss_train_slope": SS_TRAIN_SLOPE, PHYSICAL_BUFFER: True},
-                    {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True,
-                              "second_cut_rtt_ratio": True},
-                     "reno": {"flows_phase2": True}}),
-}
-
-
-def model_parameters(params: dict) -> dict:
-    """A configuration's parameters for the model itself: without the fit's options (PHYSICAL_BUFFER)."""
-    return {k: v for k, v in params.items() if k != PHYSICAL_BUFFER}
-
-
-def configuration(name: str) -> tuple[dict, dict]:
-    """(model_params, variant_params) of a named configuration (CONFIGURATIONS)."""
-    if name not in CONFIGURATIONS:
-        raise ValidationError("configuration", f"one of {sorted(CONFIGURATIONS)}, got {name!r}")
-    params, per_variant = CONFIGURATIONS[name]
-    return dict(params), {k: dict(v) for k, v in per_variant.items()}
-
-
-def describe_configuration(name: str) -> str:
-    """One line naming a configuration and every parameter it sets, e.g. for a table's header."""
-    params, per_variant = configuration(name)
-    words = [f"{k}={v}" for k, v in params.items()] + [f"{var}: {k}={v}" for var, d in per_variant.items()
-                                                        for k, v in d.items()]
-    return f"model configuration: {name}" + (f" ({'; '.join(words)})" if words else " (no parameter changed)")
-
-
 def params_for(kd: dict, model_params: dict, variant_params: dict | None) -> dict:
-    """The parameters of a dataset's model: model_params, then its variant's own (variant_params)."""
-    return {**model_params, **(variant_params or {}).get(str(kd["variant"]).lower(), {})}
+    """The parameters of a dataset's model: model_params, then its variant's own (variant_params; on a lossy
+    link without what its loss epochs do not model, configurations.UNMODELLED_WITH_LOSS)."""
+    return {**model_params, **variant_parameters(str(kd["variant"]), variant_params, lossy=lossy(kd))}
 
 
 def fit_profiles(table, *, heldout: bool = True, variant_params: dict | None = None, **model_params

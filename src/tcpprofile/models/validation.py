@@ -143,13 +143,14 @@ class Validation:
     cells: list[Cell]
     model: dict[str, np.ndarray]
     baseline: dict[str, np.ndarray]
-    configuration: str = "default"
+    configuration: str = "paper"
 
 
-def validate(table, traces: dict | None = None, *, config: str = "default") -> Validation:
+def validate(table, traces: dict | None = None, *, config: str = "paper") -> Validation:
     """The validation table of a profile table (fit_table_from_store) and its runs' traces (load_traces),
     every first-principles fit (in-sample, leave-one-RTT-out, leave-one-buffer-out) with the model
-    configuration `config` (fit.CONFIGURATIONS: "default", "trajectory")."""
+    configuration `config` (models/configurations.py; as fit_profiles, the paper's rule unless named: `model
+    validate` names DEFAULT_CONFIGURATION when given none)."""
     model_params, variant_params = configuration(config)
     cols = as_columns(table)
     traces = traces or {}

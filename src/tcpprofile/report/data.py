@@ -46,6 +46,7 @@ class ReportData:
     exclude_flagged: bool = False
     flagged: int = 0             # flagged runs (dimensions.FLAGGED_SQL) the report could draw on
     candidates: int = 0          # ok runs with a throughput and an RTT, flagged or not
+    model_configuration: str = ""   # the model figures' configuration (models/configurations.py); "": the default
     _model_fits: dict = field(default_factory=dict, init=False, repr=False)   # model_fit's, by row indices
     _traces: dict = field(default_factory=dict, init=False, repr=False)       # traces' answers, by run_id
 
@@ -78,15 +79,31 @@ class ReportData:
         from ..models.fit import datasets
         return datasets(self.model_table) if self.model_table["variant"].size else []
 
+    @property
+    def model_config(self) -> str:
+        """The model configuration the model figures fit: model_configuration, or `model fit`'s default (the
+        validated one, models.configurations.DEFAULT_CONFIGURATION)."""
+        from ..models.configurations import DEFAULT_CONFIGURATION
+        return self.model_configuration or DEFAULT_CONFIGURATION
+
+    def model_config_text(self) -> str:
+        """The configuration in words for a caption: its name, what it adds, whether it is the default."""
+        from ..models.configurations import DEFAULT_CONFIGURATION, SUMMARY
+        name = self.model_config
+        return f"model configuration {name} ({SUMMARY[name]}" + (
+            "; `model fit`'s default, the validated one)" if name == DEFAULT_CONFIGURATION else ")")
+
     def model_fit(self, idx: np.ndarray):
-        """`model fit`'s in-sample fit (models.fit_profiles, heldout=False) of the rows `idx` of model_table (one
-        dataset), computed once for every figure that draws that dataset (the model figure, the papers' Figs.
-        6–8)."""
+        """`model fit`'s in-sample fit (models.fit_profiles, heldout=False, with model_config) of the rows `idx` of
+        model_table (one dataset), computed once for every figure that draws that dataset (the model figure,
+        the papers' Figs. 6–8)."""
         key = tuple(int(i) for i in idx)
         if key not in self._model_fits:
             from ..models import fit_profiles
+            from ..models.configurations import configuration
+            params, per_variant = configuration(self.model_config)
             (self._model_fits[key],) = fit_profiles({k: v[idx] for k, v in self.model_table.items()},
-                                                    heldout=False)
+                                                    heldout=False, variant_params=per_variant, **params)
         return self._model_fits[key]
 
     def flag_note(self) -> str:

@@ -1,8 +1,9 @@
 """Model vs measurement (tcp-models-high-bdp Figs. 6–8, with the average error E of §V).
 
 The fits are `tcpprofile model fit`'s: the same profile table (models.fit_table_from_store), the same
-datasets and the same fitting path (models.fit_profiles: β in bytes, or β = m × the configured buffer
-on k×BDP links), so a panel's E is the E `model fit` prints for that dataset."""
+datasets, the same fitting path (models.fit_profiles: β in bytes, or β = m × the configured buffer
+on k×BDP links) and the same model configuration (ReportData.model_config: `model fit`'s default, the
+validated one), so a panel's E is the E `model fit` prints for that dataset."""
 
 from __future__ import annotations
 
@@ -98,7 +99,8 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
     name = "models"
     left = len(candidates) - len(chosen)
     caption = (f"Mean measured throughput (points) against the variant's first-principles model (lines, "
-               f"tcpprofile.models) fitted as `tcpprofile model fit` fits it: β and W_max per dataset over all "
+               f"tcpprofile.models) fitted as `tcpprofile model fit` fits it, {data.model_config_text()}: W_max "
+               f"and, unless the configuration takes β as the link's configured buffer, β per dataset over all "
                f"its stream counts and RTTs (β as a multiple of the configured buffer where that changes with "
                f"τ, k×BDP); E = 100/|RTTs|·Σ|M−P|/M per stream count, as `model fit` prints it. A fit is FLAGGED "
                f"when a fitted parameter sits at the end of its range or its residuals have a trend or bend over τ "

@@ -1,5 +1,5 @@
 """Writes outputs.npz: H-TCP's throughput and W_L on 256 of benchmarks/bench_models.py's configurations in every
-mode the bench measures (models.fit.CONFIGURATIONS default and trajectory; the fast and the exact loss path),
+mode the bench measures (models/configurations.py paper and trajectory; the fast and the exact loss path),
 as the model computed them when they were pinned (main at f6c3d47, before the loss path was made faster).
 The models are frozen for validation (issue 20): tests/test_models_htcp_pinned.py holds every later version
 to these numbers. Run from the repository: python tests/data/htcp_pinned/generate.py (only to re-pin after a
@@ -21,14 +21,14 @@ from tcpprofile.models.fit import configuration  # noqa: E402
 OUT = Path(__file__).with_name("outputs.npz")
 PERIODIC_T, UNIFORM_T = dict(duration=8.0, loss=1 / 500), dict(duration=8.0, loss=1e-4)
 # (name, configuration, exact_loss, rtt_scaling kept, mode): rtt_scaling is not modelled with external loss
-MODES = [("clean", "default", False, True, dict(size=math.inf)),
-         ("-t 8s", "default", False, True, dict(duration=8.0)),
-         ("periodic 1/500", "default", False, True, dict(size=math.inf, loss=1 / 500)),
-         ("periodic -t 8s", "default", False, True, PERIODIC_T),
-         ("uniform 1e-4", "default", False, True, dict(size=math.inf, loss=1e-4)),
-         ("uniform -t 8s", "default", False, True, UNIFORM_T),
-         ("exact periodic -t 8s", "default", True, True, PERIODIC_T),
-         ("exact uniform -t 8s", "default", True, True, UNIFORM_T),
+MODES = [("clean", "paper", False, True, dict(size=math.inf)),
+         ("-t 8s", "paper", False, True, dict(duration=8.0)),
+         ("periodic 1/500", "paper", False, True, dict(size=math.inf, loss=1 / 500)),
+         ("periodic -t 8s", "paper", False, True, PERIODIC_T),
+         ("uniform 1e-4", "paper", False, True, dict(size=math.inf, loss=1e-4)),
+         ("uniform -t 8s", "paper", False, True, UNIFORM_T),
+         ("exact periodic -t 8s", "paper", True, True, PERIODIC_T),
+         ("exact uniform -t 8s", "paper", True, True, UNIFORM_T),
          ("traj -n 10GB", "trajectory", False, True, dict(size=1e10)),
          ("traj -t 8s", "trajectory", False, True, dict(duration=8.0)),
          ("traj periodic -t 8s", "trajectory", False, False, PERIODIC_T),
@@ -42,7 +42,7 @@ def rows():
     tau, n, beta, wmax, _ = configs(200_000)
     rng = np.random.default_rng(20)
     pick = [rng.choice(tau.size, 128, replace=False)]
-    m = model("default", False, True)
+    m = model("paper", False, True)
     for kw in (PERIODIC_T, UNIFORM_T):
         wl = m.components(tau, n=n, buffer=beta, wmax=wmax, **kw)["W_L"]
         above = np.flatnonzero(wl > 10e9 * tau)  # aggregate W_L > Cτ: Phase II in the loss epoch

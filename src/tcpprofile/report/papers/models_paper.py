@@ -153,7 +153,8 @@ def model_vs_measurement(data: ReportData, out: Path) -> list:
     name = "papers-models-fig68"
     figure = Figure(name, "Models paper Figs. 6–8 from this store: model vs measurement per n",
                     f"Mean measured throughput (points) and the first-principles model (lines) fitted as `tcpprofile "
-                    f"model fit` fits it (β and W_max per dataset over all its n and RTTs); per variant the loss-free "
+                    f"model fit` fits it, {data.model_config_text()} (W_max, and β unless the configuration takes "
+                    f"the configured buffer, per dataset over all its n and RTTs); per variant the loss-free "
                     f"dataset with the most stream counts, drawn at the paper's n where measured. "
                     f"Runs with, per variant, {'; '.join(conds)}. {runs_phrase(runs)}.", runs, save(fig, out, name))
     data_table = Table("papers-models-fig68-data", "Figs. 6–8 data: E per variant and n",

@@ -1,0 +1,96 @@
+"""The named model configurations of `model fit`, `model validate`, `select --extrapolate` and the report
+(docs/models.md, "Model configurations"): (model parameters, per-variant parameters) on top of fit_rows'
+settings for measured runs (queue_fill, receiver_report, the measured start-up lag). Each is named for what
+it adds; DEFAULT_CONFIGURATION is the one that passed the sealed validation (docs/models.md, "The third fresh
+store"), used wherever no configuration is named."""
+
+from __future__ import annotations
+
+from ..errors import ValidationError
+from .trajectory import SS_BURST, SS_TRAIN_SLOPE, SS_TRAIN_WINDOW
+
+# A configuration's key that is the fit's, not a model parameter: β is the configured buffer (m = 1, not fitted;
+# only W_max, when not known, is): every prediction then comes from the run's configuration alone
+PHYSICAL_BUFFER = "physical_buffer"
+
+_TRAJECTORY = ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True},
+                                      "reno": {"flows_phase2": True}})
+_BURST_REGIME = ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True},
+                                        "reno": {"flows_phase2": True}})
+_SECOND_CUT = {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True,
+                        "second_cut_rtt_ratio": True}, "reno": {"flows_phase2": True}}
+
+CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
+    # the paper's first-principles rule (Vardoyan, Rao & Towsley §IV), fitted as measured runs are: β and W_max
+    # fitted per dataset
+    "paper": ({}, {}),
+    # + slow start's overshoot, the loss burst and the first epochs (trajectory.py); H-TCP's RTT-scaled α; n flows'
+    # Phase II growing n× for the per-RTT increases (H-TCP, Reno: flows_phase2). Frozen at c02dcf5
+    "trajectory": _TRAJECTORY,
+    # trajectory + H-TCP's slow-start burst as traced across buffers: two events only where the first drop comes
+    # within the first RTT of overload, else one (docs/models.md "H-TCP across buffers"; second_cut_rtt_ratio not in)
+    "htcp-burst-regime": _BURST_REGIME,
+    # htcp-burst-regime + slow start's first drop where the queue must also hold one round's burst above C, κ·W
+    # (κ = SS_BURST, from the development stores' cwnd traces at the smallest buffer), H-TCP's second slow-start
+    # event keeping RTT_min/RTT_max, and β the configured buffer, not fitted (docs/models.md "The slow-start peak
+    # at small buffers"). Frozen at 5966895
+    "ss-burst-buffer": ({"trajectory": True, "ss_burst": SS_BURST, PHYSICAL_BUFFER: True}, _SECOND_CUT),
+    # ss-burst-buffer with slow start's first drop by its trains (W0·Cτ + s·β: SS_TRAIN_WINDOW, SS_TRAIN_SLOPE from
+    # the development stores' cwnd traces) where that comes before the fluid overflow, which then keeps no burst
+    # (κ = 0; docs/models.md "Slow start's trains"). Frozen at 97438bc; the validated one (held out ≤ 3.88 %)
+    "ss-trains": ({"trajectory": True, "ss_burst": 0.0, "ss_train_window": SS_TRAIN_WINDOW,
+                   "ss_train_slope": SS_TRAIN_SLOPE, PHYSICAL_BUFFER: True}, _SECOND_CUT),
+}
+# what each adds, in one line (printed with the configuration's name)
+SUMMARY = {"paper": "the paper's first-principles rule",
+           "trajectory": "the window's trajectory after slow start",
+           "htcp-burst-regime": "trajectory + H-TCP's slow-start burst by regime",
+           "ss-burst-buffer": "htcp-burst-regime + slow start's round burst, β the configured buffer",
+           "ss-trains": "slow start's first drop by its trains, β the configured buffer"}
+DEFAULT_CONFIGURATION = "ss-trains"   # passed the third sealed store in every cell (docs/models.md)
+# the numbered names of before (issue 32): refused, naming the new one
+RENAMED = {"default": "paper", "trajectory2": "htcp-burst-regime", "trajectory3": "ss-burst-buffer",
+           "trajectory4": "ss-trains"}
+
+
+def checked(field: str, name: str) -> str:
+    """A configuration's name, or a ValidationError on `field`: an old numbered name names its new one."""
+    if name in RENAMED:
+        raise ValidationError(field, f"{name!r} is now called {RENAMED[name]!r} (configurations are named for "
+                                     f"what they add; without a configuration: {DEFAULT_CONFIGURATION!r}, the "
+                                     f"validated one)")
+    if name not in CONFIGURATIONS:
+        raise ValidationError(field, f"{name!r}: one of {', '.join(CONFIGURATIONS)}")
+    return name
+
+
+# per-variant parameters a lossy link's model does not have, left out of a dataset with external loss: H-TCP's
+# RTT-scaled α (htcp.py, the loss epoch: "loss epochs use Eq. (1) as printed", rtt_scaling refused there)
+UNMODELLED_WITH_LOSS = {"htcp": ("rtt_scaling",)}
+
+
+def variant_parameters(variant: str, per_variant: dict | None, *, lossy: bool) -> dict:
+    """A configuration's parameters for one variant; on a lossy link without those UNMODELLED_WITH_LOSS."""
+    own = dict((per_variant or {}).get(variant.lower(), {}))
+    return {k: v for k, v in own.items() if not (lossy and k in UNMODELLED_WITH_LOSS.get(variant.lower(), ()))}
+
+
+def model_parameters(params: dict) -> dict:
+    """A configuration's parameters for the model itself: without the fit's options (PHYSICAL_BUFFER)."""
+    return {k: v for k, v in params.items() if k != PHYSICAL_BUFFER}
+
+
+def configuration(name: str) -> tuple[dict, dict]:
+    """(model_params, variant_params) of a named configuration (CONFIGURATIONS)."""
+    params, per_variant = CONFIGURATIONS[checked("configuration", name)]
+    return dict(params), {k: dict(v) for k, v in per_variant.items()}
+
+
+def describe_configuration(name: str) -> str:
+    """One line naming a configuration, what it adds, whether it is the default, and every parameter it sets."""
+    params, per_variant = configuration(name)
+    words = [f"{k}={v}" for k, v in params.items()] + [f"{var}: {k}={v}" for var, d in per_variant.items()
+                                                        for k, v in d.items()]
+    default = ", the default" if name == DEFAULT_CONFIGURATION else ""
+    return (f"model configuration: {name}{default} — {SUMMARY[name]}"
+            + (f" ({'; '.join(words)})" if words else " (no parameter changed)"))
