@@ -271,11 +271,11 @@ def link_buffer_at(label: str | None, rate_bps: float):
     """τ [ms] → the link's configured buffer β [bytes] from its label as the spec wrote it (spec.py, link.buffer:
     '<k>xBDP' = k·C·τ/8 with C the link rate, a size such as '50MB', or the byte count of a link without a
     spec); None when the label is missing or not one of these (the model then fits β)."""
-    from .spec import _KBDP   # the spec's own pattern for 'BDP' and '<k>xBDP'
+    from .spec import KBDP   # the spec's own pattern for 'BDP' and '<k>xBDP'
 
     if not label:
         return None
-    m = _KBDP.fullmatch(label.strip())
+    m = KBDP.fullmatch(label.strip())
     if m:
         k = float(m.group(1) or 1)
         return lambda t_ms: k * rate_bps * t_ms / 1e3 / 8   # BDP = C·τ/8 [bytes] (spec.py)

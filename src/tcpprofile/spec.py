@@ -32,7 +32,7 @@ MTUS = (1500, 9000)
 # the key each loss mode (testbed.config.LOSS_MODES, the one list) takes besides `mode`
 LOSS_PARAMETER = {"periodic": "every", "uniform": "p"}
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
-_KBDP = re.compile(r"(?:([0-9]*\.?[0-9]+)\s*[xX]\s*)?BDP")
+KBDP = re.compile(r"(?:([0-9]*\.?[0-9]+)\s*[xX]\s*)?BDP")
 
 _KEYS = {
     "campaign": {"name", "seed", "order", "repetitions", "trace_cwnd", "retries", "rerun_flagged",
@@ -314,7 +314,7 @@ def _links(t: dict) -> tuple[LinkPoint, ...]:
     buffers = []  # (label, bytes or k×BDP factor)
     for i, v in enumerate(_list(t.get("buffer", ["BDP"]), "link.buffer")):
         f = f"link.buffer[{i}]"
-        m = _KBDP.fullmatch(v.strip()) if isinstance(v, str) else None
+        m = KBDP.fullmatch(v.strip()) if isinstance(v, str) else None
         if m:
             k = float(m.group(1) or 1)
             if not 0 < k <= 100:
