@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from vm_timing import MEASURED_AGAIN
 from tcpprofile import cc
 from tcpprofile.cc import bpf, registry
 from tcpprofile.testbed import EmulatedLink, LinkConfig
@@ -261,6 +262,7 @@ def hook_cwnd_range(series, t: float, w: int) -> tuple[int, int]:
     return w, max(w + g, ss[j] if cw[j] < ss[j] else 0)
 
 
+@MEASURED_AGAIN
 @pytest.mark.parametrize("name", sorted(DECREASE))
 def test_decrease_factor(env, name):
     series, _ = traced_transfer(env, "short", name, seconds=4)
@@ -332,6 +334,7 @@ def near(w: int, s: int, b128: int) -> bool:
     return abs(s - ((w * b128) >> 7)) <= 1
 
 
+@MEASURED_AGAIN
 @pytest.mark.parametrize("kind, clamped", [("long", 102), ("deep30", 64)])
 def test_htcp_beta_is_rttmin_over_rttmax(env, kind, clamped):
     series, _ = traced_transfer(env, kind, "htcp", seconds=8)
@@ -361,6 +364,7 @@ def test_htcp_beta_is_rttmin_over_rttmax(env, kind, clamped):
 
 # Westwood+: cwnd after a loss = bandwidth estimate × RTTmin ------------------------------------------
 
+@MEASURED_AGAIN
 def test_westwood_resets_to_bandwidth_times_rttmin(env):
     link = env.link("long")
     series, _ = traced_transfer(env, "long", "westwood", seconds=5)
@@ -384,6 +388,7 @@ def test_westwood_resets_to_bandwidth_times_rttmin(env):
 
 # Vegas: α..β packets queued ----------------------------------------------------------------------
 
+@MEASURED_AGAIN
 def test_vegas_keeps_alpha_to_beta_packets_queued(env):
     link = env.link("short")
     series, result = traced_transfer(env, "short", "vegas", seconds=4)

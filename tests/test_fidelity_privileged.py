@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import import_or_require
 
+from vm_timing import MEASURED_AGAIN
 from tcpprofile import fidelity
 from tcpprofile.store.db import Store
 
@@ -72,6 +73,7 @@ def run_campaign(spec_path: Path, db: Path) -> tuple[dict, list[dict]]:
     return link, runs
 
 
+@MEASURED_AGAIN
 def test_quiet_host_runs_are_unflagged_and_measured(tmp_path):
     link, runs = run_campaign(spec(tmp_path, "fidelity-quiet"), tmp_path / "q.duckdb")
     assert link["calibration_ok"] is True and link["flags"] is None
@@ -111,6 +113,7 @@ def test_busy_host_flags_every_run_host_contended(tmp_path):
         assert run["host_cpu_foreign"] > fidelity.THRESHOLDS.foreign_cores
 
 
+@MEASURED_AGAIN
 def test_lossy_link_counts_its_drops_and_calibrates_without_them(tmp_path):
     link, runs = run_campaign(spec(tmp_path, "fidelity-loss", f'{{ mode = "periodic", every = {EVERY} }}'),
                               tmp_path / "l.duckdb")
