@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tcpprofile.decide import MIN_INTERVAL_RUNS, t_quantile
+from tcpprofile.decide import MIN_INTERVAL_RUNS, difference, mean_of
 
 RTT = "20ms"
 QUICK = {"rates": "1", "holds": "10,100", "reps": 3}
@@ -76,18 +76,12 @@ def welch_rel(x, y, level: float = 0.95) -> tuple[float, float, float] | None:
     """(Δ, low, high) of mean(x) − mean(y) as a share of mean(y), Welch's t interval (the baseline mean y
     is taken as known: its own spread is in the interval's variance); None with fewer than
     MIN_INTERVAL_RUNS runs on either side."""
-    x, y = np.asarray(x, float), np.asarray(y, float)
-    if x.size < MIN_INTERVAL_RUNS or y.size < MIN_INTERVAL_RUNS:
+    if len(x) < MIN_INTERVAL_RUNS or len(y) < MIN_INTERVAL_RUNS:
         return None
-    m0 = y.mean()
-    vx, vy = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
-    d = x.mean() - m0
-    se = math.sqrt(vx + vy)
-    if se == 0:
-        return d / m0, d / m0, d / m0
-    df = (vx + vy) ** 2 / ((vx ** 2 / (x.size - 1) if vx else 0) + (vy ** 2 / (y.size - 1) if vy else 0))
-    q = t_quantile((1 + level) / 2, df)
-    return d / m0, (d - q * se) / m0, (d + q * se) / m0
+    d = difference(mean_of(x), mean_of(y))           # Welch: decide's difference of independent means
+    lo, hi = d.interval(level)
+    m0 = float(np.mean(y))
+    return d.value / m0, lo / m0, hi / m0
 
 
 def clipped(interval, mean0: float, ceiling: float | None):
