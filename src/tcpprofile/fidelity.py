@@ -64,8 +64,10 @@ class Thresholds:
                                      #   at 45.6 ms, 10 Gbit/s (benchmarks/data/adaptive-45.6ms-10rep.csv;
                                      #   0.08-0.82 % per configuration); a milder stall is engine_stall_minor
     stall_amplification: float = 1.0     # Θ's relative change per unit of the engines' excess stall time per
-                                     #   second of run: TO BE MEASURED by benchmarks/stall_dose.py (1: the
-                                     #   link idles exactly as long as the stalls, nothing more)
+                                     #   second of run. 1: the link idles at most as long as the stalls. The
+                                     #   dose-response (benchmarks/stall_dose.py, docs/testbed.md) found no
+                                     #   amplification: injected holds cost max(0, D − β/C) each, and natural
+                                     #   excess (9-14 % of a run) cost nothing, so 1 is a loose upper bound
     limit_share: float = 0.05        # limited_by: rwnd/sndbuf-limited for more than this share of busy time
     app_limited_share: float = 0.5   #   … or app_limited in more than this share of connection samples
     foreign_cores: float = 0.2       # host_contended: other processes used more CPU than this
