@@ -106,8 +106,9 @@ def _write_record(name: str, record: dict) -> None:
 
 
 def _unmount(path: Path) -> None:
-    """Unmount a private tracefs mount; lazily if a reader still holds it (EBUSY), then remove the dir."""
-    if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+    """Unmount a private tracefs mount (if mounted: it may be only made); lazily if a reader still holds it
+    (EBUSY); then remove the dir."""
+    if os.path.ismount(path) and subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
         subprocess.run(["umount", "-l", str(path)], capture_output=True)
     try:
         path.rmdir()
@@ -155,11 +156,10 @@ def cleanup_stale_tracers() -> list[str]:
         if path in kept:
             continue
         mount = record.get("mount")
-        if mount and os.path.ismount(mount):
+        if mount and Path(mount).is_dir():
+            if os.path.ismount(mount):
+                removed.append(f"tracefs mount {mount}")
             _unmount(Path(mount))
-            removed.append(f"tracefs mount {mount}")
-        elif mount and Path(mount).is_dir():
-            _unmount(Path(mount))   # made but never mounted: only its directory
         path.unlink(missing_ok=True)
     return removed
 
@@ -263,13 +263,7 @@ class CwndTracer:
             else:
                 inst.rmdir()
         if self._mounted is not None:
-            if os.path.ismount(self._mounted):
-                _unmount(self._mounted)
-            else:
-                try:
-                    self._mounted.rmdir()
-                except OSError:
-                    pass
+            _unmount(self._mounted)
             self._mounted = None
         if self._recorded:
             _record_path(self.name).unlink(missing_ok=True)
