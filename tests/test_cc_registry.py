@@ -42,7 +42,10 @@ def test_provider_prefers_the_kernel():
 
 
 def _ours_registered() -> set[str]:
-    return {m["name"] for m in bpf.struct_ops() if m["name"].startswith("tp_")}
+    """Our struct_ops maps still registered. An unregistered map stays listed (TOBEFREE) until the
+    last socket that used it closes: a killed campaign's connections can hold it for a while."""
+    return {m["name"] for m in bpf.struct_ops()
+            if m["name"].startswith("tp_") and bpf.map_state(m["id"]) == "INUSE"}
 
 
 def _kernel_list() -> set[str]:

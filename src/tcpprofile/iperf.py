@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from . import iperf_json
+from . import interrupts, iperf_json
 from .errors import IperfDocumentError, IperfError
 
 SYSCTLS = (
@@ -321,13 +321,15 @@ def run(host: Host, addr: str, port: int, client: list[str], *, timeout_s: float
     try:
         if start_server:
             # -J: its JSON reaches the client (--get-server-output), so its own stdout is not needed
-            srv = host.popen("receiver", ["iperf3", "-s", "-1", "-J", "-p", str(port)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            with interrupts.held():   # a Ctrl-C inside Popen would lose the server: finally could not stop it
+                srv = host.popen("receiver", ["iperf3", "-s", "-1", "-J", "-p", str(port)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             try:
                 wait_listening(host, "receiver", port, srv, ready_timeout_s)
             except IperfError as e:
                 return Outcome(None, None, str(e), client)
-        cli = host.popen("sender", client, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with interrupts.held():
+            cli = host.popen("sender", client, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + timeout_s
         while True:
             try:

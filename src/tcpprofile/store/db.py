@@ -26,6 +26,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from .. import interrupts
 from ..errors import TcpProfileError
 from .checks import NON_NEGATIVE, check_columns
 
@@ -158,14 +159,24 @@ class Store:
             yield
         except BaseException:
             self._depth = 0
-            self.con.execute("ROLLBACK")
+            self._rollback()
             raise
         self._depth = 0
+        with interrupts.held():       # a Ctrl-C is delivered after COMMIT has returned, not inside it
+            try:
+                self.con.execute("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+
+    def _rollback(self) -> None:
+        """Roll back the open transaction, if one is left: DuckDB ends a transaction itself when a
+        statement inside it is interrupted or its COMMIT fails, and then refuses a ROLLBACK; the
+        exception that ended the block is the one to report."""
         try:
-            self.con.execute("COMMIT")
-        except BaseException:
             self.con.execute("ROLLBACK")
-            raise
+        except duckdb.TransactionException:
+            pass
 
     def insert_columns(self, table: str, columns: Mapping[str, Sequence]) -> int:
         """Insert rows given as equal-length columns (numpy arrays or lists; None is NULL) in one

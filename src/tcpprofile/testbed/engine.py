@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import EnvironmentNotReady, TcpProfileError
+from .. import interrupts
 from ..paths import build_dir
 from .netns import in_ns
 
@@ -155,7 +156,7 @@ class DelayEngine:
             argv += ["--loss-every", str(int(loss_every))]
         elif loss_rate:
             argv += ["--loss-rate", repr(float(loss_rate))]
-        with open(log_path, "ab") as log:
+        with open(log_path, "ab") as log, interrupts.held():
             self.proc = subprocess.Popen(in_ns(ns, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=log, start_new_session=True)
         line = self._read_line(READY_TIMEOUT_S)

@@ -41,6 +41,7 @@ import threading
 from pathlib import Path
 
 from ..errors import EnvironmentNotReady, TcpProfileError, ValidationError
+from .. import interrupts
 from ..paths import PREFIX
 from . import netns, state
 from .calibrate import Calibration, calibrate, wait_until
@@ -281,16 +282,17 @@ class EmulatedLink:
                 raise KeyboardInterrupt(f"link {self.tag} was taken down by {signal.Signals(self.stopped_by_signal).name}")
             raise TcpProfileError(f"link {self.tag} is not up")
         kw.setdefault("start_new_session", True)
-        proc = subprocess.Popen(netns.in_ns(self._ns(ns_role), list(argv)), **kw)
+        with interrupts.held():      # started and recorded as one step: the tear-down stops what exists
+            proc = subprocess.Popen(netns.in_ns(self._ns(ns_role), list(argv)), **kw)
+            with self._lock:
+                self._procs[proc.pid] = proc
+                self._record["pids"].append([proc.pid, netns.process_start_time(proc.pid)])
+                self._record["pids"] = [p for p in self._record["pids"] if netns.process_alive(*p)]
+                state.write_owner(self.tag, self._record)
         try:
             os.sched_setaffinity(proc.pid, self.app_cpus)     # off the engines' CPU (cpu_plan)
         except ProcessLookupError:
             pass
-        with self._lock:
-            self._procs[proc.pid] = proc
-            self._record["pids"].append([proc.pid, netns.process_start_time(proc.pid)])
-            self._record["pids"] = [p for p in self._record["pids"] if netns.process_alive(*p)]
-            state.write_owner(self.tag, self._record)
         return proc
 
     def run(self, ns_role: str, argv: list[str], *, check: bool = True, timeout: float | None = None,
