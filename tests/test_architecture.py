@@ -17,7 +17,7 @@ from tcpprofile.cli import COMMANDS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tcpprofile"
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundations", {"", "errors", "paths", "framing", "tolerance"}),
+    ("foundations", {"", "errors", "paths", "framing", "tolerance", "interrupts"}),
     ("units and plain helpers", {"units", "decide", "dimensions", "iperf_json", "ping"}),
     # the engine and the store import nothing that drives them
     ("engine, store, iperf3", {"testbed", "store", "iperf"}),
