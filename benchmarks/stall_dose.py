@@ -14,7 +14,8 @@ interval (≥ 3 runs each side; clipped to what Θ can be: ≥ 0 and ≤ the goo
 the largest RTT iperf3 saw (max_rtt), the cwnd trace's largest srtt, slow-start exit (first ssthresh
 below the initial one: s and cwnd), the cwnd trace's Poincaré spread and Lyapunov exponent (its
 sustainment phase, 0.1 s bins; analysis.dynamics), injected holds, the engines' observed Σ excess
-stall time and stall_effect_bound (amplification 1). Then, per rate and mode, the run-to-run
+stall time, the part of it the bottleneck's queue did not cover (delayd.c "Uncovered excess") and
+stall_effect_bound (amplification 1, from the uncovered excess). Then, per rate and mode, the run-to-run
 resolution (CoV of Θ without injection) and the amplification: ΔΘ against the bound, fitted through
 the origin over the injected runs (−(Θ/Θ̄₀ − 1) = a · bound): the value for
 fidelity.Thresholds.stall_amplification. A cell whose interval holds 0, or whose |ΔΘ| is below the
@@ -69,6 +70,7 @@ class Record:
     bound: float | None = None
     ceiling_bps: float | None = None
     flags: str | None = None
+    uncovered_ms: float | None = None    # the part of the excess the bottleneck's queue did not cover
 
 
 # -- analysis (pure: tests/test_stall_dose.py) ------------------------------------------------------------
@@ -135,7 +137,7 @@ def summarise(records: list[Record]) -> list[dict]:
                     row.update(delta=d, low=lo, high=hi,
                                within_resolution=lo <= 0 <= hi or (resolution is not None and abs(d) < resolution))
             for key in ("retransmits", "max_rtt_ms", "srtt_max_ms", "ss_exit_s", "ss_exit_cwnd", "poincare_spread",
-                        "lyapunov", "holds", "excess_ms", "bound"):
+                        "lyapunov", "holds", "excess_ms", "uncovered_ms", "bound"):
                 row[key] = _mean(getattr(r, key) for r in runs)
             row["amplification"] = amplification(cell_runs) if hold == 0 else None
             rows.append(row)
@@ -151,13 +153,14 @@ def _measures(r: dict) -> str:
     return (f"{_fmt(r['retransmits'], '6.0f'):>6} {_fmt(r['max_rtt_ms'], '7.2f'):>7} {_fmt(r['srtt_max_ms'], '7.2f'):>7} "
             f"{_fmt(r['ss_exit_s'], '.2f') + '/' + _fmt(r['ss_exit_cwnd'], '.0f'):>15} "
             f"{_fmt(r['poincare_spread'], '7.3f'):>7} {_fmt(r['lyapunov'], '7.3f'):>7} {_fmt(r['holds'], '5.1f'):>5} "
-            f"{_fmt(r['excess_ms'], '10.2f'):>10} {_fmt(r['bound'] and 100 * r['bound'], '8.3f'):>8}")
+            f"{_fmt(r['excess_ms'], '10.2f'):>10} {_fmt(r.get('uncovered_ms'), '9.2f'):>9} "
+            f"{_fmt(r['bound'] and 100 * r['bound'], '8.3f'):>8}")
 
 
 def print_table(rows: list[dict]) -> None:
     print(f"{'Gbit':>4} {'mode':>8} {'D ms':>5} {'n':>2} {'Θ Gbit/s':>8} {'ΔΘ % [95 %]':>24} {'retr':>6} "
           f"{'maxRTT':>7} {'srtt⁺':>7} {'SS exit s/cwnd':>15} {'Poinc.':>7} {'λ':>7} {'holds':>5} "
-          f"{'Σexcess ms':>10} {'bound %':>8}")
+          f"{'Σexcess ms':>10} {'Σuncov ms':>9} {'bound %':>8}")
     for r in rows:
         if r["hold_ms"] == 0:
             res = _fmt(r["resolution"] and 100 * r["resolution"], ".3f")
@@ -246,16 +249,19 @@ def measure(args) -> list[Record]:
                         print(f"  run failed ({mode}, D {hold:g} ms): {row['failure_reason']}", file=sys.stderr)
                         continue
                     excess = [row.get(f"engine_{d}_stall_excess_ms") for d in ("fwd", "rev")]
+                    uncovered = [row.get(f"engine_{d}_stall_uncovered_ms") for d in ("fwd", "rev")]
                     injected = [row.get(f"engine_{d}_stall_injected_holds") for d in ("fwd", "rev")]
                     rec = Record(rate, mode, hold, row["throughput_bps"], retransmits=row.get("retransmits"),
                                  max_rtt_ms=max_rtt_ms(row.get("raw_json")),
                                  holds=sum(h for h in injected if h is not None),
                                  excess_ms=sum(e for e in excess if e is not None),
                                  bound=row.get("stall_effect_bound"), ceiling_bps=ceiling, flags=row.get("flags"),
+                                 uncovered_ms=None if None in uncovered else sum(uncovered),
                                  **cwnd_measures(done[-1].cwnd))
                     records.append(rec)
                     print(f"  {seq + 1}/{len(order)} {rate / 1e9:g} Gbit/s {mode} D {hold:g} ms: "
-                          f"{rec.theta_bps / 1e9:.3f} Gbit/s, holds {rec.holds}, Σexcess {rec.excess_ms:.1f} ms, "
+                          f"{rec.theta_bps / 1e9:.3f} Gbit/s, holds {rec.holds}, Σexcess {rec.excess_ms:.1f} ms "
+                          f"(uncovered {_fmt(rec.uncovered_ms, '.1f')}), bound {_fmt(rec.bound and 100 * rec.bound, '.3f')} %, "
                           f"flags {rec.flags or '-'}", flush=True)
             finally:
                 session.close()

@@ -38,20 +38,21 @@ LOSS_BEFORE = (500_000, 4_990)                     # the loss stage's counters r
 
 
 def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=0.49, rev_max_ms=0.49, fwd_drops=(0, 0, 0),
-          rev_drops=(0, 0, 0), fwd_excess_ms=0.0, rev_excess_ms=0.0) -> dict:
+          rev_drops=(0, 0, 0), fwd_excess_ms=0.0, rev_excess_ms=0.0, covered_ms=(0.0, 0.0)) -> dict:
     """The closing snapshots: RELEASED more packets each, with the given mean and largest lateness of
-    the run, (queue, user, ENOBUFS) drops and stall episodes' excess lateness [ms] added during it."""
-    def one(b: EngineStats, late_us, max_ms, drops, cpu_s, excess_ms, **kw):
+    the run, (queue, user, ENOBUFS) drops and stall episodes' excess lateness [ms] added during it, of
+    which covered_ms (forward, reverse) the bottleneck's queue covered."""
+    def one(b: EngineStats, late_us, max_ms, drops, cpu_s, excess_ms, covered, **kw):
         return dataclasses.replace(
             b, released=b.released + RELEASED, late_sum_ns=b.late_sum_ns + round(late_us * 1e3 * RELEASED),
             period_late_max_ns=round(max_ms * 1e6), queue_dropped=b.queue_dropped + drops[0],
             user_dropped=b.user_dropped + drops[1], enobufs=b.enobufs + drops[2], cpu_user_s=b.cpu_user_s + cpu_s,
             late_episodes=b.late_episodes + (excess_ms > 0), late_excess_ns=b.late_excess_ns + round(excess_ms * 1e6),
-            **kw)
+            late_uncovered_ns=b.late_uncovered_ns + round((excess_ms - covered) * 1e6), **kw)
     f, r = BEFORE["forward"], BEFORE["reverse"]
-    return {"forward": one(f, fwd_late_us, fwd_max_ms, fwd_drops, 2.0, fwd_excess_ms, held=3,
+    return {"forward": one(f, fwd_late_us, fwd_max_ms, fwd_drops, 2.0, fwd_excess_ms, covered_ms[0], held=3,
                            bottleneck_drops=f.bottleneck_drops + 12, bottleneck_overlimits=f.bottleneck_overlimits + 340),
-            "reverse": one(r, rev_late_us, rev_max_ms, rev_drops, 0.5, rev_excess_ms, held=1)}
+            "reverse": one(r, rev_late_us, rev_max_ms, rev_drops, 0.5, rev_excess_ms, covered_ms[1], held=1)}
 
 
 # The data connections' tcp_info in each `ss` sample: (busy, rwnd_limited, sndbuf_limited [ms], app_limited).
@@ -247,6 +248,11 @@ def test_the_stall_bound_is_the_runs_excess_over_its_wall_time_and_a_bound_just_
     # 8.01 ms: 0.20025 % > 0.2 %: material, with or without a single release beyond 0.5 ms
     fid = monitored(FakeLink(**healthy(closing=after(fwd_excess_ms=4.0, rev_excess_ms=4.01))))
     assert fid.columns["stall_effect_bound"] == pytest.approx(8.01e-3 / 4.0) and fid.flags == ["engine_stall"]
+    # 400 ms of excess, all but 7.99 ms of it inside the queue's cover: what the wire lost is the note's
+    fid = monitored(FakeLink(**healthy(closing=after(fwd_max_ms=30.0, fwd_excess_ms=300.0, rev_excess_ms=100.0,
+                                                     covered_ms=(296.0, 96.01)))))
+    assert fid.columns["engine_fwd_stall_uncovered_ms"] == pytest.approx(4.0)
+    assert fid.columns["stall_effect_bound"] == pytest.approx(7.99e-3 / 4.0) and fid.flags == ["engine_stall_minor"]
 
 
 def test_an_engine_without_the_stall_record_flags_every_stall_as_before():

@@ -31,6 +31,15 @@ def test_the_bound_is_both_directions_excess_over_the_wall_time_times_the_amplif
     assert F.stall_effect_bound(cols(3.0, 1.0), 0.0) is None
 
 
+def test_the_bound_counts_only_what_the_queue_did_not_cover_where_the_engines_recorded_it():
+    c = {**cols(300.0, 100.0), "engine_fwd_stall_uncovered_ms": 6.0, "engine_rev_stall_uncovered_ms": 2.0}
+    assert F.stall_effect_bound(c, 2.0) == pytest.approx(0.004)       # 8 ms of 2 s, not 400 ms
+    c["engine_rev_stall_uncovered_ms"] = None                         # that engine's record predates it
+    assert F.stall_effect_bound(c, 2.0) == pytest.approx(0.053)       # (6 + its whole 100 ms) of 2 s
+    c = {**cols(300.0, 100.0), "engine_fwd_stall_uncovered_ms": 0.0, "engine_rev_stall_uncovered_ms": 0.0}
+    assert F.stall_effect_bound(c, 2.0) == 0.0                        # every episode inside the queue's cover
+
+
 # The resolution: 0.2 % (Thresholds.stall_resolution_rel); the stall threshold at τ = 45.6 ms: 0.5 ms.
 @pytest.mark.parametrize("c, flag", [
     (cols(fwd_max_us=499.0, bound=0.0), None),                     # no release beyond 0.5 ms, no excess
@@ -74,11 +83,12 @@ def snapshot(**kw) -> EngineStats:
 
 
 def test_the_columns_are_the_runs_deltas_and_name_the_injection_in_force():
-    before = {"forward": snapshot(late_episodes=5, late_excess_ns=40_000_000, stall_holds=2),
-              "reverse": snapshot(late_episodes=1, late_excess_ns=1_000_000)}
+    before = {"forward": snapshot(late_episodes=5, late_excess_ns=40_000_000, stall_holds=2,
+                                  late_uncovered_ns=10_000_000),
+              "reverse": snapshot(late_episodes=1, late_excess_ns=1_000_000, late_uncovered_ns=1_000_000)}
     after = {"forward": snapshot(released=10, late_episodes=9, late_excess_ns=240_000_000, stall_holds=6,
-                                 stall_every_ns=2_000_000_000, stall_hold_ns=50_000_000),
-             "reverse": snapshot(released=10, late_episodes=1, late_excess_ns=1_000_000)}
+                                 stall_every_ns=2_000_000_000, stall_hold_ns=50_000_000, late_uncovered_ns=70_500_000),
+             "reverse": snapshot(released=10, late_episodes=1, late_excess_ns=1_000_000, late_uncovered_ns=1_000_000)}
     c = F.engine_columns(before, after, 8.0)
     assert (c["engine_fwd_stall_episodes"], c["engine_fwd_stall_excess_ms"], c["engine_fwd_stall_injected_holds"]) == \
         (4, 200.0, 4)
@@ -86,6 +96,10 @@ def test_the_columns_are_the_runs_deltas_and_name_the_injection_in_force():
     assert (c["engine_rev_stall_episodes"], c["engine_rev_stall_excess_ms"], c["engine_rev_stall_injected_holds"]) == \
         (0, 0.0, 0)
     assert c["engine_rev_stall_inject_hold_ms"] is None and c["engine_rev_stall_inject_every_s"] is None
+    assert (c["engine_fwd_stall_uncovered_ms"], c["engine_rev_stall_uncovered_ms"]) == (60.5, 0.0)
+    schema7 = {k: dataclasses.replace(v, late_uncovered_ns=None) for k, v in after.items()}
+    c = F.engine_columns(before, schema7, 8.0)
+    assert c["engine_fwd_stall_uncovered_ms"] is None and c["engine_fwd_stall_excess_ms"] == 200.0
     old = {k: dataclasses.replace(v, late_episodes=None, late_excess_ns=None, stall_holds=None) for k, v in after.items()}
     c = F.engine_columns(before, old, 8.0)
     assert c["engine_fwd_stall_excess_ms"] is None and c["engine_rev_stall_injected_holds"] is None

@@ -104,10 +104,22 @@
  * counted, so it is not counted twice).  Where that is above EPISODE_NS the batch is an episode:
  * counted (late_episodes) and its excess summed (late_excess_ns), cumulatively.
  *
+ * Uncovered excess (late_uncovered_ns, fidelity.stall_effect_bound): the part of an episode's excess
+ * the bottleneck's queue did not cover.  A stall of e stops the ACK clock for e; the sender then
+ * sends nothing new, and the modelled wire (the forward engine's rate model) keeps serving its
+ * backlog q for q/C before it idles: the wire loses max(0, e - q/C), which is what a stall costs Θ
+ * (benchmarks/stall_dose.py measured the cost following D - beta/C with a full queue).  q/C is read
+ * as the wire's busy time ahead (wire_free - from) at the previous release, before the episode began
+ * (arrivals since then would only add to it, so it is not over-counted).  The forward engine reads
+ * its own wire; the reverse engine (ACKs, no rate model) reads the forward engine's, published in a
+ * shared page (--wire-publish FD in the forward engine, --wire-cover FD in the reverse one, the
+ * same memfd); without either, nothing covers: the uncovered excess is the whole excess.
+ *
  * Interface:
  *   delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] [--granularity-ns G]
  *          [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES]
  *          [--rt-priority P] [--turns] [--stall-every-ns P --stall-hold-ns D] [--control-stdin]
+ *          [--wire-publish FD | --wire-cover FD]
  *   stdout: "ready queue=Q ..." once bound; "stats {json}" on exit, on SIGUSR1 and on the stdin
  *   command "stats"; "period {json}" (the same counters, then the period's lateness extremes are
  *   reset) on the stdin command "period".  stdin commands (with --control-stdin): "delay NS",
@@ -131,6 +143,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -161,8 +174,9 @@ static struct {
 	uint64_t loss_every;         /* periodic loss: every N-th packet (0: not periodic) */
 	double loss_rate;            /* uniform loss: probability per packet (0: not uniform) */
 	uint64_t stall_every_ns, stall_hold_ns;  /* stall injection: hold D every P (0: off) */
+	int wire_publish_fd, wire_cover_fd;      /* the shared page of "Uncovered excess" (-1: none) */
 } opt = { .copy_range = 1, .maxlen = 1u << 16, .rcvbuf = 256 << 20, .granularity_ns = 40000,
-	  .mss = 1448 };
+	  .mss = 1448, .wire_publish_fd = -1, .wire_cover_fd = -1 };
 
 static struct {
 	uint64_t packets, bytes, released, max_held, enobufs, nl_errors, ring_full, wakeups;
@@ -174,13 +188,16 @@ static struct {
 	uint64_t stall_holds;        /* injected holds that deferred at least one release (cumulative) */
 	uint64_t late_episodes;      /* batches whose head was later than EPISODE_NS (cumulative) */
 	uint64_t late_excess_ns;     /* their summed excess: time the wire fell behind (see "Stall episodes") */
+	uint64_t late_uncovered_ns;  /* the part of it the bottleneck's queue did not cover ("Uncovered excess") */
 	uint64_t last_release_ns;    /* when the previous batch was released */
+	uint64_t cover_wire_free_ns; /* the forward wire's wire_free at that release */
 } st = { .late_max_ns = INT64_MIN, .late_min_ns = INT64_MAX, .period_late_max_ns = INT64_MIN,
 	 .period_late_min_ns = INT64_MAX };
 
 static uint64_t real_minus_mono_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC, refreshed per drain */
 static uint64_t drained_at;          /* CLOCK_MONOTONIC of the current drain */
 static uint64_t wire_free_ns;        /* when the modelled wire finishes the last accepted packet */
+static uint64_t *shared_wire_free;   /* the shared page's one word: the forward wire's wire_free_ns */
 
 static struct held *ring;            /* FIFO of held packets, capacity opt.maxlen */
 static uint32_t head, count;
@@ -376,6 +393,14 @@ static uint64_t past_hold(uint64_t target)
 }
 
 /* Release, in one batch verdict, every held packet due by `horizon` (lateness measured at `now`). */
+/* The forward wire's wire_free_ns: our own with a rate model, else the published one, else 0. */
+static uint64_t cover_wire_free(void)
+{
+	if (opt.rate_bps > 0)
+		return wire_free_ns;
+	return shared_wire_free ? __atomic_load_n(shared_wire_free, __ATOMIC_RELAXED) : 0;
+}
+
 static void release_due(uint64_t now, uint64_t horizon, int all)
 {
 	uint32_t n = 0, last = 0;
@@ -387,8 +412,11 @@ static void release_due(uint64_t now, uint64_t horizon, int all)
 			note_late((int64_t)(now - h->due));
 			uint64_t from = h->due > st.last_release_ns ? h->due : st.last_release_ns;
 			if (!n && now > from + EPISODE_NS) {    /* the head: the batch's longest-due packet */
+				uint64_t excess = now - from;
+				uint64_t cover = st.cover_wire_free_ns > from ? st.cover_wire_free_ns - from : 0;
 				st.late_episodes++;
-				st.late_excess_ns += now - from;
+				st.late_excess_ns += excess;
+				st.late_uncovered_ns += excess > cover ? excess - cover : 0;  /* max(0, e - q/C) */
 			}
 		}
 		last = h->id;
@@ -396,8 +424,10 @@ static void release_due(uint64_t now, uint64_t horizon, int all)
 	}
 	if (!n)
 		return;
-	if (!all)
+	if (!all) {
 		st.last_release_ns = now;
+		st.cover_wire_free_ns = cover_wire_free();
+	}
 	verdict(NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT);
 	head = (head + n) % opt.maxlen;
 	count -= n;
@@ -441,6 +471,8 @@ static uint64_t bottleneck_due(uint64_t len, int gso, uint64_t arrived)
 		st.overlimits++;                        /* found the wire busy: queued */
 	uint64_t start = wire_free_ns > arrived ? wire_free_ns : arrived;
 	wire_free_ns = start + (uint64_t)(wire * 8e9 / opt.rate_bps);   /* ns: 8·wire / C */
+	if (shared_wire_free)
+		__atomic_store_n(shared_wire_free, wire_free_ns, __ATOMIC_RELAXED);
 	st.wire_bytes += wire;
 	return wire_free_ns + opt.delay_ns;         /* last bit on the wire, then propagation */
 }
@@ -589,6 +621,7 @@ static void print_stats(const char *label)
 	       ", \"loss_on\": %d, \"loss_seed\": %" PRIu64 ", \"loss_seen\": %" PRIu64
 	       ", \"loss_dropped\": %" PRIu64 ", \"stall_every_ns\": %" PRIu64 ", \"stall_hold_ns\": %" PRIu64
 	       ", \"stall_holds\": %" PRIu64 ", \"late_episodes\": %" PRIu64 ", \"late_excess_ns\": %" PRIu64
+	       ", \"late_uncovered_ns\": %" PRIu64 ", \"wire_shared\": %d"
 	       ", \"cpu_user_s\": %.6f, \"cpu_sys_s\": %.6f, \"mono_ns\": %" PRIu64 ", \"period_late_hist\": [",
 	       label, opt.queue, opt.delay_ns, st.packets, st.bytes, st.released, count, st.max_held, qtotal,
 	       qdrop, qudrop, st.enobufs, st.nl_errors, st.ring_full, st.late_sum_ns,
@@ -599,6 +632,7 @@ static void print_stats(const char *label)
 	       st.bottleneck_drops, st.bottleneck_bytes, st.overlimits, st.kernel_stamped, st.wire_bytes,
 	       wire_free_ns > now ? wire_free_ns - now : 0, loss_on, loss_seed, st.loss_seen, st.loss_dropped,
 	       opt.stall_every_ns, opt.stall_hold_ns, st.stall_holds, st.late_episodes, st.late_excess_ns,
+	       st.late_uncovered_ns, opt.rate_bps > 0 || shared_wire_free ? 1 : 0,
 	       ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, now);
 	for (int i = 0; i < LATE_BUCKETS; i++)
@@ -675,7 +709,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] "
 			"[--granularity-ns G] [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] [--turns] "
-			"[--stall-every-ns P --stall-hold-ns D] [--control-stdin]\n");
+			"[--stall-every-ns P --stall-hold-ns D] [--control-stdin] [--wire-publish FD | --wire-cover FD]\n");
 	exit(2);
 }
 
@@ -690,6 +724,7 @@ static void parse_args(int argc, char **argv)
 		{ "granularity-ns", required_argument, 0, 'g' }, { "loss-every", required_argument, 0, 'L' },
 		{ "loss-rate", required_argument, 0, 'P' }, { "turns", no_argument, 0, 't' },
 		{ "stall-every-ns", required_argument, 0, 'E' }, { "stall-hold-ns", required_argument, 0, 'H' },
+		{ "wire-publish", required_argument, 0, 'W' }, { "wire-cover", required_argument, 0, 'C' },
 		{ 0 } };
 	int c, have_queue = 0, have_delay = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -710,6 +745,8 @@ static void parse_args(int argc, char **argv)
 		case 't': opt.turns = 1; break;
 		case 'E': opt.stall_every_ns = strtoull(optarg, NULL, 10); break;
 		case 'H': opt.stall_hold_ns = strtoull(optarg, NULL, 10); break;
+		case 'W': opt.wire_publish_fd = (int)strtol(optarg, NULL, 10); break;
+		case 'C': opt.wire_cover_fd = (int)strtol(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}
@@ -717,7 +754,9 @@ static void parse_args(int argc, char **argv)
 	    || opt.rate_bps < 0 || (opt.rate_bps > 0 && !opt.buffer_bytes)
 	    || !(opt.loss_rate >= 0 && opt.loss_rate < 1) || (opt.loss_every && opt.loss_rate > 0)
 	    || ((opt.stall_every_ns || opt.stall_hold_ns)
-		&& !(opt.stall_hold_ns > 0 && opt.stall_hold_ns < opt.stall_every_ns)))
+		&& !(opt.stall_hold_ns > 0 && opt.stall_hold_ns < opt.stall_every_ns))
+	    || (opt.wire_publish_fd >= 0 && (opt.wire_cover_fd >= 0 || opt.rate_bps <= 0))
+	    || (opt.wire_cover_fd >= 0 && opt.rate_bps > 0))
 		usage();
 }
 
@@ -747,6 +786,15 @@ int main(int argc, char **argv)
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	int shared_fd = opt.wire_publish_fd >= 0 ? opt.wire_publish_fd : opt.wire_cover_fd;
+	if (shared_fd >= 0) {                   /* "Uncovered excess": the forward wire's shared page */
+		void *page = mmap(NULL, sizeof(uint64_t), PROT_READ | (opt.wire_publish_fd >= 0 ? PROT_WRITE : 0),
+				  MAP_SHARED, shared_fd, 0);
+		if (page == MAP_FAILED)
+			die("mmap --wire-publish/--wire-cover");
+		shared_wire_free = page;
+		close(shared_fd);
+	}
 	ring = calloc(opt.maxlen, sizeof(*ring));
 	if (!ring)
 		die("calloc");

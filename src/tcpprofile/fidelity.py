@@ -491,18 +491,25 @@ def engine_stall(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> bo
 
 def stall_effect_bound(cols: dict, wall_s: float, t: Thresholds = THRESHOLDS) -> float | None:
     """The largest relative change in Θ the run's observed stalls could have caused (issue 33): both
-    engines' summed excess stall time (delayd.c, "Stall episodes": how long the emulated wire delivered
-    nothing it should have, each interval counted once) over the run's wall time, times t.stall_amplification.
-    A stall of D idles the emulated wire at most D: a fixed-size transfer then takes at most D longer,
-    which TCP's queue can only shorten, so Θ changes by at most D / duration (amplification 1; the
-    dose-response, benchmarks/stall_dose.py, measures whether TCP's reaction amplifies it). Capped at 1
-    (Θ cannot fall by more than itself). None when no engine reported the record (delayd before
-    issue 33) or the wall time is unknown."""
-    excess = [cols.get(f"engine_{d}_stall_excess_ms") for d in ("fwd", "rev")]
-    if all(e is None for e in excess) or not wall_s or wall_s <= 0:
+    engines' summed *uncovered* stall excess over the run's wall time, times t.stall_amplification.
+
+    A stall episode of e (delayd.c, "Stall episodes": how long the emulated wire delivered nothing it
+    should have) stops the ACK clock for e; the bottleneck's backlog q keeps the wire busy for q/C of it,
+    so the wire idles max(0, e − q/C) (delayd.c, "Uncovered excess", q read per episode), and a
+    fixed-size transfer takes at most that much longer: Θ changes by at most Σ max(0, e − q/C) / T
+    (amplification 1: benchmarks/stall_dose.py measured the cost following D − β/C with a full queue,
+    no amplification). An engine without the uncovered record (delayd before schema 8) counts its whole
+    excess (nothing covers: the bound of issue 33's first step, ~10× too high here). Capped at 1 (Θ
+    cannot fall by more than itself). None when no engine reported the record (delayd before issue 33)
+    or the wall time is unknown."""
+    per_direction = []
+    for d in ("fwd", "rev"):
+        uncovered, excess = cols.get(f"engine_{d}_stall_uncovered_ms"), cols.get(f"engine_{d}_stall_excess_ms")
+        per_direction.append(uncovered if uncovered is not None else excess)
+    if all(e is None for e in per_direction) or not wall_s or wall_s <= 0:
         return None
-    excess_s = sum(e for e in excess if e is not None) / 1e3
-    return min(1.0, t.stall_amplification * excess_s / wall_s)
+    lost_s = sum(e for e in per_direction if e is not None) / 1e3
+    return min(1.0, t.stall_amplification * lost_s / wall_s)
 
 
 def stall_flag(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> str | None:
@@ -645,18 +652,21 @@ def engine_columns(before: dict, after: dict, wall_s: float) -> dict:
 
 
 _STALL_KEYS = ("stall_episodes", "stall_excess_ms", "stall_injected_holds", "stall_inject_hold_ms",
-               "stall_inject_every_s")
+               "stall_inject_every_s", "stall_uncovered_ms")
 
 
 def _stall_columns(d: str, b, a) -> dict:
     """One direction's stall record during the run (delayd.c, "Stall episodes", "Stall injection"): the
-    episodes and their summed excess [ms], the injected holds that deferred a release, and the
-    injection in force at the run's end (hold [ms], every [s]; None: off). None from an engine built
-    before issue 33."""
+    episodes and their summed excess [ms], the injected holds that deferred a release, the
+    injection in force at the run's end (hold [ms], every [s]; None: off), and the part of the excess
+    the bottleneck's queue did not cover [ms] ("Uncovered excess"; None from an engine before schema 8).
+    All None from an engine built before issue 33."""
     keys = [f"engine_{d}_{k}" for k in _STALL_KEYS]
     if a.late_excess_ns is None or b.late_excess_ns is None:
         return dict.fromkeys(keys)
     on = bool(a.stall_every_ns)
+    uncovered = None if a.late_uncovered_ns is None or b.late_uncovered_ns is None else \
+        (a.late_uncovered_ns - b.late_uncovered_ns) / 1e6
     return dict(zip(keys, (a.late_episodes - b.late_episodes, (a.late_excess_ns - b.late_excess_ns) / 1e6,
                            a.stall_holds - b.stall_holds, a.stall_hold_ns / 1e6 if on else None,
-                           a.stall_every_ns / 1e9 if on else None)))
+                           a.stall_every_ns / 1e9 if on else None, uncovered)))

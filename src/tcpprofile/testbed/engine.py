@@ -87,6 +87,8 @@ class EngineStats:
     stall_holds: int | None = None        # holds that deferred at least one release (cumulative)
     late_episodes: int | None = None      # batches that fell > 0.5 ms behind (cumulative; delayd.c "Stall episodes")
     late_excess_ns: int | None = None     # their summed excess [ns]: how long the wire delivered nothing it should have
+    late_uncovered_ns: int | None = None  # the part of it the bottleneck's queue did not cover ("Uncovered excess")
+    wire_shared: int | None = None        # 1: the engine read the forward wire's backlog (own or shared page)
 
     @property
     def lost(self) -> int:
@@ -139,7 +141,11 @@ class DelayEngine:
 
     def __init__(self, ns: str, *, queue: int, delay_ns: int, maxlen: int, rcvbuf: int, log_path,
                  rt_priority: int = 0, rate_bps: float = 0.0, buffer_bytes: int = 0, mss: int = 1448,
-                 loss_every: int = 0, loss_rate: float = 0.0, turns: bool = False):
+                 loss_every: int = 0, loss_rate: float = 0.0, turns: bool = False,
+                 wire_publish_fd: int | None = None, wire_cover_fd: int | None = None):
+        """wire_publish_fd / wire_cover_fd: a memfd the forward engine (rate model) writes its wire's
+        state into and the reverse engine reads, for the uncovered stall excess (delayd.c, "Uncovered
+        excess"); passed to the child under the same number."""
         self.ns, self.queue = ns, queue
         self._lock = threading.Lock()
         self._buf = b""
@@ -156,9 +162,14 @@ class DelayEngine:
             argv += ["--loss-every", str(int(loss_every))]
         elif loss_rate:
             argv += ["--loss-rate", repr(float(loss_rate))]
+        shared = [fd for fd in (wire_publish_fd, wire_cover_fd) if fd is not None]
+        if wire_publish_fd is not None:
+            argv += ["--wire-publish", str(wire_publish_fd)]
+        if wire_cover_fd is not None:
+            argv += ["--wire-cover", str(wire_cover_fd)]
         with open(log_path, "ab") as log, interrupts.held():
             self.proc = subprocess.Popen(in_ns(ns, argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=log, start_new_session=True)
+                                         stderr=log, start_new_session=True, pass_fds=shared)
         line = self._read_line(READY_TIMEOUT_S)
         if not line.startswith("ready"):
             self.stop()

@@ -223,17 +223,26 @@ class EmulatedLink:
                                 "-j", "NFQUEUE", "--queue-num", str(QUEUE)])
         rcvbuf = min(1 << 30, max(64 << 20, cfg.queue_maxlen * 1024))
         log_dir = state.run_dir() / "links"
-        for name, ns, bottleneck in (("forward", rcv, True), ("reverse", snd, False)):
-            loss = {"loss_every": cfg.loss_every if cfg.loss_mode == "periodic" else 0,
-                    "loss_rate": cfg.loss_rate if cfg.loss_mode == "uniform" else 0.0} if bottleneck else {}
-            self._engines[name] = DelayEngine(
-                ns, queue=QUEUE, delay_ns=int(cfg.rtt_s / 2 * 1e9), maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf,
-                rt_priority=ENGINE_POLICY[name][1] if ENGINE_POLICY[name][0] == "SCHED_FIFO" else 0,
-                turns=engines_take_turns(), log_path=log_dir / f"{self.tag}-{name}.log",
-                rate_bps=cfg.rate_bps if bottleneck else 0.0, buffer_bytes=cfg.buffer_bytes, mss=cfg.mss_bytes,
-                **loss)
-            self._record["pids"].append([self._engines[name].pid, netns.process_start_time(self._engines[name].pid)])
-            os.sched_setaffinity(self._engines[name].pid, self.engine_cpus)
+        # The forward wire's state, shared with the reverse engine (delayd.c, "Uncovered excess"): an
+        # anonymous memfd, nothing on a file system to clean up; each engine maps it and closes its copy.
+        wire = os.memfd_create(f"{PREFIX}-{self.tag}-wire")
+        try:
+            os.ftruncate(wire, 8)
+            for name, ns, bottleneck in (("forward", rcv, True), ("reverse", snd, False)):
+                loss = {"loss_every": cfg.loss_every if cfg.loss_mode == "periodic" else 0,
+                        "loss_rate": cfg.loss_rate if cfg.loss_mode == "uniform" else 0.0} if bottleneck else {}
+                self._engines[name] = DelayEngine(
+                    ns, queue=QUEUE, delay_ns=int(cfg.rtt_s / 2 * 1e9), maxlen=cfg.queue_maxlen, rcvbuf=rcvbuf,
+                    rt_priority=ENGINE_POLICY[name][1] if ENGINE_POLICY[name][0] == "SCHED_FIFO" else 0,
+                    turns=engines_take_turns(), log_path=log_dir / f"{self.tag}-{name}.log",
+                    rate_bps=cfg.rate_bps if bottleneck else 0.0, buffer_bytes=cfg.buffer_bytes,
+                    mss=cfg.mss_bytes, wire_publish_fd=wire if bottleneck and cfg.rate_bps else None,
+                    wire_cover_fd=wire if cfg.rate_bps and not bottleneck else None, **loss)
+                self._record["pids"].append([self._engines[name].pid,
+                                             netns.process_start_time(self._engines[name].pid)])
+                os.sched_setaffinity(self._engines[name].pid, self.engine_cpus)
+        finally:
+            os.close(wire)
         state.write_owner(self.tag, self._record)
 
     def _comment(self, what: str) -> list[str]:
