@@ -108,7 +108,7 @@ class Divergence:
 def _neighbours_dense(Z: np.ndarray, T: np.ndarray, w: np.ndarray, m: int, lag: int) -> np.ndarray:
     """Nearest-neighbour index among the first T_b embedded vectors of each padded row of Z, excluding
     |i − j| ≤ w_b. d² = |a|² + |b|² − 2a·b by one batched matmul (Z is standardised, so no cancellation
-    that matters for the argmin); columns j ≥ T_b get |b|² = inf."""
+    that matters for the argmin); columns j ≥ T_b are set to inf after the product."""
     B, Tm = Z.shape[0], int(T.max())
     left = np.ones((B, Tm, m + 2), dtype=_SEARCH_DTYPE)                          # [a, |a|², 1]
     right = np.ones((B, m + 2, Tm), dtype=_SEARCH_DTYPE)                         # [−2b, 1, |b|²]
@@ -118,9 +118,12 @@ def _neighbours_dense(Z: np.ndarray, T: np.ndarray, w: np.ndarray, m: int, lag: 
     sq = np.einsum("btc,btc->bt", E, E)
     left[:, :, m] = sq
     right[:, :m, :] = -2 * E.transpose(0, 2, 1)
-    right[:, m + 1, :] = np.where(np.arange(Tm)[None, :] < T[:, None], sq, np.inf)
+    right[:, m + 1, :] = sq
     d2 = left @ right                                                          # (B, Tm, Tm)
     i = np.arange(Tm)
+    # columns j ≥ T_b are no candidates: set after the product (an inf inside it meets BLAS's zero padding
+    # on some CPUs: 0·inf = nan, which argmin would pick)
+    np.copyto(d2, np.inf, where=i[None, None, :] >= T[:, None, None])
     band = np.abs(i[:, None] - i[None, :])
     np.copyto(d2, np.inf, where=band[None] <= w[:, None, None])               # Theiler window
     return d2.argmin(axis=2)
