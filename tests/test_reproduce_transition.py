@@ -88,3 +88,37 @@ def test_two_runs_give_a_provisional_spread_never_an_interval():
                      C, level=0.95, rng=rng)
     v, iv = _shift(more, fewer, 0.95, reps=2)
     assert v == stats.UNDETERMINED and not iv.known and iv.estimate > 0 and iv.needs >= stats.MIN_REPS
+
+
+def _noisy(reach: float, seed: int) -> list[np.ndarray]:
+    y = C * 0.94 / (1 + (TAUS / reach) ** 2.2)
+    return [v * (1 + 0.02 * np.random.default_rng(seed + i).standard_normal(3)) for i, v in enumerate(y)]
+
+
+def test_a_repeated_crossing_is_the_first_ones_and_leaves_the_generator_where_it_did(monkeypatch):
+    """`reproduce` checks after every look, mostly on profiles whose runs did not change: a call that repeats
+    an earlier one (same runs, same generator state) gives that call's result and generator state, so the
+    draws after it are those of a fresh computation; another state or other runs are computed anew."""
+    import tcpprofile.reproduce.transition as T
+    a, b = _noisy(60.0, 10), _noisy(120.0, 20)
+
+    def sequence():
+        rng = np.random.default_rng(5)
+        first = crossing(TAUS, a, C, level=0.9, rng=rng)
+        second = crossing(TAUS, b, C, level=0.9, rng=rng)
+        return first, second, rng.random()
+
+    monkeypatch.setattr(T, "_memo", T.OrderedDict())
+    fresh = sequence()
+    computed = []
+    monkeypatch.setattr(T, "_crossing_of", lambda *args, f=T._crossing_of: computed.append(1) or f(*args))
+    again = sequence()
+    assert computed == []                                  # both from the memo
+    for x, y in zip(fresh[:2], again[:2]):
+        assert (x.point, x.side) == (y.point, y.side)
+        np.testing.assert_array_equal(x.lo, y.lo)
+        np.testing.assert_array_equal(x.hi, y.hi)
+    assert fresh[2] == again[2]                            # the generator moved on exactly as the first time
+    crossing(TAUS, a, C, level=0.9, rng=np.random.default_rng(6))       # another state: computed
+    crossing(TAUS, b[:-1] + [b[-1] * 1.001], C, level=0.9, rng=np.random.default_rng(5))   # other runs: computed
+    assert computed == [1, 1]

@@ -18,7 +18,9 @@ is a bound: [τ_max, ∞) or (−∞, τ_min].
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +33,7 @@ from . import stats
 
 TAIL_DRAWS = 3       # draws beyond each end of the interval: its quantiles are order statistics inside the sample
 _CHUNK = 50          # the grid stage's draws per call (bounds its memory, as sigmoid.transition_rtt does)
+_MEMO_SIZE = 64      # crossings kept (a sequential look re-checks profiles whose runs did not change)
 
 
 def draws_for(level: float) -> int:
@@ -83,14 +86,38 @@ class Crossing:
         return {ABOVE: f"> {self.tau_max:g}", BELOW: f"< {self.tau_min:g}"}.get(self.side, f"{self.point:.3g}")
 
 
+_memo: "OrderedDict[bytes, tuple[Crossing, dict]]" = OrderedDict()
+
+
 def crossing(taus, samples, capacity: float | None, *, level: float, rng: np.random.Generator,
              draws: int | None = None) -> Crossing:
     """τ_T of a profile (per-τ run throughputs [bit/s] at strictly increasing τ [ms], ≥ 2 runs each) and
     draws_for(level) plausible values. Below MIN_REPS runs the draws are normal (the t posterior of 2 runs
-    is Cauchy): a provisional spread for how many runs would decide, never a verdict's interval."""
+    is Cauchy): a provisional spread for how many runs would decide, never a verdict's interval.
+
+    A pure function of its inputs and rng's state: a call that repeats an earlier one (the same runs, the
+    same generator state: `reproduce` checks after every look, mostly on unchanged profiles) returns the
+    earlier result and leaves rng where the earlier call left it, so every later draw is as without it."""
     taus = np.asarray(taus, float)
     samples = [np.asarray(s, float) for s in samples]
     B = draws or draws_for(level)
+    key = hashlib.sha256(repr((taus.tobytes(), [s.tobytes() for s in samples], capacity, level, B,
+                               rng.bit_generator.state)).encode()).digest()
+    if key in _memo:
+        _memo.move_to_end(key)
+        result, after = _memo[key]
+        rng.bit_generator.state = after
+        return result
+    result = _crossing_of(taus, samples, capacity, B, rng)
+    result.lo.flags.writeable = result.hi.flags.writeable = False     # shared by every later hit
+    _memo[key] = (result, rng.bit_generator.state)
+    if len(_memo) > _MEMO_SIZE:
+        _memo.popitem(last=False)
+    return result
+
+
+def _crossing_of(taus: np.ndarray, samples: list[np.ndarray], capacity: float | None, B: int,
+                 rng: np.random.Generator) -> Crossing:
     if min(s.size for s in samples) >= stats.MIN_REPS:
         Y = stats.mean_draws(samples, B, rng)
     else:
