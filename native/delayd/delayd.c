@@ -384,15 +384,29 @@ static uint64_t hold_end(uint64_t t)
 	return t - t % opt.stall_every_ns + opt.stall_hold_ns;
 }
 
-/* A release timer that falls in a hold moves to the hold's end (nothing can be released before), plus
- * the learnt wake-up lateness that the caller aims early by: the wake-up then comes at the end, not
- * repeatedly just before it. */
-static uint64_t past_hold(uint64_t target)
+/* A hold that defers a release is counted once (stall_holds), whether the engine was awake in it or
+ * slept through it to its end (past_hold: with both directions held nothing arrives to wake it). */
+static void count_hold(uint64_t end)
 {
-	return target && in_hold(target) ? hold_end(target) + (uint64_t)st.wake_late_ewma_ns : target;
+	static uint64_t counted;             /* end of the last hold counted */
+	if (counted != end) {
+		counted = end;
+		st.stall_holds++;
+	}
 }
 
-/* Release, in one batch verdict, every held packet due by `horizon` (lateness measured at `now`). */
+/* A release timer that falls in a hold moves to the hold's end (nothing can be released before), plus
+ * the learnt wake-up lateness that the caller aims early by: the wake-up then comes at the end, not
+ * repeatedly just before it.  The head is then deferred by the hold: it counts. */
+static uint64_t past_hold(uint64_t target)
+{
+	if (!target || !in_hold(target))
+		return target;
+	if (count && ring[head].due < hold_end(target))      /* due inside the hold, not just after it */
+		count_hold(hold_end(target));
+	return hold_end(target) + (uint64_t)st.wake_late_ewma_ns;
+}
+
 /* The forward wire's wire_free_ns: our own with a rate model, else the published one, else 0. */
 static uint64_t cover_wire_free(void)
 {
@@ -401,6 +415,7 @@ static uint64_t cover_wire_free(void)
 	return shared_wire_free ? __atomic_load_n(shared_wire_free, __ATOMIC_RELAXED) : 0;
 }
 
+/* Release, in one batch verdict, every held packet due by `horizon` (lateness measured at `now`). */
 static void release_due(uint64_t now, uint64_t horizon, int all)
 {
 	uint32_t n = 0, last = 0;
@@ -438,12 +453,9 @@ static void release_due(uint64_t now, uint64_t horizon, int all)
  * to the hold's end; a hold that defers something is counted once). */
 static void release_now(uint64_t now, uint64_t g)
 {
-	static uint64_t counted_hold;        /* end of the last hold counted in stall_holds */
 	if (in_hold(now)) {
-		if (count && ring[head].due <= now + g / 2 && counted_hold != hold_end(now)) {
-			counted_hold = hold_end(now);
-			st.stall_holds++;
-		}
+		if (count && ring[head].due <= now + g / 2)
+			count_hold(hold_end(now));
 		return;
 	}
 	release_due(now, now + g / 2, 0);
