@@ -11,12 +11,17 @@ stall effect). The slope of relative Θ on load, pooled over groups, with its St
 (df = runs − groups − 1): a bound that is tight has slope −1 (a stall of 1 % of the run costs 1 % of Θ);
 a load that costs nothing has slope 0; an interval that holds 0 says the store cannot tell.
 
-Usage: .venv/bin/python benchmarks/stall_natural.py DB [DB ...] [--level 0.95]
+A CSV of runs (benchmarks/data/stall-quiet-1g-runs.csv: a campaign column, the link's rtt_ms, streams,
+throughput_bps, duration_s and the engines' stall columns) is read as a store whose configurations are
+(campaign, rtt_ms, streams).
+
+Usage: .venv/bin/python benchmarks/stall_natural.py DB|CSV [DB|CSV ...] [--level 0.95]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -41,7 +46,26 @@ GROUP = ("rate_bps", "rtt_ms", "buffer_bytes", "loss_mode", "loss_rate", "varian
          "socket_buffer_bytes", "transfer_bytes", "duration_target_s", "reverse")
 
 
+def csv_rows(path: Path) -> list[dict]:
+    """The runs of a CSV summary, keyed as rows() keys a store's (configuration: campaign, τ, streams)."""
+    def num(x):
+        return None if x in ("", None) else float(x)
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            row = dict.fromkeys(GROUP)
+            row.update(rtt_ms=num(r["rtt_ms"]), streams=num(r["streams"]), variant=r["campaign"],
+                       throughput_bps=num(r["throughput_bps"]), duration_s=num(r["duration_s"]),
+                       fe=num(r["engine_fwd_stall_excess_ms"]), re=num(r["engine_rev_stall_excess_ms"]),
+                       fu=num(r.get("engine_fwd_stall_uncovered_ms")), ru=num(r.get("engine_rev_stall_uncovered_ms")))
+            if row["fe"] is not None and row["duration_s"]:
+                out.append(row)
+    return out
+
+
 def rows(db: Path) -> list[dict]:
+    if db.suffix == ".csv":
+        return csv_rows(db)
     con = duckdb.connect(str(db), read_only=True)
     try:
         cols = {r[0] for r in con.execute("DESCRIBE runs").fetchall()}

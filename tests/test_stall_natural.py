@@ -44,3 +44,25 @@ def test_too_few_runs_give_no_slope():
     assert N.within_slope({"a": group(1e9, [0.1], -1.0)}, "load", 0.95) is None
     s = N.within_slope({"a": group(1e9, [0.1, 0.2], -1.0)}, "load", 0.95)   # df = 2 − 1 − 1 = 0
     assert s["slope"] is None
+
+
+def test_a_csv_summary_reads_as_its_configurations(tmp_path):
+    """The committed CSV of runs (campaign, rtt_ms, streams, …) groups by (campaign, τ, streams), as a store's
+    configurations: the exact relation is found across two campaigns at one τ."""
+    path = tmp_path / "runs.csv"
+    head = ("campaign,rtt_ms,streams,throughput_bps,duration_s,engine_fwd_stall_excess_ms,"
+            "engine_rev_stall_excess_ms,engine_fwd_stall_uncovered_ms,engine_rev_stall_uncovered_ms")
+    lines = [head]
+    for campaign, mean in (("a", 9e8), ("b", 5e8)):
+        for unc_ms in (0.0, 50.0, 100.0):                 # over 10 s: loads 0, 0.5, 1 %
+            load = unc_ms / 1e3 / 10.0
+            lines.append(f"{campaign},20,1,{mean * (1 - (load - 0.005))},10,{unc_ms + 7},0,{unc_ms},0")
+    path.write_text("\n".join(lines) + "\n")
+    rows = N.rows(path)
+    assert len(rows) == 6
+    groups = {}
+    for r in rows:
+        r["uncovered_load"] = (r["fu"] + r["ru"]) / 1e3 / r["duration_s"]
+        groups.setdefault((r["variant"], r["rtt_ms"], r["streams"]), []).append(r)
+    s = N.within_slope(groups, "uncovered_load", 0.95)
+    assert (s["n"], s["groups"]) == (6, 2) and s["slope"] == pytest.approx(-1.0)
