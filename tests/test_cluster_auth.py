@@ -9,6 +9,7 @@ import shlex
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,11 +17,12 @@ from tcpprofile.campaign import cluster_auth
 from tcpprofile.campaign.cluster_auth import TokenError
 
 TCPPROFILE = [sys.executable, "-m", "tcpprofile.cli"]
+SRC = str(Path(__file__).resolve().parents[1] / "src")     # the child imports the tcpprofile under test
 
 
 def cli(*args, env=None) -> subprocess.CompletedProcess:
     return subprocess.run(TCPPROFILE + list(args), capture_output=True, text=True, timeout=60,
-                          env=None if env is None else {**os.environ, **env})
+                          env={**os.environ, "PYTHONPATH": SRC, **(env or {})})
 
 
 def test_created_token_file_is_0600_in_a_0700_directory_with_a_256_bit_token(tmp_path):
