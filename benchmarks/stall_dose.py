@@ -153,7 +153,7 @@ def _measures(r: dict) -> str:
     return (f"{_fmt(r['retransmits'], '6.0f'):>6} {_fmt(r['max_rtt_ms'], '7.2f'):>7} {_fmt(r['srtt_max_ms'], '7.2f'):>7} "
             f"{_fmt(r['ss_exit_s'], '.2f') + '/' + _fmt(r['ss_exit_cwnd'], '.0f'):>15} "
             f"{_fmt(r['poincare_spread'], '7.3f'):>7} {_fmt(r['lyapunov'], '7.3f'):>7} {_fmt(r['holds'], '5.1f'):>5} "
-            f"{_fmt(r['excess_ms'], '10.2f'):>10} {_fmt(r.get('uncovered_ms'), '9.2f'):>9} "
+            f"{_fmt(r['excess_ms'], '10.2f'):>10} {_fmt(r['uncovered_ms'], '9.2f'):>9} "
             f"{_fmt(r['bound'] and 100 * r['bound'], '8.3f'):>8}")
 
 

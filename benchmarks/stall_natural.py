@@ -26,19 +26,20 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-import duckdb
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from tcpprofile.decide import t_interval  # noqa: E402
+from tcpprofile.store.db import Store  # noqa: E402
 
 SQL = """
 SELECT l.rate_bps, l.rtt_ms, l.buffer_bytes, l.loss_mode, l.loss_rate, r.variant, r.streams,
        r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, r.reverse,
        r.throughput_bps, r.duration_s,
-       r.engine_fwd_stall_excess_ms AS fe, r.engine_rev_stall_excess_ms AS re, {uncovered}
+       r.engine_fwd_stall_excess_ms AS fe, r.engine_rev_stall_excess_ms AS re,
+       r.engine_fwd_stall_uncovered_ms AS fu, r.engine_rev_stall_uncovered_ms AS ru
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.engine_fwd_stall_excess_ms IS NOT NULL AND r.duration_s > 0
 """
@@ -54,7 +55,7 @@ def csv_rows(path: Path) -> list[dict]:
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             row = dict.fromkeys(GROUP)
-            row.update(rtt_ms=num(r["rtt_ms"]), streams=num(r["streams"]), variant=r["campaign"],
+            row.update(campaign=r["campaign"], rtt_ms=num(r["rtt_ms"]), streams=num(r["streams"]),
                        throughput_bps=num(r["throughput_bps"]), duration_s=num(r["duration_s"]),
                        fe=num(r["engine_fwd_stall_excess_ms"]), re=num(r["engine_rev_stall_excess_ms"]),
                        fu=num(r.get("engine_fwd_stall_uncovered_ms")), ru=num(r.get("engine_rev_stall_uncovered_ms")))
@@ -66,18 +67,8 @@ def csv_rows(path: Path) -> list[dict]:
 def rows(db: Path) -> list[dict]:
     if db.suffix == ".csv":
         return csv_rows(db)
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        cols = {r[0] for r in con.execute("DESCRIBE runs").fetchall()}
-        if "engine_fwd_stall_excess_ms" not in cols:
-            return []
-        unc = ("r.engine_fwd_stall_uncovered_ms AS fu, r.engine_rev_stall_uncovered_ms AS ru"
-               if "engine_fwd_stall_uncovered_ms" in cols else "NULL AS fu, NULL AS ru")
-        cur = con.execute(SQL.format(uncovered=unc))
-        names = [d[0] for d in cur.description]
-        return [dict(zip(names, r)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    with Store.open(db, read_only=True) as s:    # an older store reads as current: its missing columns NULL
+        return s.query(SQL)
 
 
 def within_slope(groups: dict, load_key: str, level: float) -> dict | None:
@@ -98,7 +89,7 @@ def within_slope(groups: dict, load_key: str, level: float) -> dict | None:
     n, sxx = x.size, float(x @ x)
     df = n - k - 1
     if sxx <= 0 or df < 1:
-        return {"n": n, "groups": k, "slope": None, "interval": None, "load_mean": None}
+        return {"n": n, "groups": k, "slope": None, "interval": None, "load_sd": None}
     b = float(x @ y) / sxx
     resid = y - b * x
     se = float(np.sqrt(resid @ resid / df / sxx))
@@ -118,7 +109,7 @@ def main() -> int:
             wall = r["duration_s"]
             r["excess_load"] = ((r["fe"] or 0) + (r["re"] or 0)) / 1e3 / wall
             r["uncovered_load"] = None if r["fu"] is None else ((r["fu"] or 0) + (r["ru"] or 0)) / 1e3 / wall
-            groups[(str(db),) + tuple(r[k] for k in GROUP)].append(r)
+            groups[(str(db), r.get("campaign")) + tuple(r[k] for k in GROUP)].append(r)
             total += 1
     print(f"{total} ok runs with the engines' stall record in {len(groups)} configurations "
           f"({', '.join(str(d) for d in args.db)})")

@@ -63,6 +63,6 @@ def test_a_csv_summary_reads_as_its_configurations(tmp_path):
     groups = {}
     for r in rows:
         r["uncovered_load"] = (r["fu"] + r["ru"]) / 1e3 / r["duration_s"]
-        groups.setdefault((r["variant"], r["rtt_ms"], r["streams"]), []).append(r)
+        groups.setdefault((r["campaign"], r["rtt_ms"], r["streams"]), []).append(r)
     s = N.within_slope(groups, "uncovered_load", 0.95)
     assert (s["n"], s["groups"]) == (6, 2) and s["slope"] == pytest.approx(-1.0)
