@@ -101,8 +101,10 @@ def crossing(taus, samples, capacity: float | None, *, level: float, rng: np.ran
     taus = np.asarray(taus, float)
     samples = [np.asarray(s, float) for s in samples]
     B = draws or draws_for(level)
-    key = hashlib.sha256(repr((taus.tobytes(), [s.tobytes() for s in samples], capacity, level, B,
-                               rng.bit_generator.state)).encode()).digest()
+    h = hashlib.sha256(repr(([s.size for s in samples], capacity, level, B, rng.bit_generator.state)).encode())
+    for a in (taus, *samples):
+        h.update(a.tobytes())
+    key = h.digest()
     if key in _memo:
         _memo.move_to_end(key)
         result, after = _memo[key]
