@@ -17,6 +17,8 @@ _TRAJECTORY = ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase
                                       "reno": {"flows_phase2": True}})
 _BURST_REGIME = ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True},
                                         "reno": {"flows_phase2": True}})
+_SS_TRAINS = {"trajectory": True, "ss_burst": 0.0, "ss_train_window": SS_TRAIN_WINDOW, "ss_train_slope": SS_TRAIN_SLOPE,
+              PHYSICAL_BUFFER: True}
 _SECOND_CUT = {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True,
                         "second_cut_rtt_ratio": True}, "reno": {"flows_phase2": True}}
 
@@ -38,15 +40,21 @@ CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
     # ss-burst-buffer with slow start's first drop by its trains (W0·Cτ + s·β: SS_TRAIN_WINDOW, SS_TRAIN_SLOPE from
     # the development stores' cwnd traces) where that comes before the fluid overflow, which then keeps no burst
     # (κ = 0; docs/models.md "Slow start's trains"). Frozen at 97438bc; the validated one (held out ≤ 3.88 %)
-    "ss-trains": ({"trajectory": True, "ss_burst": 0.0, "ss_train_window": SS_TRAIN_WINDOW,
-                   "ss_train_slope": SS_TRAIN_SLOPE, PHYSICAL_BUFFER: True}, _SECOND_CUT),
+    "ss-trains": (_SS_TRAINS, _SECOND_CUT),
+    # ss-trains + the single flow's two outcomes of slow start's end, each from the kernel's code with its
+    # probability, predicted as the expected throughput of the two: CUBIC's HyStart delay test ending slow start
+    # before the loss (tcp_cubic.c hystart_update), H-TCP's second event keeping 0.5 after a bandwidth sample
+    # between the two events (tcp_htcp.c measure_achieved_throughput) — docs/models.md "Single flows"
+    "single-flow": (_SS_TRAINS, {**_SECOND_CUT, "htcp": {**_SECOND_CUT["htcp"], "second_event_sample": True},
+                                 "cubic": {"hystart": True}}),
 }
 # what each adds, in one line (printed with the configuration's name)
 SUMMARY = {"paper": "the paper's first-principles rule",
            "trajectory": "the window's trajectory after slow start",
            "htcp-burst-regime": "trajectory + H-TCP's slow-start burst by regime",
            "ss-burst-buffer": "htcp-burst-regime + slow start's round burst, β the configured buffer",
-           "ss-trains": "slow start's first drop by its trains, β the configured buffer"}
+           "ss-trains": "slow start's first drop by its trains, β the configured buffer",
+           "single-flow": "ss-trains + CUBIC's HyStart exit and H-TCP's second-event sample, by their probability"}
 DEFAULT_CONFIGURATION = "ss-trains"   # passed the third sealed store in every cell (docs/models.md)
 # the numbered names of before (issue 32): refused, naming the new one
 RENAMED = {"default": "paper", "trajectory2": "htcp-burst-regime", "trajectory3": "ss-burst-buffer",

@@ -9,6 +9,11 @@ import numpy as np
 from .base import Constraint
 from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel
 
+# net/ipv4/tcp_cubic.c (Linux 6.x): HYSTART_DELAY_MIN 4000U, HYSTART_DELAY_MAX 16000U µs, the bounds of
+# HYSTART_DELAY_THRESH(delay_min >> 3) = clamp(delay_min/8, 4 ms, 16 ms)  [s]
+HYSTART_DELAY_MIN = 4e-3
+HYSTART_DELAY_MAX = 16e-3
+
 
 class CUBIC(FirstPrinciplesModel):
     """Time-since-loss variant: w(t) = c(t − K)³ + W_s, K = ∛(b·W_s/c)  (Eq. (12)).
@@ -22,12 +27,13 @@ class CUBIC(FirstPrinciplesModel):
     name = "cubic"
     _constraints = dict(COMMON_CONSTRAINTS,
                         c=Constraint(float, 0, math.inf, "neither", "segments/s^3"),
-                        b=Constraint(float, 0, 1, "neither", "fraction of the window removed"))
+                        b=Constraint(float, 0, 1, "neither", "fraction of the window removed"),
+                        hystart=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
-                 ss_train_window=0.0, ss_train_slope=0.0, c=0.4, b=0.3):
+                 ss_train_window=0.0, ss_train_slope=0.0, c=0.4, b=0.3, hystart=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -46,6 +52,7 @@ class CUBIC(FirstPrinciplesModel):
         self.ss_train_slope = ss_train_slope
         self.c = c
         self.b = b
+        self.hystart = hystart
 
     def _prepare(self, r):
         r["ce"] = self.c * r.M * r.n ** 3  # c in bits/s³ with w(nt) = c n³ (t − K/n)³ + W  (§IV-D rule 1)
@@ -91,16 +98,50 @@ class CUBIC(FirstPrinciplesModel):
         return np.where((1 - self.b) * wm < r.bdp, wm, np.nan)  # no Phase I: solved numerically
 
     # -- trajectory (trajectory.py) ----------------------------------------------------------------
-    def _event_keep(self, j, r):
+    def _hystart(self, P, r):
+        """HyStart's delay test ending slow start before the loss (hystart; docs/models.md "CUBIC's HyStart"):
+        (probability per row, the window W_h when it does)  [1], [bits].
+
+        tcp_cubic.c hystart_update (HYSTART_DELAY): once HYSTART_MIN_SAMPLES = 8 RTT samples of a round are in, slow
+        start ends (ssthresh = cwnd) when their minimum exceeds delay_min + clamp(delay_min/8, 4 ms, 16 ms); the
+        round restarts (bictcp_hystart_reset) when snd_una passes end_seq = snd_nxt of the last restart, so the
+        first samples of round k are of the segments sent first in round k − 1, and their queueing delay is
+        the standing queue at round k − 1's start. ACK-clocked above Cτ the queue holds W − Cτ (queue_fill), so
+        the test fires in the round after the first round-start window W_{k−1} > Cτ + C·η (η the threshold,
+        delay_min = τ), at cwnd W_h = 2·W_{k−1} (tcp_slow_start doubles it in round k − 1). It comes before the
+        loss when W_{k−1} is below L = min(P/2, W_o): the window of the round whose train overflows the buffer
+        (slow start's trains, or the fluid overflow at W_o = Cτ + β; P is twice it: trajectory.py). Where a
+        round starts relative to Cτ + C·η is set by the slow start's history (IW, the start-up lag), not by
+        (τ, β): over a uniform phase u of log2 W_{k−1} in (0, 1], p = clamp(log2(L/(Cτ + C·η)), 0, 1), and
+        given the exit W_{k−1} is log-uniform on (Cτ + C·η, (Cτ + C·η)·2^p): W_h at its midpoint,
+        2·(Cτ + C·η)·2^{p/2}. HYSTART_ACK_TRAIN is not modelled: unpaced (threshold delay_min/2) it would end
+        every slow start at cwnd ≈ Cτ, where none of the 99 traced runs did; a gap of more than
+        hystart_ack_delta_us = 2 ms between ACKs (the engine's late releases, docs/testbed.md) ends a train."""
+        eta = np.clip(r.tau / 8.0, HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)  # clamp(delay_min/8, 4, 16 ms)  [s]
+        start = r.bdp + r.C * eta  # the round-start window whose first samples exceed the threshold  [bits]
+        low = np.minimum(0.5 * P, r.bdp + r.beta)  # the window of the round that overflows  [bits]
+        with np.errstate(divide="ignore"):
+            p = np.clip(np.log2(low / start), 0.0, 1.0)
+        return p, 2.0 * start * np.exp2(0.5 * p)
+
+    def _ss_branch(self, P, small, r):
+        return self._hystart(P, r)[0] if self.hystart else None
+
+    def _ss_exit(self, P, r):
+        return self._hystart(P, r)[1] if self.hystart else None
+
+    def _event_keep(self, j, r, alt=False):
         return 1 - self.b  # tcp_cubic.c cubictcp_recalc_ssthresh: ssthresh = cwnd·β/1024, β = 717 (b = 0.3)
 
-    def _first_epochs(self, P, W1, k, r):
+    def _first_epochs(self, P, W1, k, r, alt=False):
         """Epoch 1 from the burst's window W1 = P(1−b)^k, epoch 2 from (1−b)·W_o. tcp_cubic.c
         cubictcp_recalc_ssthresh (fast convergence): last_max_cwnd = cwnd·(1024 + β)/2048 = cwnd·(2 − b)/2
         when cwnd < the last last_max_cwnd, else cwnd. At the first loss last_max = 0 ⇒ W_max = P; at the
         k-th cut cwnd = P(1−b)^{k−1} < the last ⇒ W_max = P(1−b)^{k−1}(2−b)/2. Epoch 1 ends at W_o: fast
         convergence again when W_o < that W_max, giving epoch 2 its plateau W_o(2−b)/2 (the traces' 1,505 =
-        1,771·0.85 at 11.8 ms); its loss at W_o ≥ W_o(2−b)/2 leaves the framework's epochs (W_max = W_o)."""
+        1,771·0.85 at 11.8 ms); its loss at W_o ≥ W_o(2−b)/2 leaves the framework's epochs (W_max = W_o).
+        After a HyStart exit without a cut (k = 0): last_max_cwnd = 0 ≤ cwnd, so bictcp_update starts the epoch
+        with K = 0 and origin cwnd (O1 = P = W1): the window grows as c·t³ + W_h from the exit."""
         b, Wo = self.b, r.bdp + r.beta
         O1 = np.where(k >= 2, W1 / (1 - b) * (2 - b) / 2, P)  # P(1−b)^{k−1}(2−b)/2, W1 = P(1−b)^k  [bits]
         O2 = np.where(Wo < O1, Wo * (2 - b) / 2, Wo)

@@ -57,6 +57,11 @@ BITS = 8.0
 SEND_BACKLOG = 2.92
 
 
+def _expected(p, other, first):
+    """p·other + (1 − p)·first, exactly `other` where p = 1 and `first` where p = 0."""
+    return np.where(p >= 1.0, other, np.where(p <= 0.0, first, p * other + (1.0 - p) * first))
+
+
 class Rows(dict):
     """Per-row arrays of one evaluation (all the same length); attribute access and row selection."""
 
@@ -171,10 +176,22 @@ class FirstPrinciplesModel(Model):
         everywhere, a window at W_o cut again (trajectory.py)."""
         return SS_EVENTS, False
 
-    def _first_epochs(self, P, W1, k, r):
+    def _first_epochs(self, P, W1, k, r, alt=False):
         """Trajectory: the epochs before the sustained ones, [(start window, state)] (default: one, from
-        the window the slow-start loss burst leaves)."""
+        the window the slow-start loss burst leaves); alt: in slow start's other outcome (_ss_branch)."""
         return [(W1, {})]
+
+    def _ss_branch(self, P, small, r):
+        """Trajectory: the probability per row that slow start ends in the variant's other outcome (CUBIC's
+        HyStart exit, H-TCP's second event after a bandwidth sample), given the loss peak P; None: there is
+        none (default). The prediction is then the expected throughput of the two (docs/models.md "Single
+        flows")."""
+        return None
+
+    def _ss_exit(self, P, r):
+        """Trajectory, the other outcome: the window at which slow start ended without a loss, or None (it
+        ends at the loss peak P as in the first outcome; default)."""
+        return None
 
     def _phase2_T(self, W, r):
         """T_m alone (variants whose N_m costs more than T_m override this)."""
@@ -419,9 +436,11 @@ class FirstPrinciplesModel(Model):
                     S[tr] = F[tr] / span[tr]
             tj = (np.zeros(tau.shape, dtype=bool) if not (self.trajectory and self.queue_fill) else
                   ~lossy & (case == 2) & (Wagg >= bdp + r.beta) & np.isfinite(F if duration is None else b(duration)))
+            other = None  # slow start's other outcome: (rows, its probability, its rate or data there)
             if tj.any():  # slow start's overshoot, the loss burst, the first epochs (trajectory.py)
                 rt = r if tj.all() else r.take(tj)
-                tra = Trajectory(self, rt, sustained[tj], lag[tj] if np.ndim(lag) else lag, w0[tj])
+                lag_tj = lag[tj] if np.ndim(lag) else lag
+                tra = Trajectory(self, rt, sustained[tj], lag_tj, w0[tj])
                 if duration is None:
                     S[tj] = F[tj] / tra.time(F[tj])
                     in_ss[tj] = F[tj] <= tra.N_ss
@@ -431,11 +450,28 @@ class FirstPrinciplesModel(Model):
                     if self.receiver_report:
                         span[tj] = np.where(in_ss[tj], T[tj] + tau[tj], span[tj])
                     S[tj] = F[tj] / span[tj]
+                p_alt = tra.p_alt
+                if p_alt is not None and np.any(p_alt > 0):  # the variant's _ss_branch (docs/models.md)
+                    on = p_alt > 0
+                    rows = np.flatnonzero(tj)[on]
+                    alt = Trajectory(self, rt.take(on), sustained[rows], lag_tj[on] if np.ndim(lag_tj) else lag_tj,
+                                     w0[rows], alt=True)
+                    other = (rows, p_alt[on], F[rows] / alt.time(F[rows]) if duration is None else alt.data(T[rows]))
             if duration is None and self.receiver_report:
                 # The receiver counts the F − U bytes sent by the time t the last byte was written, over its
                 # own interval t + τ + q̄ (as in the duration mode; TEST_END queues behind them): S = F/(F/S + τ + q̄)
                 q = np.where(in_ss, 0.0, self._mean_queue_delay(out["W_s"], W_L, loss_limited, case, r))
                 S = np.where(np.isinf(F), S, F / (F / S + tau + q))
+            if other is not None:
+                # the expected throughput over slow start's two outcomes: p·Θ(other) + (1 − p)·Θ(first), each as
+                # the receiver reports it (the same interval correction as above, on the other outcome's rate)
+                rows, p_o, value = other
+                if duration is None:
+                    S_o = (F[rows] / (F[rows] / value + tau[rows] + q[rows]) if self.receiver_report else value)
+                else:
+                    S_o = value / span[rows]
+                    F[rows] = _expected(p_o, value, F[rows])
+                S[rows] = _expected(p_o, S_o, S[rows])
         case = np.where(in_ss, 0, case)
         res = dict(out, T_s=Ts, N_s=Ns, thresh=thresh, W_max=Wagg, T_a=Ta, N_a=Na, k=k, case=case,
                    subcase=subcase, phase1=phase1, W_L=W_L, loss_limited=loss_limited, F=F, S=S,

@@ -17,6 +17,10 @@ JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) =
 #                          htcp_table.py has τ nodes on both sides of it)
 
 _CARDANO_Q = 2 * 396.0 ** 1.5
+# The time between slow start's two congestion events, in τ: traced 2.1–3.6 τ (the second a new recovery from cwnd =
+# the first's ssthresh; cwnd traces of the development stores, docs/models.md "H-TCP across buffers"). Measured,
+# like SS_BURST, not fitted to throughput; second_event_sample spreads it uniformly over that range.
+SECOND_EVENT_GAP = (2.1, 3.6)
 
 
 def _horner(coefs, u, out):
@@ -62,14 +66,15 @@ class HTCP(FirstPrinciplesModel):
                         rtt_scaling=Constraint(bool),
                         flows_phase2=Constraint(bool),
                         burst_by_regime=Constraint(bool),
-                        second_cut_rtt_ratio=Constraint(bool))
+                        second_cut_rtt_ratio=Constraint(bool),
+                        second_event_sample=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
                  ss_train_window=0.0, ss_train_slope=0.0, delta_l=1.0, b=0.5,
                  adaptive_backoff=True, tabulated=True, rtt_scaling=False, flows_phase2=False,
-                 burst_by_regime=False, second_cut_rtt_ratio=False):
+                 burst_by_regime=False, second_cut_rtt_ratio=False, second_event_sample=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -94,6 +99,7 @@ class HTCP(FirstPrinciplesModel):
         self.flows_phase2 = flows_phase2
         self.burst_by_regime = burst_by_regime
         self.second_cut_rtt_ratio = second_cut_rtt_ratio
+        self.second_event_sample = second_event_sample
 
     def _prepare(self, r):
         if self.adaptive_backoff:
@@ -304,7 +310,7 @@ class HTCP(FirstPrinciplesModel):
         return u
 
     # -- trajectory (trajectory.py) ----------------------------------------------------------------
-    def _event_keep(self, j, r):
+    def _event_keep(self, j, r, alt=False):
         """htcp.bpf.c htcp_beta_update (:157–179): the first congestion event fails the bandwidth switch
         (old_maxB = 0) ⇒ β = BETA_MIN, modeswitch = 0; the second sets β = BETA_MIN whether the switch
         fires (modeswitch = 0) or not (modeswitch was 0); from the third on, RTT_min/RTT_max (adaptive b).
@@ -319,9 +325,32 @@ class HTCP(FirstPrinciplesModel):
         RTT between the first recovery's end and the second event gives 0.5: the rest)."""
         if j == 1:
             return 0.5
-        if j == 2 and not self.second_cut_rtt_ratio:
+        if j == 2 and (alt or not self.second_cut_rtt_ratio):  # alt: a bandwidth sample came between (below)
             return 0.5
         return r.b
+
+    def _ss_branch(self, P, small, r):
+        """second_event_sample (with second_cut_rtt_ratio): the probability that a bandwidth sample falls between
+        slow start's two congestion events, so that the second keeps 0.5 (htcp_beta_update: maxB > 0 after a
+        sample, the switch test then fails with old_maxB = 0 ⇒ β = BETA_MIN) instead of RTT_min/RTT_max.
+
+        tcp_htcp.c measure_achieved_throughput (htcp.bpf.c :110–153): outside Open/Disorder packetcount = 0 and
+        lasttime = now; in them packetcount adds the segments ACKed, and a sample is taken once packetcount ≥
+        cwnd − α and now − lasttime ≥ minRTT: a full window of ACKs in the congestion-avoidance state since the
+        last recovery. After event 1 cwnd = ssthresh = P/2 (PRR) and ACKs return at min(C, (P/2)/τ), so that
+        takes T_s = max(τ, P/(2C)). The first recovery ends when snd_una passes high_seq = snd_nxt at its
+        start: the flight P, delivered at most at C and no sooner than one RTT at the full queue, R = max(P/C,
+        τ + β/C). A sample falls between iff the gap G between the events exceeds R + T_s; G is the traced
+        SECOND_EVENT_GAP, uniform: p = clamp((G_max·τ − R − T_s)/((G_max − G_min)·τ), 0, 1). Zero where the burst
+        has one event or b = 0.5 (τ ≤ 12 ms: both outcomes the same)."""
+        if not (self.second_event_sample and self.second_cut_rtt_ratio):
+            return None
+        events = self._burst_events(small, r)[0]
+        gmin, gmax = SECOND_EVENT_GAP
+        R = np.maximum(P / r.C, r.tau + r.beta / r.C)  # the first recovery: the flight P at ≤ C  [s]
+        Ts = np.maximum(r.tau, 0.5 * P / r.C)  # a window (P/2) of ACKs in Open, at least minRTT  [s]
+        p = np.clip((gmax * r.tau - R - Ts) / ((gmax - gmin) * r.tau), 0.0, 1.0)
+        return np.where((np.asarray(events) >= 2) & (r.b > 0.5), p, 0.0)
 
     def _burst_events(self, small, r):
         """burst_by_regime: two events where the first drop comes within the first RTT of overload (small), one
@@ -333,9 +362,9 @@ class HTCP(FirstPrinciplesModel):
             return np.where(small, 2, 1), True
         return super()._burst_events(small, r)
 
-    def _first_epochs(self, P, W1, k, r):
+    def _first_epochs(self, P, W1, k, r, alt=False):
         # α = 2·factor·(1 − β) with the β of the last cut (htcp_alpha_update): s = 1 after a 0.5 cut
-        half = (k <= 1) | ((k == 2) & (not self.second_cut_rtt_ratio))
+        half = (k <= 1) | ((k == 2) & (alt or not self.second_cut_rtt_ratio))
         return [(W1, {"s": np.where(half, 1.0, r.s)})]
 
     def _t_bdp(self, Ws, st, r):

@@ -68,7 +68,7 @@ class Reno(FirstPrinciplesModel):
         return Tm, Nm
 
     # -- trajectory (trajectory.py) ----------------------------------------------------------------
-    def _event_keep(self, j, r):
+    def _event_keep(self, j, r, alt=False):
         return self.b
 
     def _t_bdp(self, Ws, st, r):

@@ -58,7 +58,7 @@ class STCP(FirstPrinciplesModel):
         return Tm, Nm
 
     # -- trajectory (trajectory.py) ----------------------------------------------------------------
-    def _event_keep(self, j, r):
+    def _event_keep(self, j, r, alt=False):
         return self.b  # scalable.bpf.c scalable_ssthresh: cwnd − cwnd/8 (b = 0.875)
 
     def _t_bdp(self, Ws, st, r):

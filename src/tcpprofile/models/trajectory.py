@@ -62,7 +62,9 @@ class Trajectory:
     """Pieces of the trajectory for rows r (framework Rows, aggregate), the sustained rate `steady`
     [bit/s] after them and the slow-start lag [s]."""
 
-    def __init__(self, model, r, steady, lag, w0):
+    def __init__(self, model, r, steady, lag, w0, alt=False):
+        """alt: the other outcome of slow start's end (the variant's `_ss_branch`: CUBIC's HyStart exit, H-TCP's
+        second event after a bandwidth sample); p_alt is its probability per row (None: the variant has none)."""
         C, bdp, beta, n = r.C, r.bdp, r.beta, r.n
         self.model, self.r, self.lag, self.steady = model, r, lag, steady
         Wo = bdp + beta  # drop-tail overflow window W_o = Cτ + β (queue_fill)  [bits]
@@ -127,17 +129,27 @@ class Trajectory:
             over = np.where(trains, np.maximum(P_train - bdp, 0.0) / C, over)
             small = small | trains                        # the drop before the link is full
         P = np.maximum(P, top)
-        W, k = P.copy(), np.zeros(P.shape)
         events, strict = model._burst_events(small, r)
+        self.p_alt = None if alt else model._ss_branch(P, small, r)
+        if alt:
+            exit_ = model._ss_exit(P, r)
+            if exit_ is not None:
+                # slow start ended without a loss at W_h (CUBIC's HyStart): the link carries C from W = Cτ to W_h
+                # (the window grows at the ACK rate above Cτ); a window above W_o then overflows the queue once
+                # and is cut while it still does, a window at or below W_o is not cut  [bits], [s]
+                P = np.maximum(exit_, top)
+                over = np.maximum(P - bdp, 0.0) / C
+                events, strict = (P > Wo).astype(float), True
+        W, k = P.copy(), np.zeros(P.shape)
         for j in range(1, MAX_CUTS + 1):  # two congestion events, then more while the window overflows (W ≥ W_o)
             cut = ((W > Wo) if strict else (W >= Wo)) | (j <= events)
             if not cut.any():
                 break
-            W = np.where(cut, W * model._event_keep(j, r), W)
+            W = np.where(cut, W * model._event_keep(j, r, alt), W)
             k = k + cut
         self.P, self.W1, self.cuts = P, W, k
         pieces = [("lin", over, C * over)]
-        for Ws, st in model._first_epochs(P, W, k, r):
+        for Ws, st in model._first_epochs(P, W, k, r, alt):
             tI = model._t_bdp(Ws, st, r)  # Phase I (rate w/τ) up to Cτ  [s]
             NI = model._grow(Ws, st, tI, r)[0]
             pieces.append(("grow", tI, NI, Ws, st))
