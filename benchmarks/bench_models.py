@@ -9,17 +9,22 @@ model fit predicts for -n runs), and the same with the trajectory after slow sta
 rtt_scaling and flows_phase2, Reno's flows_phase2: models/configurations.py; models/trajectory.py) in size mode
 (10 GB) and duration mode (8 s), also in the configurations ss-burst-buffer and ss-trains; ss-trains
 (DEFAULT_CONFIGURATION, what model fit, select --extrapolate and the report use) in every mode below too, its rows
-marked "[default]"; external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
+marked "[default]", and single-flow (ss-trains with slow start's two outcomes: CUBIC's HyStart, H-TCP's
+second event after a bandwidth sample) in size and duration mode; external loss, periodic 1 in 500 and uniform p = 10⁻⁴ (taken at its mean
 N = 1/p), in size mode (F = ∞: the steady state) and in duration mode (8 s: slow start, the transient,
 then the steady state). The loss-limited epoch has a closed form (STCP, Reno, CUBIC; H-TCP below Cτ) and
 is solved numerically elsewhere; the reference path (exact_loss = True: every epoch solved numerically;
 H-TCP also untabulated) is measured in the same run, with the fast path's error against it.
 
 Configurations: τ log-spaced 1–400 ms, n = 1…10, β 0.1–100 MB, W_max 10 MB–∞ per flow, F 1 GB–∞,
-C = 10 Gbit/s (a mix of Case 1 / Case 2, both subcases, with and without Phase I)."""
+C = 10 Gbit/s (a mix of Case 1 / Case 2, both subcases, with and without Phase I).
+
+A subset: --variant NAME (repeatable) and --configuration NAME (repeatable: only the clean size mode, the
+baseline of the ratios, and the named configurations' rows in every mode of DEFAULT_MODES)."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import time
 
@@ -108,7 +113,30 @@ def loss_error(variant: str, count: int = 20_000, tabulated: bool = True) -> tup
     return float(err.max()), float(np.quantile(err, 0.99))
 
 
-def main() -> None:
+VARIANTS = ("stcp", "reno", "cubic", "htcp")
+
+
+def subset(variants, configurations) -> None:
+    """The clean size mode (the ratios' baseline) and each configuration's rows, per variant, in one process."""
+    print(f"{'variant, mode':>34} {'cfg/s':>10} {'baseline cfg/s':>15} {'ratio':>6}  baseline (same configurations)")
+    for variant in variants:
+        base = bench_mode(variant, 200_000, size=math.inf)
+        print(f"{variant + ' clean':>34} {base:10.3g}")
+        for cfg in configurations:
+            for mode, kw in DEFAULT_MODES:
+                tra = bench_mode(variant, 200_000, report=True, trajectory=cfg, **kw)
+                print(f"{f'{variant} {mode} {cfg}':>34} {tra:10.3g} {base:15.3g} {tra / base:6.2f}  clean, size mode")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--variant", action="append", choices=VARIANTS, help="only this variant (repeatable)")
+    p.add_argument("--configuration", action="append", metavar="NAME",
+                   help="only the clean baseline and this configuration's rows (repeatable)")
+    args = p.parse_args(argv)
+    if args.variant or args.configuration:
+        subset(args.variant or VARIANTS, args.configuration or [DEFAULT_CONFIGURATION])
+        return
     from tcpprofile.models import htcp_table
 
     htcp_table.table.cache_clear()
@@ -124,7 +152,7 @@ def main() -> None:
         if variant == "htcp":
             print(f"{'htcp':>14} {vec:17.3g} {ref:15.3g} {vec / ref:8.0f}  exact path (bisection of Eq. (8))")
     print(f"{'variant, mode':>22} {'cfg/s':>10} {'baseline cfg/s':>15} {'ratio':>6}  baseline (same configurations)")
-    for variant in ("stcp", "reno", "cubic", "htcp"):
+    for variant in VARIANTS:
         base = bench_mode(variant, 200_000, size=math.inf)
         print(f"{variant + ' clean':>22} {base:10.3g}")
         dur = bench_mode(variant, 200_000, duration=8.0)
@@ -134,6 +162,8 @@ def main() -> None:
         for name, cfg, kw in (("-n 10GB traj", "trajectory", {"size": 1e10}), ("-t 8s traj", "trajectory", {"duration": 8.0}),
                               ("-n 10GB ss-burst-buffer", "ss-burst-buffer", {"size": 1e10}),
                               ("-t 8s ss-burst-buffer", "ss-burst-buffer", {"duration": 8.0}),
+                              ("-n 10GB single-flow", "single-flow", {"size": 1e10}),
+                              ("-t 8s single-flow", "single-flow", {"duration": 8.0}),
                               *((f"{mode} [default]", DEFAULT_CONFIGURATION, kw) for mode, kw in DEFAULT_MODES)):
             tra = bench_mode(variant, 200_000, report=True, trajectory=cfg, **kw)  # slow start's overshoot, burst,
             print(f"{variant + ' ' + name:>22} {tra:10.3g} {base:15.3g} {tra / base:6.2f}  clean, size mode")  # epochs

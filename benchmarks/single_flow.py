@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'variant':>9} {'n':>3} | {args.old + ' in / rtt / buf':>28} | {args.new + ' in / rtt / buf':>30} | better?")
     for key in sorted(old):
         a, b = old[key], new[key]
-        verdict = ("=" if all(fmt(a[m]) == fmt(b[m]) for m in a)
-                   else "yes" if all(not (b[m] > a[m] + 0.005) for m in a) else "no")
+        pa, pb = ([fmt(x[m]) for m in x] for x in (a, b))   # judged as printed (2 decimals)
+        verdict = "=" if pa == pb else "yes" if all(y == "-" or float(y) <= float(x) for x, y in zip(pa, pb)) else "no"
         print(f"{key[0]:>9} {key[1]:>3} | {' / '.join(fmt(a[m]) for m in a):>28} | "
               f"{' / '.join(fmt(b[m]) for m in b):>30} | {verdict}")
     return 0

@@ -102,9 +102,12 @@ def test_hystart_probability_is_the_log_share_of_the_round_below_the_overflow(ta
         start = C * (tau + eta)
         low = min(tra.P[0] / 2, C * tau * (1 + multiple))
         p = min(max(math.log2(low / start), 0.0), 1.0)
-        assert tra.p_alt[0] == pytest.approx(p, abs=1e-12)
-        W_h = m._ss_exit(tra.P, tra.r)[0]
-        assert W_h == pytest.approx(2 * start * 2 ** (p / 2), rel=1e-12)
+        got, W_h = m._hystart(tra.P, tra.r)
+        assert got[0] == pytest.approx(p, abs=1e-12)
+        assert W_h[0] == pytest.approx(2 * start * 2 ** (p / 2), rel=1e-12)
+        # the mixture's weight: p, but 0 where both outcomes keep the link full (W1 ≥ Cτ, 0.7·W_o ≥ Cτ)
+        full = tra.W1[0] >= C * tau and 0.7 * (1 + multiple) >= 1
+        assert tra.p_alt[0] == (0.0 if full else got[0])
 
 
 @pytest.mark.parametrize("tau", [0.0118, 0.0456, 0.183])
@@ -126,7 +129,8 @@ def test_hystart_always_fires_with_a_deep_buffer_and_then_exits_below_the_fluid_
     tau = np.array([0.0118, 0.0456, 0.183])
     eta = np.clip(tau / 8, 4e-3, 16e-3)
     tra = _trajectory(_model("cubic", hystart=True), tau, 10.0)
-    assert np.all(tra.p_alt == 1.0)
+    assert np.all(tra.model._hystart(tra.P, tra.r)[0] == 1.0)
+    assert np.all(tra.p_alt == 0.0)   # both outcomes keep the link full: the other is not built
     alt = Trajectory(tra.model, tra.r, np.full(3, C), 1.2 * tau, np.full(3, 10 * MSS * 8.0), alt=True)
     np.testing.assert_allclose(alt.P, 2 * math.sqrt(2) * C * (tau + eta), rtol=1e-12)
     assert np.all(alt.P < tra.P) and np.all(alt.cuts == 0) and np.all(alt.W1 == alt.P)
@@ -142,7 +146,7 @@ def test_the_expected_throughput_is_each_pure_outcome_at_p_0_and_1_and_between_t
     mixed = m.predict(tau, buffer=beta, wmax=2 ** 30, size=1e10)
     pure = {}
     for value in (0.0, 1.0):
-        monkeypatch.setattr(CUBIC, "_ss_branch", lambda self, P, small, r, v=value: np.full(P.shape, v))
+        monkeypatch.setattr(CUBIC, "_ss_branch", lambda self, P, W1, small, r, v=value: np.full(P.shape, v))
         pure[value] = m.predict(tau, buffer=beta, wmax=2 ** 30, size=1e10)
     monkeypatch.undo()
     np.testing.assert_array_equal(pure[0.0], _model("cubic", receiver_report=True).predict(
@@ -153,7 +157,8 @@ def test_the_expected_throughput_is_each_pure_outcome_at_p_0_and_1_and_between_t
 
 def test_a_deep_buffer_keeps_the_link_full_whichever_way_slow_start_ends():
     """β = 10 × BDP: HyStart (p = 1) or not, the window never falls below Cτ after slow start reaches it, so a
-    10 GB transfer takes T_s + (F − N_s)/C: the analytical value, for both."""
+    10 GB transfer takes T_s + (F − N_s)/C: the analytical value, for both, and for the other outcome alone (which
+    the mixture skips there)."""
     tau = np.array([0.0456, 0.183])
     F = 1e10 * 8
     nw0 = 10 * MSS * 8.0
@@ -162,6 +167,9 @@ def test_a_deep_buffer_keeps_the_link_full_whichever_way_slow_start_ends():
     for hystart in (False, True):
         got = _model("cubic", hystart=hystart).predict(tau, buffer=10 * _bdp_bytes(tau), wmax=2 ** 30, size=1e10)
         np.testing.assert_allclose(got, F / (Ts + (F - Ns) / C), rtol=1e-12)
+    tra = _trajectory(_model("cubic", hystart=True), tau, 10.0)
+    alt = Trajectory(tra.model, tra.r, np.full(2, C), 1.2 * tau, np.full(2, nw0), alt=True)
+    np.testing.assert_allclose(F / alt.time(np.full(2, F)), F / (Ts + (F - Ns) / C), rtol=1e-12)
 
 
 # -- H-TCP: the second event after a bandwidth sample -----------------------------------------------------------------

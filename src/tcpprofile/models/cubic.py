@@ -124,8 +124,14 @@ class CUBIC(FirstPrinciplesModel):
             p = np.clip(np.log2(low / start), 0.0, 1.0)
         return p, 2.0 * start * np.exp2(0.5 * p)
 
-    def _ss_branch(self, P, small, r):
-        return self._hystart(P, r)[0] if self.hystart else None
+    def _ss_branch(self, P, W1, small, r):
+        if not self.hystart:
+            return None
+        # Both outcomes keep the link full from Cτ on (the same throughput) where the loss burst leaves W1 ≥ Cτ and
+        # a cut at the overflow leaves (1 − b)·W_o ≥ Cτ: the HyStart exit is above 2Cτ and its cuts stop at or
+        # above (1 − b)·min(W_h, W_o) (_first_epochs: every epoch from ≥ Cτ grows at C). No second trajectory there.
+        full = (W1 >= r.bdp) & ((1 - self.b) * (r.bdp + r.beta) >= r.bdp)
+        return np.where(full, 0.0, self._hystart(P, r)[0])
 
     def _ss_exit(self, P, r):
         return self._hystart(P, r)[1] if self.hystart else None

@@ -181,10 +181,10 @@ class FirstPrinciplesModel(Model):
         the window the slow-start loss burst leaves); alt: in slow start's other outcome (_ss_branch)."""
         return [(W1, {})]
 
-    def _ss_branch(self, P, small, r):
+    def _ss_branch(self, P, W1, small, r):
         """Trajectory: the probability per row that slow start ends in the variant's other outcome (CUBIC's
-        HyStart exit, H-TCP's second event after a bandwidth sample), given the loss peak P; None: there is
-        none (default). The prediction is then the expected throughput of the two (docs/models.md "Single
+        HyStart exit, H-TCP's second event after a bandwidth sample), given the loss peak P and the window W1 the
+        first outcome's burst leaves; None: there is none (default). 0 where both outcomes predict the same. The prediction is then the expected throughput of the two (docs/models.md "Single
         flows")."""
         return None
 
@@ -452,10 +452,10 @@ class FirstPrinciplesModel(Model):
                     S[tj] = F[tj] / span[tj]
                 p_alt = tra.p_alt
                 if p_alt is not None and np.any(p_alt > 0):  # the variant's _ss_branch (docs/models.md)
-                    on = p_alt > 0
+                    on = np.flatnonzero(p_alt > 0)   # indices: one scan of the mask for every array taken
                     rows = np.flatnonzero(tj)[on]
                     alt = Trajectory(self, rt.take(on), sustained[rows], lag_tj[on] if np.ndim(lag_tj) else lag_tj,
-                                     w0[rows], alt=True)
+                                     w0[rows], alt=True, peak=tuple(v[on] for v in tra.peak))
                     other = (rows, p_alt[on], F[rows] / alt.time(F[rows]) if duration is None else alt.data(T[rows]))
             if duration is None and self.receiver_report:
                 # The receiver counts the F − U bytes sent by the time t the last byte was written, over its

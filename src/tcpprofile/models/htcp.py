@@ -329,7 +329,7 @@ class HTCP(FirstPrinciplesModel):
             return 0.5
         return r.b
 
-    def _ss_branch(self, P, small, r):
+    def _ss_branch(self, P, W1, small, r):
         """second_event_sample (with second_cut_rtt_ratio): the probability that a bandwidth sample falls between
         slow start's two congestion events, so that the second keeps 0.5 (htcp_beta_update: maxB > 0 after a
         sample, the switch test then fails with old_maxB = 0 ⇒ β = BETA_MIN) instead of RTT_min/RTT_max.

@@ -62,9 +62,10 @@ class Trajectory:
     """Pieces of the trajectory for rows r (framework Rows, aggregate), the sustained rate `steady`
     [bit/s] after them and the slow-start lag [s]."""
 
-    def __init__(self, model, r, steady, lag, w0, alt=False):
+    def __init__(self, model, r, steady, lag, w0, alt=False, peak=None):
         """alt: the other outcome of slow start's end (the variant's `_ss_branch`: CUBIC's HyStart exit, H-TCP's
-        second event after a bandwidth sample); p_alt is its probability per row (None: the variant has none)."""
+        second event after a bandwidth sample); p_alt is its probability per row (None: the variant has none).
+        peak: slow_start_peak(model, r) when the caller has it (the first outcome's, `peak`, on the same rows)."""
         C, bdp, beta, n = r.C, r.bdp, r.beta, r.n
         self.model, self.r, self.lag, self.steady = model, r, lag, steady
         Wo = bdp + beta  # drop-tail overflow window W_o = Cτ + β (queue_fill)  [bits]
@@ -72,65 +73,12 @@ class Trajectory:
         top = np.maximum(bdp, self.nw0)
         self.T_ss = lag + r.tau * np.log2(top / self.nw0)  # Eq. (2): w0·2^{t/τ} = Cτ/n per flow  [s]
         self.N_ss = (top - self.nw0) / LN2  # Eq. (3) × n  [bits]
-        # Slow start's overflow, fluid and ACK-clocked (derived here; docs/models.md): each ACK releases two
-        # segments (tcp_input.c tcp_slow_start: cwnd += acked), so the sending rate is twice the ACK rate and
-        # first exceeds C at t0, W(t0) = Cτ/(2 ln 2). For one RTT the ACKs still return at the unqueued rate,
-        # the sending rate is C·2^x (x = (t − t0)/τ) and the queue holds Cτ·((2^x − 1)/ln 2 − x); after it,
-        # ACKs come at C and the queue grows at C. The first drop is when it holds β (at x_d), the loss is seen
-        # τ + β/C later, and cwnd grew at the ACK rate meanwhile:
-        #   β < q1·Cτ, q1 = 1/ln 2 − 1 (drop within the first RTT): P = Cτ/ln 2 + x_d·Cτ + β,
-        #   β ≥ q1·Cτ:                                              P = 2(Cτ + β)   [bits]
-        # With the round's burst (ss_burst = κ > 0; docs/models.md "The slow-start peak at small buffers"): the
-        # window W(x) = Cτ·2^x/(2 ln 2) reaches the bottleneck in trains whose excess over C the queue must
-        # also hold, κ·W, so the first drop is where fluid queue + κ·W = β (y = β/Cτ, h = 1/(2 ln 2)):
-        #   (a) y < κh, before t0 (no standing queue): W_d = β/κ, x_d = log2(y/(κh)) < 0, P = 2·W_d;
-        #   (b) below y < q1 + κ/ln 2: (2^x − 1)/ln 2 − x + κh·2^x = y, P = Cτ/ln 2 + x_d·Cτ + (β − κ·W_d);
-        #   (c) above (the queue grows at C, W at C): x_d − 1 = (y − q1 − κ/ln 2)/(1 + κ),
-        #       P = Cτ·(2/ln 2 − 2 + 2·x_d)   (κ = 0: 2(Cτ + β))
-        # and the loss is seen τ plus the standing queue's β_eff/C after the drop.
-        kappa = float(model.ss_burst)
-        h = 0.5 / LN2
-        y = beta / bdp
-        q1 = 1.0 / LN2 - 1.0
-        train = y < kappa * h                             # (a)
-        small = y < q1 + kappa / LN2                      # (a) and (b): the drop within the first RTT of overload
-        fluid = small & ~train                            # (b)
-        # ln 2·x²/2 + κh ≤ g(x) + y: Newton starts right of the root
-        x = np.sqrt(np.maximum(np.minimum(y, q1 + kappa / LN2) - kappa * h, 0.0) * 2.0 / LN2)
-        ys, xs = y[fluid], x[fluid]
-        for _ in range(NEWTON_XD):  # g(x) = (2^x − 1)/ln 2 − x + κh·2^x − y, convex: Newton from the right
-            e = np.exp2(xs)
-            step = ((e - 1.0) / LN2 - xs + kappa * h * e - ys) / np.maximum(e * (1.0 + 0.5 * kappa) - 1.0, 1e-300)
-            xs = xs - step
-            if not np.any(step > 1e-14 * xs):
-                break
-        x[fluid] = xs
-        x = np.where(small, x, 1.0 + (y - q1 - kappa / LN2) / (1.0 + kappa))
-        y_eff = np.where(small, y, q1 + x - 1.0)         # the standing queue at the drop [× Cτ]
-        P = np.where(small, 1.0 / LN2 + x, 2.0 / LN2 - 2.0 + 2.0 * x)
-        if kappa:                                        # (κ = 0: no train rows, no burst to take off)
-            y_eff[fluid] -= kappa * h * np.exp2(xs)
-            x[train] = np.log2(np.maximum(y[train], 1e-300) / (kappa * h))
-            y_eff[train] = 0.0
-            P[train] = np.exp2(x[train]) / LN2
-        P = bdp * np.where(small, P + y_eff, P)
-        x_seen = 1.0 + x + y_eff  # (t − t0)/τ when the loss is seen (τ + β_eff/C after the drop)
-        # the link carries C from W = Cτ (x = log2(2 ln 2) on the same clock) until the loss is seen  [s]
-        over = np.maximum(x_seen - math.log2(2.0 * LN2), 0.0) * r.tau
-        if model.ss_train_window:
-            # Slow start's trains (ss_train_window W0, ss_train_slope s; docs/models.md "Slow start's trains"):
-            # the first drop comes in the round whose window is W0·Cτ + s·β, and slow start doubles the window
-            # in the round after it (tcp_slow_start: cwnd += acked), so the loss is seen at P = 2(W0·Cτ + s·β),
-            # where that comes before the fluid overflow's peak above. Above Cτ the window grows at the ACK
-            # rate C, so the link carries C for (P − Cτ)/C before the loss is seen  [bits], [s]
-            P_train = 2.0 * (model.ss_train_window * bdp + model.ss_train_slope * beta)
-            trains = P_train < P
-            P = np.where(trains, P_train, P)
-            over = np.where(trains, np.maximum(P_train - bdp, 0.0) / C, over)
-            small = small | trains                        # the drop before the link is full
+        if peak is None:
+            peak = slow_start_peak(model, r)
+        self.peak = peak
+        P, over, small = peak
         P = np.maximum(P, top)
         events, strict = model._burst_events(small, r)
-        self.p_alt = None if alt else model._ss_branch(P, small, r)
         if alt:
             exit_ = model._ss_exit(P, r)
             if exit_ is not None:
@@ -148,6 +96,7 @@ class Trajectory:
             W = np.where(cut, W * model._event_keep(j, r, alt), W)
             k = k + cut
         self.P, self.W1, self.cuts = P, W, k
+        self.p_alt = None if alt else model._ss_branch(P, W, small, r)
         pieces = [("lin", over, C * over)]
         for Ws, st in model._first_epochs(P, W, k, r, alt):
             tI = model._t_bdp(Ws, st, r)  # Phase I (rate w/τ) up to Cτ  [s]
@@ -213,6 +162,70 @@ class Trajectory:
             if np.all(np.abs(step) <= 1e-13 * tI[i]):  # monotone from the right: the step bounds the error
                 break
         return t
+
+
+def slow_start_peak(model, r):
+    """(P, over, small) per row of r: the aggregate window when slow start's first loss is seen [bits], the time
+    the link carries C before it [s], and whether the drop comes before the link is full (within the first RTT of
+    overload, or by the trains)."""
+    C, bdp, beta = r.C, r.bdp, r.beta
+    # Slow start's overflow, fluid and ACK-clocked (derived here; docs/models.md): each ACK releases two
+    # segments (tcp_input.c tcp_slow_start: cwnd += acked), so the sending rate is twice the ACK rate and
+    # first exceeds C at t0, W(t0) = Cτ/(2 ln 2). For one RTT the ACKs still return at the unqueued rate,
+    # the sending rate is C·2^x (x = (t − t0)/τ) and the queue holds Cτ·((2^x − 1)/ln 2 − x); after it,
+    # ACKs come at C and the queue grows at C. The first drop is when it holds β (at x_d), the loss is seen
+    # τ + β/C later, and cwnd grew at the ACK rate meanwhile:
+    #   β < q1·Cτ, q1 = 1/ln 2 − 1 (drop within the first RTT): P = Cτ/ln 2 + x_d·Cτ + β,
+    #   β ≥ q1·Cτ:                                              P = 2(Cτ + β)   [bits]
+    # With the round's burst (ss_burst = κ > 0; docs/models.md "The slow-start peak at small buffers"): the
+    # window W(x) = Cτ·2^x/(2 ln 2) reaches the bottleneck in trains whose excess over C the queue must
+    # also hold, κ·W, so the first drop is where fluid queue + κ·W = β (y = β/Cτ, h = 1/(2 ln 2)):
+    #   (a) y < κh, before t0 (no standing queue): W_d = β/κ, x_d = log2(y/(κh)) < 0, P = 2·W_d;
+    #   (b) below y < q1 + κ/ln 2: (2^x − 1)/ln 2 − x + κh·2^x = y, P = Cτ/ln 2 + x_d·Cτ + (β − κ·W_d);
+    #   (c) above (the queue grows at C, W at C): x_d − 1 = (y − q1 − κ/ln 2)/(1 + κ),
+    #       P = Cτ·(2/ln 2 − 2 + 2·x_d)   (κ = 0: 2(Cτ + β))
+    # and the loss is seen τ plus the standing queue's β_eff/C after the drop.
+    kappa = float(model.ss_burst)
+    h = 0.5 / LN2
+    y = beta / bdp
+    q1 = 1.0 / LN2 - 1.0
+    train = y < kappa * h                             # (a)
+    small = y < q1 + kappa / LN2                      # (a) and (b): the drop within the first RTT of overload
+    fluid = small & ~train                            # (b)
+    # ln 2·x²/2 + κh ≤ g(x) + y: Newton starts right of the root
+    x = np.sqrt(np.maximum(np.minimum(y, q1 + kappa / LN2) - kappa * h, 0.0) * 2.0 / LN2)
+    ys, xs = y[fluid], x[fluid]
+    for _ in range(NEWTON_XD):  # g(x) = (2^x − 1)/ln 2 − x + κh·2^x − y, convex: Newton from the right
+        e = np.exp2(xs)
+        step = ((e - 1.0) / LN2 - xs + kappa * h * e - ys) / np.maximum(e * (1.0 + 0.5 * kappa) - 1.0, 1e-300)
+        xs = xs - step
+        if not np.any(step > 1e-14 * xs):
+            break
+    x[fluid] = xs
+    x = np.where(small, x, 1.0 + (y - q1 - kappa / LN2) / (1.0 + kappa))
+    y_eff = np.where(small, y, q1 + x - 1.0)         # the standing queue at the drop [× Cτ]
+    P = np.where(small, 1.0 / LN2 + x, 2.0 / LN2 - 2.0 + 2.0 * x)
+    if kappa:                                        # (κ = 0: no train rows, no burst to take off)
+        y_eff[fluid] -= kappa * h * np.exp2(xs)
+        x[train] = np.log2(np.maximum(y[train], 1e-300) / (kappa * h))
+        y_eff[train] = 0.0
+        P[train] = np.exp2(x[train]) / LN2
+    P = bdp * np.where(small, P + y_eff, P)
+    x_seen = 1.0 + x + y_eff  # (t − t0)/τ when the loss is seen (τ + β_eff/C after the drop)
+    # the link carries C from W = Cτ (x = log2(2 ln 2) on the same clock) until the loss is seen  [s]
+    over = np.maximum(x_seen - math.log2(2.0 * LN2), 0.0) * r.tau
+    if model.ss_train_window:
+        # Slow start's trains (ss_train_window W0, ss_train_slope s; docs/models.md "Slow start's trains"):
+        # the first drop comes in the round whose window is W0·Cτ + s·β, and slow start doubles the window
+        # in the round after it (tcp_slow_start: cwnd += acked), so the loss is seen at P = 2(W0·Cτ + s·β),
+        # where that comes before the fluid overflow's peak above. Above Cτ the window grows at the ACK
+        # rate C, so the link carries C for (P − Cτ)/C before the loss is seen  [bits], [s]
+        P_train = 2.0 * (model.ss_train_window * bdp + model.ss_train_slope * beta)
+        trains = P_train < P
+        P = np.where(trains, P_train, P)
+        over = np.where(trains, np.maximum(P_train - bdp, 0.0) / C, over)
+        small = small | trains                        # the drop before the link is full
+    return P, over, small
 
 
 def _mask(i, like):
