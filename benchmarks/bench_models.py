@@ -117,13 +117,14 @@ VARIANTS = ("stcp", "reno", "cubic", "htcp")
 
 
 def subset(variants, configurations) -> None:
-    """The clean size mode (the ratios' baseline) and each configuration's rows, per variant, in one process."""
+    """The clean size mode (the ratios' baseline) and each configuration's rows, per variant, in one process; the
+    configurations of one mode measured one after the other (a shared host's load drifts less between them)."""
     print(f"{'variant, mode':>34} {'cfg/s':>10} {'baseline cfg/s':>15} {'ratio':>6}  baseline (same configurations)")
     for variant in variants:
         base = bench_mode(variant, 200_000, size=math.inf)
         print(f"{variant + ' clean':>34} {base:10.3g}")
-        for cfg in configurations:
-            for mode, kw in DEFAULT_MODES:
+        for mode, kw in DEFAULT_MODES:
+            for cfg in configurations:
                 tra = bench_mode(variant, 200_000, report=True, trajectory=cfg, **kw)
                 print(f"{f'{variant} {mode} {cfg}':>34} {tra:10.3g} {base:15.3g} {tra / base:6.2f}  clean, size mode")
 

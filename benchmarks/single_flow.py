@@ -1,6 +1,6 @@
 """E per variant × n of two model configurations on the committed run summaries (benchmarks/data/*-runs.csv), by
 the project's own validation code (models/validation.validate: in-sample, leave-one-RTT-out, leave-one-buffer-out)
-— docs/models.md "Single flows: HyStart and H-TCP's second event".
+— docs/models.md "Single flows".
 
 The summaries keep each run's configuration and receiver's rate but not its iperf3 intervals, so two things the
 store would give are fixed here: the start-up lag d is START_RTTS for every row (the validation stores' fits

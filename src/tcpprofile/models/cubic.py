@@ -99,7 +99,7 @@ class CUBIC(FirstPrinciplesModel):
 
     # -- trajectory (trajectory.py) ----------------------------------------------------------------
     def _hystart(self, P, r):
-        """HyStart's delay test ending slow start before the loss (hystart; docs/models.md "CUBIC's HyStart"):
+        """HyStart's delay test ending slow start before the loss (hystart; docs/models.md "Single flows"):
         (probability per row, the window W_h when it does)  [1], [bits].
 
         tcp_cubic.c hystart_update (HYSTART_DELAY): once HYSTART_MIN_SAMPLES = 8 RTT samples of a round are in, slow

@@ -20,9 +20,14 @@ Pieces, each a (duration, data) pair per row, in order:
    from its start window by the variant's law: Phase I (rate w/τ) to Cτ, then at C up to W_o;
 4. the sustained rate of the framework's epochs (N_a/T_a) for the rest.
 
-A variant supplies `_event_keep(j, r)` (factor kept at its j-th congestion event), `_burst_events(small, r)`
+Slow start can end in two ways (docs/models.md "Single flows"): the variant's `_ss_branch(P, W1, small, r)` gives the
+probability of its other outcome per row (None: none), and a Trajectory built with alt=True follows it (`_ss_exit`:
+a window at which slow start ended without a loss; `_event_keep` and `_first_epochs` with alt); the framework
+predicts the expected throughput of the two.
+
+A variant supplies `_event_keep(j, r, alt)` (factor kept at its j-th congestion event), `_burst_events(small, r)`
 (events the burst has whatever the window, and whether a window left exactly at W_o is cut again; default
-SS_EVENTS and yes), `_first_epochs(P, W1, k, r)` → [(start window, state)], `_t_bdp(Ws, st, r)` (Phase I
+SS_EVENTS and yes), `_first_epochs(P, W1, k, r, alt)` → [(start window, state)], `_t_bdp(Ws, st, r)` (Phase I
 length), `_t_to(Ws, st, W, r, tI)` (time to window W ≥ Cτ, given the Phase I length tI) and `_grow(Ws, st, t, r)`
 → (data, window) t seconds into Phase I.
 """
