@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +18,10 @@ from tcpprofile.models.configurations import (CONFIGURATIONS, configuration, mod
                                               variant_parameters)
 from tcpprofile.models.cubic import CUBIC
 from tcpprofile.models.trajectory import SS_TRAIN_SLOPE, SS_TRAIN_WINDOW, Trajectory
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import single_flow  # noqa: E402  (benchmarks/single_flow.py: E from the committed run summaries)
 
 C = 9.9e9          # bit/s
 MSS = 8948         # bytes (MTU 9000)
@@ -208,3 +214,18 @@ def test_htcp_mixture_is_each_pure_outcome_at_p_0_and_1(monkeypatch, duration):
     assert np.all((p > 0) & (p < 1))
     a, b = (x.predict(tau, buffer=beta, wmax=2 ** 30, **kw) for x in (ratio, half))
     np.testing.assert_allclose(on.predict(tau, buffer=beta, wmax=2 ** 30, **kw), p * b + (1 - p) * a, rtol=1e-9)
+
+
+# -- the E table's harness (benchmarks/single_flow.py) ----------------------------------------------------------------
+
+def test_the_summaries_harness_reproduces_the_published_table_of_the_third_validation_store():
+    """The committed summary of models-validation-3 through models.validation.validate with d = 1.2 gives ss-trains'
+    published E (docs/models.md "The third fresh store": CUBIC 3.84 / 1.11 / 1.15, H-TCP 2.95 / 3.26 / 2.65, STCP
+    1.32 / 0.66 / 0.70 in-sample) within 0.05 point; labels are the spec's buffer settings."""
+    assert single_flow.buffer_label(1475000, 11.8) == "0.1xBDP" and single_flow.buffer_label(4425000, 11.8) == "0.3xBDP"
+    table = single_flow.profile_table([ROOT / "benchmarks/data/models-validation-3-runs.csv"])
+    assert len(table["variant"]) == 135 and set(table["buffer"]) == {"0.1xBDP", "0.3xBDP", "1xBDP"}
+    got = single_flow.cells(table, "ss-trains")
+    published = {("cubic", 1): 3.84, ("cubic", 4): 1.11, ("cubic", 10): 1.15, ("htcp", 1): 2.95, ("htcp", 4): 3.26,
+                 ("htcp", 10): 2.65, ("scalable", 1): 1.32, ("scalable", 4): 0.66, ("scalable", 10): 0.70}
+    assert {k: round(v["in"], 2) for k, v in got.items()} == pytest.approx(published, abs=0.05)
