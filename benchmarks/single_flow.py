@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     old, new = cells(table, args.old), cells(table, args.new)
     print(f"E % in-sample / leave-one-RTT-out / leave-one-buffer-out: {args.old} → {args.new} "
           f"({', '.join(args.csv)}; d = {START_RTTS} RTTs every row)")
-    print(f"{'variant':>9} {'n':>3} | {args.old + ' in / rtt / buf':>28} | {args.new + ' in / rtt / buf':>30} | better?")
+    head = (args.old + " in / rtt / buf", args.new + " in / rtt / buf")
+    print(f"{'variant':>9} {'n':>3} | {head[0]:>28} | {head[1]:>30} | better?")
     for key in sorted(old):
         a, b = old[key], new[key]
         pa, pb = ([fmt(x[m]) for m in x] for x in (a, b))   # judged as printed (2 decimals)

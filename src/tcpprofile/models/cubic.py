@@ -115,8 +115,9 @@ class CUBIC(FirstPrinciplesModel):
         (τ, β): over a uniform phase u of log2 W_{k−1} in (0, 1], p = clamp(log2(L/(Cτ + C·η)), 0, 1), and
         given the exit W_{k−1} is log-uniform on (Cτ + C·η, (Cτ + C·η)·2^p): W_h at its midpoint,
         2·(Cτ + C·η)·2^{p/2}. HYSTART_ACK_TRAIN is not modelled: unpaced (threshold delay_min/2) it would end
-        every slow start at cwnd ≈ Cτ, where none of the 99 traced runs did; a gap of more than
-        hystart_ack_delta_us = 2 ms between ACKs (the engine's late releases, docs/testbed.md) ends a train."""
+        every slow start at cwnd ≈ Cτ, where none of the 42 traced CUBIC runs did (slow-start-drop.csv: peaks
+        ≥ 1.32 × BDP); a gap of more than hystart_ack_delta_us = 2 ms between ACKs (the engine's late releases,
+        docs/testbed.md) ends a train."""
         eta = np.clip(r.tau / 8.0, HYSTART_DELAY_MIN, HYSTART_DELAY_MAX)  # clamp(delay_min/8, 4, 16 ms)  [s]
         start = r.bdp + r.C * eta  # the round-start window whose first samples exceed the threshold  [bits]
         low = np.minimum(0.5 * P, r.bdp + r.beta)  # the window of the round that overflows  [bits]

@@ -184,8 +184,8 @@ class FirstPrinciplesModel(Model):
     def _ss_branch(self, P, W1, small, r):
         """Trajectory: the probability per row that slow start ends in the variant's other outcome (CUBIC's
         HyStart exit, H-TCP's second event after a bandwidth sample), given the loss peak P and the window W1 the
-        first outcome's burst leaves; None: there is none (default). 0 where both outcomes predict the same. The prediction is then the expected throughput of the two (docs/models.md "Single
-        flows")."""
+        first outcome's burst leaves; None: there is none (default). 0 where both outcomes predict the same. The
+        prediction is then the expected throughput of the two (docs/models.md "Single flows")."""
         return None
 
     def _ss_exit(self, P, r):
