@@ -143,8 +143,13 @@ def test_cli_groups_a_store_and_its_groups_make_up_the_validation_cells(store, t
 def test_cli_refuses_by_novelty_where_it_does_not_apply(store, tmp_path, capsys):
     assert main(["model", "fit", "--db", store, "--by-novelty", str(tmp_path / "x.toml")]) == 2
     assert "--by-novelty" in capsys.readouterr().err
-    assert main(["model", "validate", "--db", store, "--by-novelty", str(tmp_path / "missing.csv")]) == 2
-    assert "--by-novelty" in capsys.readouterr().err
+    for missing in ("missing.csv", "missing.toml"):
+        assert main(["model", "validate", "--db", store, "--by-novelty", str(tmp_path / missing)]) == 2
+        assert "--by-novelty" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text(_spec_text("bad", "[0]", '["0.1xBDP"]', '["45.6ms"]', "10GB"))
+    assert main(["model", "validate", "--db", store, "--by-novelty", str(bad)]) == 2
+    assert "--by-novelty" in (err := capsys.readouterr().err) and "transfer.streams[0]" in err
 
 
 # -- the stores table and the development constants -------------------------------------------------------------------

@@ -2,7 +2,9 @@
 `tcpprofile model fit --db DB` — fit β and W_max per dataset of a store and print E per variant and n,
 in-sample and leave-one-RTT-out (duration-mode runs use the model's duration mode; lossy links its loss);
 `tcpprofile model validate --db DB` — the validation protocol's table: E in-sample, leave-one-RTT-out and
-leave-one-buffer-out per variant and n, beside the generic ramp-up/sustainment baseline (docs/models.md)."""
+leave-one-buffer-out per variant and n, beside the generic ramp-up/sustainment baseline (docs/models.md);
+`tcpprofile model validate --db DB --by-novelty FILE…` — E per variant, n and how far each configuration is from the
+development design, beside `paper` and the baseline (docs/models.md, "New-condition validation")."""
 
 from __future__ import annotations
 
@@ -387,7 +389,7 @@ def _by_novelty(args, config: str) -> int:
     for r in rows:
         d = f"{r.distance[0]}" if r.distance[0] == r.distance[1] else f"{r.distance[0]}-{r.distance[1]}"
         print(f"{r.variant:>8} {r.streams:3d} {r.group:>22} {d:>4} {r.configs:4d} {r.runs:4d} | "
-              + " | ".join(f"{_e(r.errors[name]['in'])} / {_e(r.errors[name]['rtt'])}" for name in names))
+              + " | ".join(f"{_e(r.errors[name]['in']) + ' / ' + _e(r.errors[name]['rtt']):>15}" for name in names))
     print("group: the dimensions (n, β, τ, F) whose value no development cell of that variant and link had; "
           "'same cell': measured in development; 'new combination': each value measured, never together. "
           "dist: the fewest dimensions in which a configuration differs from a development cell. '-': not "

@@ -172,7 +172,10 @@ def development_cells(paths, load_spec, roles=("development",)) -> list[DesignCe
         if str(path).endswith(".csv"):
             out += [c for row in read_stores(path) if row["role"] in roles for c in cells_of_store_row(row)]
         else:
-            out += cells_of_spec(load_spec(path))
+            try:
+                out += cells_of_spec(load_spec(path))
+            except ValidationError as err:   # the spec's own field, under the option that named the file
+                raise ValidationError("--by-novelty", f"{path}: {err}") from None
     if not out:
         raise ValidationError("--by-novelty", "no development cell in " + ", ".join(map(str, paths)))
     return out
