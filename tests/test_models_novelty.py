@@ -61,8 +61,8 @@ def test_distance_and_group(cell, dist, label):
 
 
 def test_each_value_seen_but_never_together_is_a_new_combination():
-    """n = 1 at 0.3 × BDP and 11.8 ms were each measured, never together with 45.6 ms's … : a development design
-    of two cells (1, 0.1, 11.8) and (4, 0.3, 45.6) against (1, 0.3, 45.6): one dimension from the second."""
+    """Development (n, β, τ) = (1, 0.1, 11.8) and (4, 0.3, 45.6): (1, 0.3, 11.8) has n, β and τ each measured, never
+    together — one dimension from the first cell (β), no new dimension: 'new combination'."""
     dev = [DesignCell("cubic", 1, 0.1, 11.8, TEN_GB, CTX), DesignCell("cubic", 4, 0.3, 45.6, TEN_GB, CTX)]
     assert distance(DesignCell("cubic", 1, 0.3, 11.8, TEN_GB, CTX), dev) == (1, ())
     assert group(1, ()) == "new combination"
@@ -94,7 +94,7 @@ def test_E_per_group_from_known_predictions():
     err = np.array([0.01, 0.03, 0.10, 0.20, 0.05])
     a = {"in": 8e9 * (1 + err), "rtt": 8e9 * (1 - 2 * err)}
     b = {"in": np.full(5, 4e9), "rtt": np.array([8e9, 8e9, np.nan, 8e9, 8e9])}
-    rows = by_novelty(cols, {"a": a, "b": b}, DEV)
+    rows = by_novelty(cols, {"a": a, "b": b}, DEV, modes=("in", "rtt"))
     got = {(r.variant, r.group): r for r in rows}
     assert set(got) == {("cubic", "same cell"), ("cubic", "new τ"), ("htcp", "new n+β+τ+F")}
     same, new = got["cubic", "same cell"], got["cubic", "new τ"]
@@ -132,7 +132,7 @@ def test_cli_groups_a_store_and_its_groups_make_up_the_validation_cells(store, t
     for n in (1, 4):
         mine = [r for r in rows if r["streams"] == n]
         for name, key in (("ss-trains", "E_model_percent"), ("baseline", "E_baseline_percent")):
-            for mode in ("in", "rtt"):
+            for mode in ("in", "rtt", "buffer"):
                 pooled = sum(r["E_percent"][name][mode] * r["configurations"] for r in mine) / 6
                 assert pooled == pytest.approx(cells[n][key][mode], rel=1e-9)
     assert main(["model", "validate", "--db", store, "--by-novelty", str(dev)]) == 0

@@ -358,11 +358,11 @@ BASELINE = "baseline"   # the generic ramp-up/sustainment model of HPDC'17 §3 (
 
 
 def _by_novelty(args, config: str) -> int:
-    """`model validate --by-novelty FILE…`: E per (variant, n, novelty group), in-sample and leave-one-RTT-out, for
+    """`model validate --by-novelty FILE…`: E per (variant, n, novelty group) in the validation's three modes, for
     the configuration, `paper` and the baseline (docs/models.md, "New-condition validation")."""
     from ..models.fit import describe_configuration
     from ..models.novelty import development_cells
-    from ..models.validation import by_novelty, validate
+    from ..models.validation import MODES, by_novelty, validate
     from ..spec import load
 
     development = development_cells(args.by_novelty, load)   # validated at the boundary: a ValidationError
@@ -381,18 +381,18 @@ def _by_novelty(args, config: str) -> int:
         print()
         return 0
     print(describe_configuration(config))
-    print(f"E % in-sample / leave-one-RTT-out by novelty against the development design of {' '.join(args.by_novelty)}"
+    print(f"E % in-sample / leave-one-RTT-out / leave-one-buffer-out by novelty against the development design of {' '.join(args.by_novelty)}"
           f" ({len(set(development))} cells): {', '.join(predictions)}")
     names = list(predictions)
     print(f"{'variant':>8} {'n':>3} {'group':>22} {'dist':>4} {'cfgs':>4} {'runs':>4} | "
-          + " | ".join(f"{name[:15]:>15}" for name in names))
+          + " | ".join(f"{name[:21]:>21}" for name in names))
     for r in rows:
         d = f"{r.distance[0]}" if r.distance[0] == r.distance[1] else f"{r.distance[0]}-{r.distance[1]}"
         print(f"{r.variant:>8} {r.streams:3d} {r.group:>22} {d:>4} {r.configs:4d} {r.runs:4d} | "
-              + " | ".join(f"{_e(r.errors[name]['in']) + ' / ' + _e(r.errors[name]['rtt']):>15}" for name in names))
+              + " | ".join(f"{' / '.join(_e(r.errors[name][m]) for m in MODES):>21}" for name in names))
     print("group: the dimensions (n, β, τ, F) whose value no development cell of that variant and link had; "
           "'same cell': measured in development; 'new combination': each value measured, never together. "
           "dist: the fewest dimensions in which a configuration differs from a development cell. '-': not "
-          "computable (fewer than 3 RTTs, or no interval traces for the baseline). The fits' flags: `model validate` "
+          "computable (fewer than 3 RTTs or 2 buffer settings, or no interval traces for the baseline). The fits' flags: `model validate` "
           "without --by-novelty")
     return 0

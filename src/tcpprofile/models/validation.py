@@ -239,7 +239,7 @@ class NoveltyRow:
 
 
 def by_novelty(table, predictions: dict[str, dict[str, np.ndarray]], development,
-               modes: tuple[str, ...] = ("in", "rtt")) -> list[NoveltyRow]:
+               modes: tuple[str, ...] = MODES) -> list[NoveltyRow]:
     """E per (variant, n, novelty group) of a profile table: predictions maps a name (a configuration, the baseline)
     to one prediction per row and mode (Validation.model / .baseline); development: the development design's cells
     (novelty.development_cells). E = 100·mean|M − P|/M over the group's configurations, nan when one of them has no
