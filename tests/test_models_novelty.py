@@ -146,6 +146,11 @@ def test_cli_refuses_by_novelty_where_it_does_not_apply(store, tmp_path, capsys)
     for missing in ("missing.csv", "missing.toml"):
         assert main(["model", "validate", "--db", store, "--by-novelty", str(tmp_path / missing)]) == 2
         assert "--by-novelty" in capsys.readouterr().err
+    table = (DATA / "model-stores.csv").read_text().replace(",0.2,11.8 45.6", ",0.2,11.8 fast", 1)
+    assert ",0.2,11.8 fast" in table
+    (tmp_path / "bad.csv").write_text(table)
+    assert main(["model", "validate", "--db", store, "--by-novelty", str(tmp_path / "bad.csv")]) == 2
+    assert "--by-novelty" in (err := capsys.readouterr().err) and "physics-dev-0.2bdp" in err
     bad = tmp_path / "bad.toml"
     bad.write_text(_spec_text("bad", "[0]", '["0.1xBDP"]', '["45.6ms"]', "10GB"))
     assert main(["model", "validate", "--db", store, "--by-novelty", str(bad)]) == 2

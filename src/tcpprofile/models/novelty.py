@@ -170,7 +170,11 @@ def development_cells(paths, load_spec, roles=("development",)) -> list[DesignCe
     out = []
     for path in paths:
         if str(path).endswith(".csv"):
-            out += [c for row in read_stores(path) if row["role"] in roles for c in cells_of_store_row(row)]
+            for i, row in enumerate(read_stores(path)):
+                try:
+                    out += cells_of_store_row(row) if row["role"] in roles else []
+                except (ValueError, AttributeError) as err:   # a list with a word that is no number, a missing cell
+                    raise ValidationError("--by-novelty", f"{path}, row {i + 1} ({row.get('store')}): {err}") from None
         else:
             try:
                 out += cells_of_spec(load_spec(path))

@@ -15,6 +15,8 @@ ramp-up/sustainment model of HPDC'17 §3 (generic.py) fitted the same way, as th
   the configured size (generic.transfer_throughput) or duration. No intervals stored: no baseline (nan).
 * E = 100·mean |M − P|/M over the (τ, buffer) configurations of a (group, n) cell; nan when one of them
   has no prediction (fewer than 3 RTTs, or 2 buffer settings, to hold one out).
+* By novelty (`by_novelty`, issue 31): the same predictions' E per (variant, n, novelty group), the group saying
+  how far a configuration is from the development design (models/novelty.py).
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ class Cell:
 def _finite(errors: dict[str, float]) -> dict[str, float | None]:
     """E per mode for JSON: None where it could not be computed (nan)."""
     return {k: (v if v == v else None) for k, v in errors.items()}
+
+
+def _error(measured, predicted) -> float:
+    """E [%] = 100·mean|M − P|/M (§V) over configurations; nan when one of them has no prediction."""
+    return (float(100 * np.mean(np.abs(measured - predicted) / measured)) if np.all(np.isfinite(predicted))
+            else float("nan"))
 
 
 def _label(v) -> str:
@@ -204,8 +212,7 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
             Ms = cols["throughput_bps"][sel].astype(float)
 
             def E(pred, sel=sel, Ms=Ms):
-                p = pred[sel]
-                return float(100 * np.mean(np.abs(Ms - p) / Ms)) if np.all(np.isfinite(p)) else float("nan")
+                return _error(Ms, pred[sel])
 
             words = flags.get(g, []) + [f"shared β (leave-one-buffer-out's fit): {x['text']}" for x in pooled_flags]
             shared_code = short(pooled_flags, structure)
@@ -259,8 +266,7 @@ def by_novelty(table, predictions: dict[str, dict[str, np.ndarray]], development
         sel = (cols["variant"] == v) & (cols["streams"] == n) & (label == g)
 
         def E(p, sel=sel):
-            p = p[sel]
-            return float(100 * np.mean(np.abs(M[sel] - p) / M[sel])) if np.all(np.isfinite(p)) else float("nan")
+            return _error(M[sel], p[sel])
 
         out.append(NoveltyRow(v, n, str(g), (int(dist[sel].min()), int(dist[sel].max())), int(sel.sum()),
                               int(runs[sel].sum()), {name: {m: E(P[m]) for m in modes}
