@@ -381,8 +381,8 @@ def _by_novelty(args, config: str) -> int:
         print()
         return 0
     print(describe_configuration(config))
-    print(f"E % in-sample / leave-one-RTT-out / leave-one-buffer-out by novelty against the development design of {' '.join(args.by_novelty)}"
-          f" ({len(set(development))} cells): {', '.join(predictions)}")
+    print("E % in-sample / leave-one-RTT-out / leave-one-buffer-out by novelty against the development design of "
+          f"{' '.join(args.by_novelty)} ({len(set(development))} cells): {', '.join(predictions)}")
     names = list(predictions)
     print(f"{'variant':>8} {'n':>3} {'group':>22} {'dist':>4} {'cfgs':>4} {'runs':>4} | "
           + " | ".join(f"{name[:21]:>21}" for name in names))
@@ -393,6 +393,6 @@ def _by_novelty(args, config: str) -> int:
     print("group: the dimensions (n, β, τ, F) whose value no development cell of that variant and link had; "
           "'same cell': measured in development; 'new combination': each value measured, never together. "
           "dist: the fewest dimensions in which a configuration differs from a development cell. '-': not "
-          "computable (fewer than 3 RTTs or 2 buffer settings, or no interval traces for the baseline). The fits' flags: `model validate` "
-          "without --by-novelty")
+          "computable (fewer than 3 RTTs or 2 buffer settings, or no interval traces for the baseline). The fits' "
+          "flags: `model validate` without --by-novelty")
     return 0
