@@ -182,3 +182,23 @@ def test_tune_with_the_model_rule_decides_as_confirm_and_never_drops_bbr_on_a_pr
         if r["variant"] == "bbr":
             assert "model" not in r["detail"] and r["repetitions"] >= 2
     assert "model priors" in tune.format_result(res, margin=0.01, confidence=0.95)
+
+
+def test_tune_with_a_correct_model_drops_far_candidates_after_one_run_and_says_so(tmp_path):
+    """183 ms, β = 0.1 × BDP, 10 GB: the runs as the model predicts them (sd 0.5 %); STCP n = 10 (8.15 Gbit/s
+    predicted) leads, H-TCP (5.5–6.7) and CUBIC n = 1 (6.6) are far below it."""
+    s = tune.spec_for(rtt="183ms", host=None, link_buffer="0.1xBDP", variants=["cubic", "htcp", "scalable"],
+                      streams=[1, 4, 10], buffers=["default"], max_rounds=10, seed=5, duration=None, size="10GB")
+    points = {(p.variant, p.streams): p for p in s.schedule(5) if p.repetition == 0}
+    predicted = {k: v.bps for k, v in priors_for_points(points).items()}
+    truth = lambda p: (predicted[(p.variant, p.streams)], 0.005 * predicted[(p.variant, p.streams)])  # noqa: E731
+    res = {}
+    for rule in ("confirm", "model"):
+        with Store.open(tmp_path / f"{rule}.duckdb") as store:
+            res[rule] = tune.tune(s, store, out=io.StringIO(), executor=FakeExecutor(s.campaign_id, truth), rule=rule)
+    m, c = res["model"], res["confirm"]
+    assert (m.chosen["variant"], m.chosen["streams"]) == (c.chosen["variant"], c.chosen["streams"]) == ("scalable", 10)
+    far = {(r["variant"], r["streams"]): r for r in m.evidence if "model's prediction" in r["detail"]}
+    assert {("htcp", 1), ("htcp", 4), ("htcp", 10), ("cubic", 1)} <= set(far)
+    assert all(r["reason"] == "dropped" and r["repetitions"] == 1 for r in far.values())
+    assert m.runs < c.runs

@@ -1,5 +1,5 @@
-"""Racing rule 'model' (docs/tune.md, "Model-guided racing"): 'confirm' with the transport model's
-predictions as priors that can only order and skip runs, never decide.
+"""Racing rule 'model' (docs/tune.md, "`model`: the transport model's predictions as priors"): 'confirm'
+with the transport model's predictions as priors that can only order and skip runs, never decide.
 
 Each candidate X may carry a prior (campaign/priors.py): the throughput P_X the validated model predicts
 from X's configuration alone, and the model's prediction error E_X for X's variant × n (docs/models.md,
