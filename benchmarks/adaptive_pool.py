@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from tcpprofile import decide
-from tcpprofile.campaign.priors import prior_for
+from tcpprofile.campaign.priors import Prior, prior_for
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules import confirm, model
 from tcpprofile.select import Config
@@ -89,14 +89,14 @@ def exhaustive(group: dict, margin: float) -> tuple[Config, set]:
 # misleading models: what the replay's priors are made of, given the true priors and the exhaustive tie
 def winner_low(priors: dict, tie: set, factor: float = 0.7) -> dict:
     """Every candidate of the exhaustive tie predicted `factor` × its prediction (30 % low by default)."""
-    return {c: model.Prior(p.bps * factor, p.error) if c in tie and p else p for c, p in priors.items()}
+    return {c: Prior(p.bps * factor, p.error) if c in tie and p else p for c, p in priors.items()}
 
 
 def reversed_ranking(priors: dict, tie: set) -> dict:
     """The predictions' ranking reversed: the best predicted gets the worst prediction, and so on."""
     ranked = sorted((c for c in priors if priors[c]), key=lambda c: -priors[c].bps)
     values = [priors[c].bps for c in ranked][::-1]
-    return {**priors, **{c: model.Prior(v, priors[c].error) for c, v in zip(ranked, values)}}
+    return {**priors, **{c: Prior(v, priors[c].error) for c, v in zip(ranked, values)}}
 
 
 def winner_unmodelled(priors: dict, tie: set) -> dict:

@@ -15,7 +15,7 @@ from tcpprofile import tune
 from tcpprofile.campaign.priors import AUTOTUNING_CEILING, prediction_error, predict_bps, priors_for_points
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules import RULES, confirm, model
-from tcpprofile.campaign.rules.model import Prior
+from tcpprofile.campaign.priors import Prior
 from tcpprofile.store import Store
 
 G = 1e9

@@ -12,8 +12,9 @@ a BPF variant other than the modelled ones), Reno (modelled, not validated), a r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..framing import ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
-from .rules.model import Prior
 
 # E [%] per variant × n: ss-trains (the default configuration) held out by RTT on the third sealed store,
 # benchmarks/data/models-validation-3-table.txt (column "rtt"; 10 GB, β 0.1/0.3/1 × BDP, 11.8–366 ms)
@@ -24,6 +25,13 @@ PREDICTION_ERROR_PCT = {"cubic": {1: 3.85, 4: 1.12, 10: 1.13},
 # setting, "fitted parameters" in that table); a race has no runs to measure it from before it starts
 STARTUP_RTTS = 1.2
 AUTOTUNING_CEILING = 2147483647   # bytes: tcp_rmem/tcp_wmem max the testbed sets (testbed/link.py TCP_BUFFER_MAX)
+
+
+@dataclass(frozen=True)
+class Prior:
+    """A model's prediction for one candidate: throughput [bit/s] and relative prediction error E (0.03 = 3 %)."""
+    bps: float
+    error: float
 
 
 def prediction_error(variant: str, streams: int) -> float | None:

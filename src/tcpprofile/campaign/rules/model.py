@@ -30,8 +30,8 @@ Decisions depend only on the runs at hand, so a killed race resumes to the same 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from ..priors import Prior, priors_for_points
 from ..race_state import RaceState
 from . import confirm
 
@@ -41,17 +41,9 @@ FIRST = 2                # runs of the predicted best before any drop; rounds be
 DEFAULT_BAND = 3.0       # k: a prior spans P·(1 ± k·E), E the model's mean relative error for the cell
 
 
-@dataclass(frozen=True)
-class Prior:
-    """A model's prediction for one candidate: throughput [bit/s] and relative prediction error E (0.03 = 3 %)."""
-    bps: float
-    error: float
-
-
 def race_options(points: dict) -> dict:
     """What the racing policy passes to `replay` besides the runs: the model's priors of its candidates
     {key: RunPoint} (campaign/priors.py)."""
-    from ..priors import priors_for_points
     return {"priors": priors_for_points(points)}
 
 
