@@ -25,7 +25,7 @@ def test_every_policy_module_is_registered_with_every_hook():
 
 def test_every_rule_module_is_registered_and_tune_reads_it():
     from tcpprofile import tune
-    assert set(RULES) == {"confirm", "paired"} and DEFAULT_RULE in RULES
+    assert set(RULES) == {"confirm", "model", "paired"} and DEFAULT_RULE in RULES
     for name, rule in RULES.items():
         assert rule.NAME == name and rule.DESCRIPTION and rule.FIRST >= 2
         assert {"first", "max_rounds", "margin", "confidence", "simplicity", "affordable"} <= set(
@@ -53,4 +53,4 @@ def test_a_new_module_is_an_entry_and_a_duplicate_name_is_refused(tmp_path, monk
 def test_tune_refuses_an_unknown_rule_naming_the_flag(capsys):
     from tcpprofile.cli import main
     assert main(["tune", "--db", "/nonexistent/x.duckdb", "--rtt", "10ms", "--rule", "bogus"]) == 2
-    assert "--rule: one of confirm, paired, got 'bogus'" in capsys.readouterr().err
+    assert "--rule: one of confirm, model, paired, got 'bogus'" in capsys.readouterr().err

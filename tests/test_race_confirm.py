@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import race_drive
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules import confirm
 
@@ -16,14 +17,7 @@ simple = lambda c: int(c[1:])   # noqa: E731  (n1 simpler than n4 simpler than n
 
 def drive(truth: dict, **kw):
     """A live race: start with no runs, run what the rule asks for (its run index) until it stops."""
-    values = {c: [] for c in truth}
-    while True:
-        st = confirm.replay(values, **{**RULE, **kw}, simplicity=simple)
-        if st.need is None:
-            return st, values
-        assert st.next and all(i == len(values[c]) for c, i in st.next.items())   # always the next run
-        for c in st.next:
-            values[c].append(truth[c][len(values[c])])
+    return race_drive.drive(confirm, truth, **{**RULE, **kw}, simplicity=simple)
 
 
 def noisy(rng, level, cv=0.005, n=10, slow=()):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tcpprofile import spec
+from tcpprofile import iperf, spec
 from tcpprofile.errors import ValidationError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,6 +138,7 @@ CASES = [
     ("transfer.size", ["1GB"], "transfer.size"),  # size and duration together
     ("transfer.duration", DELETE, "transfer.size"),  # neither
     ("transfer.reverse", 1, "transfer.reverse"),
+    ("transfer.zerocopy", "yes", "transfer.zerocopy"),
     ("transfer.window", "1MB", "transfer.window"),
     ("extra.x", 1, "extra"),
 ]
@@ -244,6 +245,26 @@ def test_campaign_id_ignores_layout_but_not_content():
     other = copy.deepcopy(BASE)
     other["transfer"]["streams"] = [1, 5]
     assert spec.parse(dump(other)).campaign_id != s1.campaign_id
+
+
+def test_zerocopy_asks_iperf3_for_sendfile_and_keeps_earlier_ids():
+    # -Z is part of a run's identity when on; off, the ids are those of a spec written before the option
+    plain = spec.parse(dump(BASE))
+    off = copy.deepcopy(BASE)
+    off["transfer"]["zerocopy"] = False
+    on = copy.deepcopy(BASE)
+    on["transfer"]["zerocopy"] = True
+    s_off, s_on = spec.parse(dump(off)), spec.parse(dump(on))
+    assert s_off.campaign_id == plain.campaign_id != s_on.campaign_id
+    assert [p.run_id(plain.campaign_id) for p in plain.sweep()] == [p.run_id(s_off.campaign_id) for p in s_off.sweep()]
+    assert all(p.zerocopy and " -Z " in p.describe() for p in s_on.sweep())
+    p = s_on.sweep()[0]
+    argv = iperf.client_argv("10.0.0.2", 5201, cc="cubic", streams=p.streams, socket_buffer=p.socket_buffer_bytes,
+                             transfer_bytes=p.transfer_bytes, duration_s=p.duration_s, reverse=p.reverse,
+                             zerocopy=p.zerocopy)
+    assert argv.count("-Z") == 1
+    assert "-Z" not in iperf.client_argv("10.0.0.2", 5201, cc="cubic", streams=1, socket_buffer=None,
+                                         transfer_bytes=None, duration_s=2, reverse=False)
 
 
 def test_remote_spec():

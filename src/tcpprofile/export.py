@@ -24,7 +24,7 @@ FORMATS = ("jsonl", "csv", "parquet")
 RUN_COLUMNS = (
     "run_id", "campaign_id", "link_id", "seq", "variant", "cc_kernel_name", "cc_impl", "cc_object_sha256",
     "cc_reported", "streams", "socket_buffer_bytes", "effective_socket_buffer_bytes", "transfer_bytes",
-    "duration_target_s", "duration_s", "reverse", "repetition", "trace_cwnd",
+    "duration_target_s", "duration_s", "reverse", "zerocopy", "repetition", "trace_cwnd",
     "l.kind AS link_kind", "l.rtt_ms", "l.rtt_measured_ms", "l.rate_bps", "l.rate_measured_bps",
     "l.buffer_bytes", "l.loss_mode", "l.loss_rate", "l.mtu", "l.source_host", "l.host", "l.port", "l.goodput_ceiling_bps",
     "l.calibration_ok", "throughput_bps", "size_delivered_s", "bytes_transferred", "retransmits", "rtt_loaded_mean_ms",

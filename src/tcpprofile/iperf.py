@@ -291,7 +291,8 @@ def size_request_bytes(transfer_bytes: int, streams: int, socket_buffer: int | N
 
 
 def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: int | None,
-                transfer_bytes: int | None, duration_s: int | None, reverse: bool) -> list[str]:
+                transfer_bytes: int | None, duration_s: int | None, reverse: bool,
+                zerocopy: bool = False) -> list[str]:
     """The client's command line; a fixed-size transfer asks for more than F (size_request_bytes) and
     reports every SIZE_INTERVAL_S, so that its delivery of F can be timed (parse)."""
     interval = str(report_interval_s(transfer_bytes))
@@ -303,6 +304,8 @@ def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: i
              else ["-t", str(duration_s)])
     if reverse:
         argv.append("-R")
+    if zerocopy:      # iperf3 -Z: the sender writes with sendfile(2) from a mapped file, no copy into the socket
+        argv.append("-Z")
     return argv
 
 

@@ -39,7 +39,7 @@ _KEYS = {
                  "precision", "min_repetitions", "max_repetitions", "confidence"},
     "link": {"rate", "rtt", "buffer", "loss", "mtu", "stall_inject"},
     "remote": {"host", "port", "rate"},
-    "transfer": {"variant", "streams", "socket_buffer", "size", "duration", "reverse"},
+    "transfer": {"variant", "streams", "socket_buffer", "size", "duration", "reverse", "zerocopy"},
 }
 
 
@@ -98,10 +98,13 @@ class RunPoint:
     duration_s: int | None            # iperf3 -t (duration mode)
     reverse: bool
     repetition: int                   # 0-based
+    zerocopy: bool = False            # iperf3 -Z (sendfile: no copy of the data into the socket)
 
     def configuration(self) -> dict:
         d = asdict(self)
         del d["repetition"]
+        if not self.zerocopy:     # runs without -Z keep the run ids they had before the option
+            del d["zerocopy"]
         d["link"] = self.link.identity()
         return d
 
@@ -113,7 +116,7 @@ class RunPoint:
         buf = "default" if self.socket_buffer_bytes is None else f"{self.socket_buffer_bytes / 2**20:g}MiB"
         what = (f"{self.transfer_bytes / 1e9:g}GB" if self.transfer_bytes is not None
                 else f"{self.duration_s}s")
-        return (f"{self.variant} n={self.streams} w={buf} {what}{' -R' if self.reverse else ''} "
+        return (f"{self.variant} n={self.streams} w={buf} {what}{' -R' if self.reverse else ''}{' -Z' if self.zerocopy else ''} "
                 f"rep={self.repetition}")
 
 
@@ -134,6 +137,7 @@ class CampaignSpec:
     durations: tuple[int, ...]
     reverse: bool
     source_toml: str = field(default="", compare=False, repr=False)
+    zerocopy: bool = False            # iperf3 -Z on every run
     # adaptive repetitions (docs/spec.md): None unless `precision` is given; then `repetitions` is the
     # maximum and the schedule covers it
     precision: float | None = None    # relative half-width of the confidence interval to reach
@@ -150,6 +154,8 @@ class CampaignSpec:
     def normalised(self) -> dict:
         d = asdict(self)
         del d["source_toml"], d["rerun_flagged"]
+        if not self.zerocopy:     # campaigns without -Z keep the campaign ids they had before the option
+            del d["zerocopy"]
         d["links"] = [link.identity() for link in self.links]
         if not self.adaptive:      # fixed campaigns keep the campaign ids they had before adaptive ones
             for k in ("precision", "min_repetitions", "confidence"):
@@ -165,7 +171,7 @@ class CampaignSpec:
     def sweep(self) -> list[RunPoint]:
         """The cartesian product in the spec's order: link × V × n × B × (F | D) × repetition."""
         amounts = [(f, None) for f in self.sizes] + [(None, d) for d in self.durations]
-        return [RunPoint(link, v, n, b, f, d, self.reverse, r)
+        return [RunPoint(link, v, n, b, f, d, self.reverse, r, self.zerocopy)
                 for link in self.links for v in self.variants for n in self.streams
                 for b in self.socket_buffers for f, d in amounts for r in range(self.repetitions)]
 
@@ -274,6 +280,7 @@ def parse(text: str) -> CampaignSpec:
                                   f"{v!r}: a whole number of seconds from 1s to 86400s (iperf3 -t)")
         durations.append(int(s))
     reverse = _bool(t.get("reverse", False), "transfer.reverse")
+    zerocopy = _bool(t.get("zerocopy", False), "transfer.zerocopy")
     for fname, values in (("transfer.variant", variants), ("transfer.streams", streams),
                           ("transfer.socket_buffer", buffers), ("transfer.size", sizes),
                           ("transfer.duration", durations)):
@@ -283,7 +290,7 @@ def parse(text: str) -> CampaignSpec:
         name=name, seed=seed, order=order, repetitions=repetitions, trace_cwnd=trace_cwnd,
         retries=retries, mode=mode, links=links, variants=tuple(variants), streams=tuple(streams),
         socket_buffers=tuple(buffers), sizes=tuple(sizes), durations=tuple(durations),
-        reverse=reverse, source_toml=text, precision=precision, min_repetitions=min_reps,
+        reverse=reverse, zerocopy=zerocopy, source_toml=text, precision=precision, min_repetitions=min_reps,
         confidence=confidence, rerun_flagged=rerun_flagged)
 
 

@@ -172,7 +172,7 @@ def run_one(settings: Settings, session: LinkSession, seq: int, p: RunPoint,
         "seq": seq, "variant": p.variant, **impl, "streams": p.streams,
         "socket_buffer_bytes": p.socket_buffer_bytes, "transfer_bytes": p.transfer_bytes,
         "duration_target_s": float(p.duration_s) if p.duration_s is not None else None,
-        "reverse": p.reverse, "repetition": p.repetition, "trace_cwnd": settings.trace_cwnd, **meta,
+        "reverse": p.reverse, "zerocopy": p.zerocopy, "repetition": p.repetition, "trace_cwnd": settings.trace_cwnd, **meta,
     }
     earlier: list[str] = []   # reasons of this run's failed attempts
     for attempt in range(1, settings.retries + 2):
@@ -180,7 +180,7 @@ def run_one(settings: Settings, session: LinkSession, seq: int, p: RunPoint,
         env = session.env
         argv = iperf.client_argv(env.addr, env.port, cc=impl["cc_kernel_name"], streams=p.streams,
                                  socket_buffer=p.socket_buffer_bytes, transfer_bytes=p.transfer_bytes,
-                                 duration_s=p.duration_s, reverse=p.reverse)
+                                 duration_s=p.duration_s, reverse=p.reverse, zerocopy=p.zerocopy)
         base.update(link_id=session.link_id, sysctls_json=dumps(env.sysctls))
         yield RunStarted(seq, p, attempt, {**base, "status": "running", "attempts": attempt})
         with cwnd_trace(env.port, settings.trace_cwnd) as capture, env.monitor(env.port, run=base) as fid:

@@ -25,6 +25,7 @@ class RaceState:
                                                   # it raced; confirm: its runs up to where it rested)
     chosen: object = None                         # a decision the rule has shown (confirm: within the margin of
                                                   # every survivor); None: choose() decides on the means
+    prior_dropped: set = field(default_factory=set)   # 'model': those of dropped that their run and prior dropped
 
 
 def mean_or_minus_inf(xs) -> float:

@@ -2,7 +2,9 @@
 `tcpprofile model fit --db DB` — fit β and W_max per dataset of a store and print E per variant and n,
 in-sample and leave-one-RTT-out (duration-mode runs use the model's duration mode; lossy links its loss);
 `tcpprofile model validate --db DB` — the validation protocol's table: E in-sample, leave-one-RTT-out and
-leave-one-buffer-out per variant and n, beside the generic ramp-up/sustainment baseline (docs/models.md)."""
+leave-one-buffer-out per variant and n, beside the generic ramp-up/sustainment baseline (docs/models.md);
+`tcpprofile model validate --db DB --by-novelty FILE…` — E per variant, n and how far each configuration is from the
+development design, beside `paper` and the baseline (docs/models.md, "New-condition validation")."""
 
 from __future__ import annotations
 
@@ -59,6 +61,11 @@ def register(subparsers) -> None:
                    help=f"fit, validate: a named model configuration, one of {', '.join(CONFIGURATIONS)} "
                         f"(models/configurations.py: " + "; ".join(f"{k}: {v}" for k, v in SUMMARY.items())
                         + f"); default {DEFAULT_CONFIGURATION}, the one that passed validation (docs/models.md)")
+    p.add_argument("--by-novelty", nargs="+", metavar="FILE",
+                   help="validate: E per variant, n and how far each configuration is from the development design "
+                        "(same cell / new n / new β / new τ / new F), beside the paper's rule and the HPDC'17 §3 "
+                        "baseline; FILE: the development stores' campaign specs (.toml) or the stores table "
+                        "(benchmarks/data/model-stores.csv: its development rows)")
     p.add_argument("--exclude-flagged", action="store_true",
                    help="`fit`: leave out runs the instrument flagged (docs/testbed.md, fidelity)")
     p.set_defaults(func=run)
@@ -126,6 +133,8 @@ def run(args) -> int:
                                               "the validated one")
     if args.configuration is not None:
         checked("--configuration", args.configuration)
+    if args.by_novelty and args.action != "validate":
+        raise ValidationError("--by-novelty", "only with `model validate`")
     if args.configuration is not None and args.action == "predict":
         raise ValidationError("--configuration", "only for fit and validate (predict takes --set NAME=VALUE)")
     return {"fit": _fit, "validate": _validate}.get(args.action, _predict)(args)
@@ -303,6 +312,8 @@ def _validate(args) -> int:
         raise ValidationError("--eq8", "validate fits as `model fit` does (a named --configuration, or the validated "
                                        "one)")
     config = _config(args)
+    if args.by_novelty:
+        return _by_novelty(args, config)
     profiles, traces = _load(args, traces=True)
     cells = validate(profiles, traces, config=config).cells
     if args.json:
@@ -339,4 +350,49 @@ def _validate(args) -> int:
     print("E = 100·mean|M − P|/M over the cell's (τ, buffer) configurations; '-': not computable (fewer than 3 "
           "RTTs or 2 buffer settings, or no interval traces for the baseline). Protocol: docs/models.md, "
           "\"Validation protocol\"")
+    return 0
+
+
+PAPER = "paper"   # the paper's first-principles rule (models/configurations.py), printed beside the chosen one
+BASELINE = "baseline"   # the generic ramp-up/sustainment model of HPDC'17 §3 (validation._baseline)
+
+
+def _by_novelty(args, config: str) -> int:
+    """`model validate --by-novelty FILE…`: E per (variant, n, novelty group) in the validation's three modes, for
+    the configuration, `paper` and the baseline (docs/models.md, "New-condition validation")."""
+    from ..models.fit import describe_configuration
+    from ..models.novelty import development_cells
+    from ..models.validation import MODES, by_novelty, validate
+    from ..spec import load
+
+    development = development_cells(args.by_novelty, load)   # validated at the boundary: a ValidationError
+    profiles, traces = _load(args, traces=True)
+    if not len(profiles.get("variant", ())):
+        print("no successful runs of a modelled variant in the store")
+        return 0
+    chosen = validate(profiles, traces, config=config)
+    predictions = {config: chosen.model}
+    if config != PAPER:
+        predictions[PAPER] = validate(profiles, traces, config=PAPER).model
+    predictions[BASELINE] = chosen.baseline
+    rows = by_novelty(profiles, predictions, development)
+    if args.json:
+        json.dump([{**r.as_dict(), "model_configuration": config} for r in rows], sys.stdout, indent=1)
+        print()
+        return 0
+    print(describe_configuration(config))
+    print("E % in-sample / leave-one-RTT-out / leave-one-buffer-out by novelty against the development design of "
+          f"{' '.join(args.by_novelty)} ({len(set(development))} cells): {', '.join(predictions)}")
+    names = list(predictions)
+    print(f"{'variant':>8} {'n':>3} {'group':>22} {'dist':>4} {'cfgs':>4} {'runs':>4} | "
+          + " | ".join(f"{name[:21]:>21}" for name in names))
+    for r in rows:
+        d = f"{r.distance[0]}" if r.distance[0] == r.distance[1] else f"{r.distance[0]}-{r.distance[1]}"
+        print(f"{r.variant:>8} {r.streams:3d} {r.group:>22} {d:>4} {r.configs:4d} {r.runs:4d} | "
+              + " | ".join(f"{' / '.join(_e(r.errors[name][m]) for m in MODES):>21}" for name in names))
+    print("group: the dimensions (n, β, τ, F) whose value no development cell of that variant and link had; "
+          "'same cell': measured in development; 'new combination': each value measured, never together. "
+          "dist: the fewest dimensions in which a configuration differs from a development cell. '-': not "
+          "computable (fewer than 3 RTTs or 2 buffer settings, or no interval traces for the baseline). The fits' "
+          "flags: `model validate` without --by-novelty")
     return 0

@@ -15,6 +15,8 @@ ramp-up/sustainment model of HPDC'17 §3 (generic.py) fitted the same way, as th
   the configured size (generic.transfer_throughput) or duration. No intervals stored: no baseline (nan).
 * E = 100·mean |M − P|/M over the (τ, buffer) configurations of a (group, n) cell; nan when one of them
   has no prediction (fewer than 3 RTTs, or 2 buffer settings, to hold one out).
+* By novelty (`by_novelty`, issue 31): the same predictions' E per (variant, n, novelty group), the group saying
+  how far a configuration is from the development design (models/novelty.py).
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ class Cell:
 def _finite(errors: dict[str, float]) -> dict[str, float | None]:
     """E per mode for JSON: None where it could not be computed (nan)."""
     return {k: (v if v == v else None) for k, v in errors.items()}
+
+
+def _error(measured, predicted) -> float:
+    """E [%] = 100·mean|M − P|/M (§V) over configurations; nan when one of them has no prediction."""
+    return (float(100 * np.mean(np.abs(measured - predicted) / measured)) if np.all(np.isfinite(predicted))
+            else float("nan"))
 
 
 def _label(v) -> str:
@@ -204,8 +212,7 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
             Ms = cols["throughput_bps"][sel].astype(float)
 
             def E(pred, sel=sel, Ms=Ms):
-                p = pred[sel]
-                return float(100 * np.mean(np.abs(Ms - p) / Ms)) if np.all(np.isfinite(p)) else float("nan")
+                return _error(Ms, pred[sel])
 
             words = flags.get(g, []) + [f"shared β (leave-one-buffer-out's fit): {x['text']}" for x in pooled_flags]
             shared_code = short(pooled_flags, structure)
@@ -217,3 +224,51 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
                               {m: E(B[m]) for m in MODES}, params.get(g, []) + [shared], words, codes))
     cells.sort(key=lambda c: (tuple(str(c.key.get(k)) for k in GROUP_KEYS), c.streams))
     return Validation(cells, P, B, config)
+
+
+@dataclass
+class NoveltyRow:
+    """One line of `model validate --by-novelty`: the configurations of a (variant, n) in one novelty group
+    (models/novelty.py), with E [%] per named prediction and mode."""
+
+    variant: str
+    streams: int
+    group: str
+    distance: tuple[int, int]       # the fewest and most dimensions its configurations differ in (novelty.distance)
+    configs: int
+    runs: int
+    errors: dict[str, dict[str, float]]
+
+    def as_dict(self) -> dict:
+        return {"variant": self.variant, "streams": self.streams, "group": self.group,
+                "distance": list(self.distance), "configurations": self.configs, "runs": self.runs,
+                "E_percent": {k: _finite(v) for k, v in self.errors.items()}}
+
+
+def by_novelty(table, predictions: dict[str, dict[str, np.ndarray]], development,
+               modes: tuple[str, ...] = MODES) -> list[NoveltyRow]:
+    """E per (variant, n, novelty group) of a profile table: predictions maps a name (a configuration, the baseline)
+    to one prediction per row and mode (Validation.model / .baseline); development: the development design's cells
+    (novelty.development_cells). E = 100·mean|M − P|/M over the group's configurations, nan when one of them has no
+    prediction (as the validation table's E)."""
+    from .novelty import cells_of_table, distance, group
+
+    cols = as_columns(table)
+    found = [distance(c, development) for c in cells_of_table(cols)]
+    label = np.array([group(*d) for d in found])
+    dist = np.array([d[0] for d in found])
+    M = cols["throughput_bps"].astype(float)
+    runs = cols["runs"].astype(float) if "runs" in cols else np.ones(M.size)
+    out = []
+    keys = sorted({(str(v), int(n), g) for v, n, g in zip(cols["variant"], cols["streams"], label)},
+                  key=lambda k: (k[0], k[1], int(dist[label == k[2]].min()), k[2]))
+    for v, n, g in keys:
+        sel = (cols["variant"] == v) & (cols["streams"] == n) & (label == g)
+
+        def E(p, sel=sel):
+            return _error(M[sel], p[sel])
+
+        out.append(NoveltyRow(v, n, str(g), (int(dist[sel].min()), int(dist[sel].max())), int(sel.sum()),
+                              int(runs[sel].sum()), {name: {m: E(P[m]) for m in modes}
+                                                     for name, P in predictions.items()}))
+    return out

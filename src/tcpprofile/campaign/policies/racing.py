@@ -50,6 +50,9 @@ class Racing(BasePolicy):
             self.points.setdefault(config_key(p), {})[p.repetition] = (seq, p)
         self.state: RaceState | None = None
         self.spent_s = 0.0
+        # what a rule needs beyond the runs (rules/model.py: the model's priors), computed once per race
+        options = getattr(self._rule, "race_options", None)
+        self.rule_options = options({k: self.candidate(k) for k in self.points}) if options else {}
 
     def candidate(self, key: str) -> RunPoint:
         return self.points[key][0][1]
@@ -78,7 +81,7 @@ class Racing(BasePolicy):
         values = self.values(finished)
         self.state = self._rule.replay(values, first=self.first, max_rounds=self.spec.repetitions, margin=self.margin,
                             confidence=self.confidence, simplicity=lambda c: simplicity(self.candidate(c)),
-                            affordable=affordable)
+                            affordable=affordable, **self.rule_options)
         return self.state, values
 
     def plan(self, recorder: Recorder) -> list[Block]:
@@ -125,6 +128,8 @@ class Racing(BasePolicy):
                 rnd, leader = st.dropped[key]
                 reason, detail = "dropped", (f"dropped after round {rnd}: below {label(self.candidate(leader))} "
                                              f"by more than {self.margin * 100:g}%")
+                if key in st.prior_dropped:     # rules/model.py: its run and the model's prior said so
+                    detail += " (its run and the model's prediction, within the model's error)"
             elif key == chosen:
                 reason, detail = "chosen", f"chosen ({st.stop or 'race unfinished'})"
             elif key in tied and st.chosen is not None and simplicity(p) < simplicity(self.candidate(chosen)):

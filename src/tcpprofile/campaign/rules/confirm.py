@@ -78,17 +78,32 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
     st = RaceState(alive=sorted(values, key=str))
     st.counts = {c: 0 for c in values}
     w = clip * margin
-    measure = list(st.alive)
-    r = 0
+
+    def test(measure):
+        return _test(st, values, margin, confidence, w, simplicity, max_rounds) if st.rounds >= first else measure
+
+
+    def undecided(stop):
+        _decide_without_showing(st, values, margin, confidence, w, simplicity, stop)
+
+    return run_rounds(st, values, list(st.alive), 0, max_rounds=max_rounds, affordable=affordable, test=test,
+                      undecided=undecided)
+
+
+def run_rounds(st: RaceState, values: dict, measure: list, r: int, *, max_rounds: int, affordable: Callable,
+               test: Callable, undecided: Callable) -> RaceState:
+    """The rounds from round r on (rules 'confirm' and 'model'): run `measure` once more (each below
+    max_rounds runs), then measure = test(measure) (it may stop the race); undecided('rounds' | 'budget')
+    when nothing can be measured again or the next round is not affordable."""
     while True:
         measure = [c for c in measure if st.counts[c] < max_rounds]
         if not measure:
-            _decide_without_showing(st, values, margin, confidence, w, simplicity, "rounds")
+            undecided("rounds")
             return st
         missing = [c for c in measure if len(values[c]) <= st.counts[c]]
         if missing:                                  # round r is not (completely) at hand: run (the rest of) it
             if len(missing) == len(measure) and r > 0 and not affordable(r, measure):
-                _decide_without_showing(st, values, margin, confidence, w, simplicity, "budget")
+                undecided("budget")
             else:
                 st.need, st.next = r, {c: st.counts[c] for c in missing}
             return st
@@ -96,11 +111,10 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
             st.counts[c] += 1
         r += 1
         st.rounds = r
-        if r >= first:
-            measure = _test(st, values, margin, confidence, w, simplicity, max_rounds)
-            if st.stop:
-                st.need = None
-                return st
+        measure = test(measure)
+        if st.stop:
+            st.need = None
+            return st
 
 
 def _bounds(st, values, margin, confidence, w):

@@ -1,0 +1,171 @@
+"""bench_adaptive's measured multi-RTT pool (`--pool`) and its model-guided replays (campaign/rules/model.py).
+
+The pool: benchmarks/data/models-validation-runs.csv, -2-runs.csv, -3-runs.csv, three stores of the same
+design (models-validation*.toml: 10 Gbit/s, MTU 9000, 10 GB transfers, τ ∈ {11.8, 45.6, 91.6, 183, 366} ms,
+β ∈ {0.1, 0.3, 1} × BDP, CUBIC/H-TCP/STCP × n ∈ {1, 4, 10}, autotuned buffers, 2 repetitions each; seeds
+2020, 2021, 2024). A race is one link (τ, β): its 9 candidates. Their runs pooled per cell (checked: the
+same configuration in each store) give 6 repetitions per cell. physics-dev*-runs.csv add a 7th to some
+CUBIC/H-TCP cells only (none to STCP): a race's candidates would not have equal repetitions, so they are
+counted in the printout and left out of the races.
+
+Fixed-size runs: a run's transfer seconds are its duration. The model's prior for a candidate is
+campaign/priors.prior_for at the cell's configuration (the default model configuration, E per variant × n).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from tcpprofile import decide
+from tcpprofile.campaign.priors import Prior, prior_for
+from tcpprofile.campaign.race_state import choose
+from tcpprofile.campaign.rules import confirm, model
+from tcpprofile.select import Config
+
+DATA = Path(__file__).parent / "data"
+POOL = ("models-validation-runs.csv", "models-validation-2-runs.csv", "models-validation-3-runs.csv")
+EXTRA = ("physics-dev-0.2bdp-runs.csv", "physics-dev2-buffers-runs.csv", "physics-dev3-shallow-runs.csv",
+         "physics-dev4-shallow-runs.csv")
+CELL = ("rtt_ms", "buffer_bytes", "variant", "streams", "transfer_bytes", "capacity_bps")
+
+
+def _read(name: str) -> dict:
+    out = defaultdict(list)
+    with open(DATA / name, newline="") as f:
+        for r in csv.DictReader(f):
+            key = (float(r["rtt_ms"]), int(r["buffer_bytes"]), r["variant"], int(r["streams"]),
+                   int(r["transfer_bytes"]), round(float(r["capacity_bps"])))
+            out[key].append((float(r["throughput_bps"]), float(r["duration_s"])))
+    return out
+
+
+def load_pool() -> tuple[dict, list[str]]:
+    """({(τ ms, β bytes): {Config: (throughput [bit/s], duration [s]) arrays}}, notes on the pooling)."""
+    stores = [_read(n) for n in POOL]
+    cells = set(stores[0])
+    notes = []
+    for name, s in zip(POOL[1:], stores[1:]):
+        if set(s) != cells:
+            raise SystemExit(f"{name}: not the same cells as {POOL[0]} ({len(set(s) ^ cells)} differ)")
+    reps = defaultdict(int)
+    runs = {c: sum((s[c] for s in stores), []) for c in cells}
+    for c, xs in runs.items():
+        reps[len(xs)] += 1
+    per_store = sorted({len(s[c]) for s in stores for c in cells})
+    notes.append(f"pool: {', '.join(POOL)}: the same {len(cells)} cells in each (τ, β, variant, n, 10 GB), "
+                 f"{'/'.join(map(str, per_store))} repetitions per store; pooled: "
+                 + ", ".join(f"{n} repetitions in {k} cells" for n, k in sorted(reps.items())))
+    extra = defaultdict(int)
+    for name in EXTRA:
+        for c, xs in _read(name).items():
+            if c in cells:
+                extra[name] += len(xs)
+    notes.append("physics-dev cells that coincide: " + (", ".join(f"{n} {k} runs" for n, k in extra.items())
+                                                        or "none")
+                 + " (CUBIC/H-TCP only: left out, a race's candidates keep equal repetitions)")
+    groups = defaultdict(dict)
+    for (rtt, beta, v, n, _, _), xs in runs.items():
+        x, d = np.array(xs).T
+        groups[(rtt, beta)][Config(v, "", n, None)] = (x, d)
+    return dict(groups), notes
+
+
+def priors_of(link: tuple, group: dict) -> dict:
+    rtt, beta = link
+    return {c: prior_for(c.variant, c.streams, rtt_s=rtt / 1e3, rate_bps=10e9, buffer_bytes=beta, mtu=9000,
+                         size_bytes=10e9) for c in group}
+
+
+def exhaustive(group: dict, margin: float) -> tuple[Config, set]:
+    means = {c: x.mean() for c, (x, _) in group.items()}
+    tie = set(decide.ties(means, margin))
+    return min(tie, key=Config.simplicity), tie
+
+
+# misleading models: what the replay's priors are made of, given the true priors and the exhaustive tie
+def winner_low(priors: dict, tie: set, factor: float = 0.7) -> dict:
+    """Every candidate of the exhaustive tie predicted `factor` × its prediction (30 % low by default)."""
+    return {c: Prior(p.bps * factor, p.error) if c in tie and p else p for c, p in priors.items()}
+
+
+def reversed_ranking(priors: dict, tie: set) -> dict:
+    """The predictions' ranking reversed: the best predicted gets the worst prediction, and so on."""
+    ranked = sorted((c for c in priors if priors[c]), key=lambda c: -priors[c].bps)
+    values = [priors[c].bps for c in ranked][::-1]
+    return {**priors, **{c: Prior(v, priors[c].error) for c, v in zip(ranked, values)}}
+
+
+def winner_unmodelled(priors: dict, tie: set) -> dict:
+    """No model for the variants of the exhaustive tie (as BBR or a BPF variant would have none)."""
+    variants = {c.variant for c in tie}
+    return {c: None if c.variant in variants else p for c, p in priors.items()}
+
+
+def replay_pool(group: dict, priors: dict | None, rng, *, margin, confidence, first, max_reps, settle=None,
+                band=model.DEFAULT_BAND) -> tuple[Config, float]:
+    """One replay (a random order of the stored repetitions): 'model' with priors, 'confirm' with None.
+    Returns (decision, {candidate: transfer seconds of its runs the race used})."""
+    perm = rng.permutation(max_reps)
+    values = {c: list(x[perm]) for c, (x, _) in group.items()}
+    if priors is None:
+        st = confirm.replay(values, first=first, max_rounds=max_reps, margin=margin, confidence=confidence,
+                            simplicity=Config.simplicity)
+    else:
+        st = model.replay(values, first=first, max_rounds=max_reps, margin=margin, confidence=confidence,
+                          simplicity=Config.simplicity, priors=priors, settle=settle, band=band)
+    used = {c: float(d[perm][: st.counts[c]].sum()) for c, (_, d) in group.items()}
+    winner = choose(st, {c: values[c][: st.counts[c]] for c in values}, margin, Config.simplicity)
+    return winner, used
+
+
+def run_pool(args) -> list[tuple[str, float, float]]:
+    """The pool's rows: exhaustive ÷ used transfer seconds and the share of replays with the same decision."""
+    groups, notes = load_pool()
+    for line in notes:
+        print(line)
+    reps = min(x.size for g in groups.values() for x, _ in g.values())
+    fixed = sum(float(d.sum()) for g in groups.values() for _, d in g.values())
+    print(f"measured pool: {len(groups)} links (5 RTTs × 3 buffers), {sum(len(g) for g in groups.values())} "
+          f"candidates × {reps} repetitions; exhaustive = every stored repetition ({fixed:.0f} transfer s); "
+          f"{args.replays} replays; margin {args.margin:.0%}, confidence {args.confidence:.0%}")
+    print(f"ceiling: a race that runs every candidate once (none dropped without a run of its own) uses "
+          f"1/{reps} of the exhaustive seconds ({reps}×); the tie: the candidates within the margin of the "
+          f"best of all {reps} repetitions (what a prior of E ≥ the margin cannot settle)")
+    truth = {k: priors_of(k, g) for k, g in groups.items()}
+    ties = {k: exhaustive(g, args.margin) for k, g in groups.items()}
+    kw = dict(margin=args.margin, confidence=args.confidence, max_reps=reps)
+    rows = [("confirm (tune's default)", lambda k: None, {"first": 2}),
+            ("model (correct priors)", lambda k: truth[k], {"first": 2}),
+            ("model, settle 3 runs", lambda k: truth[k], {"first": 2, "settle": 3}),
+            ("model misled: tie predicted 30% low", lambda k: winner_low(truth[k], ties[k][1]), {"first": 2}),
+            ("model misled: ranking reversed", lambda k: reversed_ranking(truth[k], ties[k][1]), {"first": 2}),
+            ("model misled: winner's variant unmodelled", lambda k: winner_unmodelled(truth[k], ties[k][1]),
+             {"first": 2}),
+            ("model misled, settle 3: tie 30% low", lambda k: winner_low(truth[k], ties[k][1]),
+             {"first": 2, "settle": 3})]
+    rng = np.random.default_rng(args.seed)
+    out = []
+    for name, priors, extra in rows:
+        used = in_tie = same = exact = trials = 0
+        for _ in range(args.replays):
+            for k, g in groups.items():
+                best, tie = ties[k]
+                winner, u = replay_pool(g, priors(k), rng, **kw, **extra)
+                used += sum(u.values())
+                in_tie += sum(u[c] for c in tie)
+                same += winner in tie
+                exact += winner == best
+                trials += 1
+        used /= args.replays
+        print(f"{name:<44} transfer s: exhaustive {fixed:7.0f} / used {used:7.0f} = {fixed / used:5.2f}×   "
+              f"same decision {same / trials:6.1%} of {trials}; exactly its winner {exact / trials:6.1%}; "
+              f"{in_tie / (used * args.replays):4.0%} of the seconds in the tie")
+        out.append((name, fixed / used, same / trials))
+    for k in sorted(groups):
+        best, tie = ties[k]
+        print(f"  exhaustive at {k[0]:g} ms, β {k[1] / 1e6:g} MB: {best.label()} (tie of {len(tie)})")
+    return out

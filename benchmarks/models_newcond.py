@@ -1,0 +1,84 @@
+"""The new-condition validation design (issue 31, item 1; docs/models.md "New-condition validation"): checks that every
+configuration of benchmarks/data/models-newcond-*.toml differs from every store the models have seen
+(benchmarks/data/model-stores.csv, development and validation rows) in at least two of n, β, τ, F, and prints the
+design and its estimated time at 10 Gbit/s.
+
+    python benchmarks/models_newcond.py            # the check, the design, the estimate; exit 1 if a cell is too close
+
+Measure (a day whose link carries 10 Gbit/s; under the exclusive lock), then read the store by novelty:
+
+    for s in 1gb 5gb 20gb; do tcpprofile run benchmarks/data/models-newcond-$s.toml --db out/models-newcond.duckdb; done
+    tcpprofile model validate --db out/models-newcond.duckdb --campaign 'models-newcond-%' \\
+        --by-novelty benchmarks/data/model-stores.csv
+
+The estimate: each run takes 8F/Θ, Θ the frozen default configuration's prediction from the run's configuration
+(C the payload ceiling, β the configured buffer, W_max half the 2 GiB autotuning limit, start-up lag STARTUP_RTTS),
+plus RUN_OVERHEAD_S, and each link LINK_SETUP_S. On models-validation-3's design this gives 53.7 min; that store
+took 52 min (2026-11-25 05:49–06:41 UTC, docs/models.md).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from tcpprofile import spec  # noqa: E402
+from tcpprofile.framing import TCP_IP_HEADERS  # noqa: E402
+from tcpprofile.models import make_model  # noqa: E402
+from tcpprofile.models.configurations import DEFAULT_CONFIGURATION, configuration, model_parameters  # noqa: E402
+from tcpprofile.models.novelty import cells_of_spec, development_cells, too_close  # noqa: E402
+
+DATA = ROOT / "benchmarks" / "data"
+SPECS = tuple(DATA / f"models-newcond-{s}.toml" for s in ("1gb", "5gb", "20gb"))
+STORES = DATA / "model-stores.csv"
+ROLES = ("development", "validation")     # new against every store the models have seen
+STARTUP_RTTS = 1.2        # measured d = 1.16–1.24 RTTs on models-validation-3 (docs/models.md)
+AUTOTUNE_LIMIT = 2 ** 31  # bytes: the testbed's socket-buffer limit; W_max = half of it (docs/models.md)
+RUN_OVERHEAD_S = 0.5      # per run: reproduce quick's "8 s runs, ~8.5 s each" (reproduce/campaigns.py)
+LINK_SETUP_S = 20.0       # per link configuration (reproduce/campaigns.py: "~20 s per link set-up here")
+WIRE_BYTES = 38           # Ethernet preamble, header, FCS, gap per packet (docs/models.md "Fitting measured runs")
+
+
+def run_seconds(point, config: str = DEFAULT_CONFIGURATION) -> float:
+    """Estimated seconds of one run (spec.RunPoint, size mode): 8F/Θ + RUN_OVERHEAD_S."""
+    params, per_variant = configuration(config)
+    link = point.link
+    mss = link.mtu - TCP_IP_HEADERS
+    capacity = link.rate_bps * mss / (link.mtu + WIRE_BYTES)   # payload ceiling [bit/s]
+    model = make_model(point.variant, capacity_bps=capacity, mss_bytes=mss, queue_fill=True, receiver_report=True,
+                       startup_rtts=STARTUP_RTTS, **model_parameters(params), **per_variant.get(point.variant, {}))
+    theta = float(model.predict(link.rtt_s, n=point.streams, size=point.transfer_bytes, buffer=link.buffer_bytes,
+                                wmax=AUTOTUNE_LIMIT / 2))
+    return 8 * point.transfer_bytes / theta + RUN_OVERHEAD_S
+
+
+def campaign_seconds(s: spec.CampaignSpec) -> float:
+    """Estimated seconds of a whole campaign at its link rate: its runs, and LINK_SETUP_S per link."""
+    return sum(run_seconds(p) for p in s.sweep()) + LINK_SETUP_S * len(s.links)
+
+
+def main(argv: list[str]) -> int:
+    development = development_cells([STORES], spec.load, roles=ROLES)
+    total, bad = 0.0, []
+    for path in SPECS:
+        s = spec.load(path)
+        close = too_close(cells_of_spec(s), development)
+        bad += close
+        secs = campaign_seconds(s)
+        total += secs
+        rtts = ", ".join(f"{p:g}" for p in sorted({round(p.rtt_s * 1e3, 3) for p in s.links}))
+        print(f"{s.name}: {len(s.sweep())} runs ({', '.join(s.variants)}; n {list(s.streams)}; "
+              f"β {sorted({p.buffer_label for p in s.links})}; τ {rtts} ms; F {s.sizes[0] / 1e9:g} GB; "
+              f"{s.repetitions} reps), estimated {secs / 60:.1f} min; cells closer than 2 to a seen store: {len(close)}")
+    print(f"total: estimated {total / 3600:.2f} h at 10 Gbit/s ({DEFAULT_CONFIGURATION}'s predictions, "
+          f"+{RUN_OVERHEAD_S:g} s per run, +{LINK_SETUP_S:g} s per link); a slower link takes longer")
+    for cell, dist in bad:
+        print(f"TOO CLOSE (distance {dist}): {cell}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

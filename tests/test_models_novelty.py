@@ -1,0 +1,234 @@
+"""New-condition validation (issue 31, item 1): the stores table, the development constants without the validation
+cells, the pre-registered new-condition design (two of four dimensions new against every store the models saw),
+and `model validate --by-novelty` (the grouping; E per group from known predictions; the CLI on a synthetic store)."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import synthetic_validation as sv
+from tcpprofile import spec
+from tcpprofile.cli import main
+from tcpprofile.models.novelty import (DesignCell, cells_of_spec, cells_of_store_row, cells_of_table,
+                                       development_cells, distance, group, too_close)
+from tcpprofile.models.validation import by_novelty
+from tcpprofile.store import Store
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "benchmarks" / "data"
+CTX = (10e9, 9000, "none", "auto")
+TEN_GB = "F=10000000000"
+
+
+def _bench(name):
+    loaded = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(loaded)
+    loaded.loader.exec_module(module)
+    return module
+
+
+def _spec_text(name, streams, buffers, rtts, size):
+    return (f'[campaign]\nname = "{name}"\nseed = 1\nrepetitions = 1\n[link]\nrate = "10Gbit"\nrtt = {rtts}\n'
+            f'buffer = {buffers}\nmtu = 9000\n[transfer]\nvariant = ["cubic"]\nstreams = {streams}\n'
+            f'socket_buffer = "default"\nsize = "{size}"\n')
+
+
+# -- the grouping -----------------------------------------------------------------------------------------------------
+DEV = [DesignCell("cubic", n, b, t, TEN_GB, CTX) for n in (1, 4) for b in (0.1, 0.3) for t in (11.8, 45.6)]
+
+
+@pytest.mark.parametrize("cell,dist,label", [
+    (DesignCell("cubic", 4, 0.3, 45.6, TEN_GB, CTX), 0, "same cell"),
+    (DesignCell("cubic", 4, 0.3 * 1.01, 45.6, TEN_GB, CTX), 0, "same cell"),       # β within 2 %: the same buffer
+    (DesignCell("cubic", 3, 0.3, 45.6, TEN_GB, CTX), 1, "new n"),
+    (DesignCell("cubic", 1, 0.15, 11.8, TEN_GB, CTX), 1, "new β"),
+    (DesignCell("cubic", 1, 0.1, 30.0, TEN_GB, CTX), 1, "new τ"),
+    (DesignCell("cubic", 1, 0.1, 11.8, "F=1000000000", CTX), 1, "new F"),
+    (DesignCell("cubic", 8, 2.0, 250.0, "F=20000000000", CTX), 4, "new n+β+τ+F"),
+    (DesignCell("cubic", 3, 0.7, 11.8, TEN_GB, CTX), 2, "new n+β"),
+    (DesignCell("htcp", 1, 0.1, 11.8, TEN_GB, CTX), 4, "new n+β+τ+F"),             # no development cell of H-TCP
+    (DesignCell("cubic", 1, 0.1, 11.8, TEN_GB, (10e9, 9000, "1/500", "auto")), 4, "new n+β+τ+F"),  # another link
+])
+def test_distance_and_group(cell, dist, label):
+    assert distance(cell, DEV)[0] == dist
+    assert group(*distance(cell, DEV)) == label
+
+
+def test_each_value_seen_but_never_together_is_a_new_combination():
+    """Development (n, β, τ) = (1, 0.1, 11.8) and (4, 0.3, 45.6): (1, 0.3, 11.8) has n, β and τ each measured, never
+    together — one dimension from the first cell (β), no new dimension: 'new combination'."""
+    dev = [DesignCell("cubic", 1, 0.1, 11.8, TEN_GB, CTX), DesignCell("cubic", 4, 0.3, 45.6, TEN_GB, CTX)]
+    assert distance(DesignCell("cubic", 1, 0.3, 11.8, TEN_GB, CTX), dev) == (1, ())
+    assert group(1, ()) == "new combination"
+
+
+def test_cells_of_a_spec_and_of_a_store_table_agree():
+    """A spec's cells (β from its bytes over C·τ/8) and a profile table's (β from the configured buffer) are the
+    same cells: the grouping of a store against its own spec is 'same cell' everywhere."""
+    s = spec.parse(_spec_text("x", "[1, 4]", '["0.1xBDP", "0.3xBDP"]', '["11.8ms", "91.6ms"]', "10GB"))
+    cells = cells_of_spec(s)
+    assert len(cells) == 8 and {c.buffer_bdp for c in cells} == {0.1, 0.3}
+    cols = {"variant": np.array(["cubic"] * 2), "streams": np.array([1, 4]), "rtt_ms": np.array([11.8, 91.6]),
+            "rate_bps": np.full(2, 1e10), "configured_buffer_bytes": np.array([0.1 * 1e10 * 0.0118 / 8,
+                                                                               0.3 * 1e10 * 0.0916 / 8]),
+            "transfer_bytes": np.full(2, 1e10), "duration_target_s": np.full(2, np.nan),
+            "socket_buffer_bytes": np.full(2, np.nan), "loss_mode": np.array(["none"] * 2), "mtu": np.full(2, 9000)}
+    assert [distance(c, cells) for c in cells_of_table(cols)] == [(0, ()), (0, ())]
+
+
+# -- E per group from known predictions -------------------------------------------------------------------------------
+def test_E_per_group_from_known_predictions():
+    """Rows with known relative errors: each group's E is the mean of its rows' |M − P|/M, per prediction and
+    mode; a group with a row without a prediction has no E in that mode (nan)."""
+    v = np.array(["cubic"] * 4 + ["htcp"])
+    cols = {"variant": v, "streams": np.array([1, 1, 1, 1, 1]), "rtt_ms": np.array([11.8, 45.6, 30.0, 70.0, 11.8]),
+            "rate_bps": np.full(5, 1e10), "transfer_bytes": np.full(5, 1e10),
+            "configured_buffer_bytes": 0.1 * 1e10 * np.array([11.8, 45.6, 30.0, 70.0, 11.8]) / 1e3 / 8,
+            "mtu": np.full(5, 9000), "throughput_bps": np.full(5, 8e9), "runs": np.array([2, 2, 2, 1, 2])}
+    err = np.array([0.01, 0.03, 0.10, 0.20, 0.05])
+    a = {"in": 8e9 * (1 + err), "rtt": 8e9 * (1 - 2 * err)}
+    b = {"in": np.full(5, 4e9), "rtt": np.array([8e9, 8e9, np.nan, 8e9, 8e9])}
+    rows = by_novelty(cols, {"a": a, "b": b}, DEV, modes=("in", "rtt"))
+    got = {(r.variant, r.group): r for r in rows}
+    assert set(got) == {("cubic", "same cell"), ("cubic", "new τ"), ("htcp", "new n+β+τ+F")}
+    same, new = got["cubic", "same cell"], got["cubic", "new τ"]
+    assert (same.configs, same.runs, new.configs, new.runs) == (2, 4, 2, 3)
+    assert same.errors["a"]["in"] == pytest.approx(2.0) and same.errors["a"]["rtt"] == pytest.approx(4.0)
+    assert new.errors["a"]["in"] == pytest.approx(15.0) and new.errors["a"]["rtt"] == pytest.approx(30.0)
+    assert same.errors["b"]["in"] == pytest.approx(50.0) and same.errors["b"]["rtt"] == pytest.approx(0.0)
+    assert np.isnan(new.errors["b"]["rtt"])
+    assert got["htcp", "new n+β+τ+F"].distance == (4, 4) and new.distance == (1, 1)
+
+
+# -- the CLI on a synthetic store ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    path = tmp_path_factory.mktemp("novelty") / "v.duckdb"
+    with Store.open(str(path)) as s:
+        sv.build(s, variants=("cubic",), streams=(1, 4), multiples=(0.1, 0.3), rtts=(45.6, 91.6, 183.0), noise=0.01,
+                 config="ss-trains")
+    return str(path)
+
+
+def test_cli_groups_a_store_and_its_groups_make_up_the_validation_cells(store, tmp_path, capsys):
+    """Development: CUBIC n = 1 at 0.1 × BDP, the store's three RTTs, 10 GB. The store's (n, β) settings fall into
+    same cell / new β / new n / new n+β; each group's E, weighted by its configurations, gives back the validation
+    table's E of its (variant, n) cell, for the chosen configuration and the baseline; `paper` is printed beside."""
+    dev = tmp_path / "dev.toml"
+    dev.write_text(_spec_text("dev", "[1]", '["0.1xBDP"]', '["45.6ms", "91.6ms", "183ms"]', "10GB"))
+    assert main(["model", "validate", "--db", store, "--by-novelty", str(dev), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {(r["streams"], r["group"], r["configurations"]) for r in rows} == {
+        (1, "same cell", 3), (1, "new β", 3), (4, "new n", 3), (4, "new n+β", 3)}
+    assert all(set(r["E_percent"]) == {"ss-trains", "paper", "baseline"} for r in rows)
+    assert main(["model", "validate", "--db", store, "--json"]) == 0
+    cells = {c["streams"]: c for c in json.loads(capsys.readouterr().out)}
+    for n in (1, 4):
+        mine = [r for r in rows if r["streams"] == n]
+        for name, key in (("ss-trains", "E_model_percent"), ("baseline", "E_baseline_percent")):
+            for mode in ("in", "rtt", "buffer"):
+                pooled = sum(r["E_percent"][name][mode] * r["configurations"] for r in mine) / 6
+                assert pooled == pytest.approx(cells[n][key][mode], rel=1e-9)
+    assert main(["model", "validate", "--db", store, "--by-novelty", str(dev)]) == 0
+    text = capsys.readouterr().out
+    assert "same cell" in text and "new n+β" in text and "paper" in text
+
+
+def test_cli_refuses_by_novelty_where_it_does_not_apply(store, tmp_path, capsys):
+    assert main(["model", "fit", "--db", store, "--by-novelty", str(tmp_path / "x.toml")]) == 2
+    assert "--by-novelty" in capsys.readouterr().err
+    for missing in ("missing.csv", "missing.toml"):
+        assert main(["model", "validate", "--db", store, "--by-novelty", str(tmp_path / missing)]) == 2
+        assert "--by-novelty" in capsys.readouterr().err
+    table = (DATA / "model-stores.csv").read_text().replace(",0.2,11.8 45.6", ",0.2,11.8 fast", 1)
+    assert ",0.2,11.8 fast" in table
+    (tmp_path / "bad.csv").write_text(table)
+    assert main(["model", "validate", "--db", store, "--by-novelty", str(tmp_path / "bad.csv")]) == 2
+    assert "--by-novelty" in (err := capsys.readouterr().err) and "physics-dev-0.2bdp" in err
+    bad = tmp_path / "bad.toml"
+    bad.write_text(_spec_text("bad", "[0]", '["0.1xBDP"]', '["45.6ms"]', "10GB"))
+    assert main(["model", "validate", "--db", store, "--by-novelty", str(bad)]) == 2
+    assert "--by-novelty" in (err := capsys.readouterr().err) and "transfer.streams[0]" in err
+
+
+# -- the stores table and the development constants -------------------------------------------------------------------
+def test_the_stores_table_is_the_specs():
+    """benchmarks/data/model-stores.csv is what benchmarks/model_stores.py makes from the specs (so it cannot drift
+    from them), every row's lists give back its spec's cells, and the shared counts are the ones docs/models.md
+    names: dev3 and dev4 share every cell with the validation stores, dev2 its 8 at 1 × BDP."""
+    stores = _bench("model_stores")
+    with open(DATA / "model-stores.csv", newline="") as f:
+        committed = list(csv.DictReader(f))
+    made = stores.table()
+    assert committed == [{k: str(v) for k, v in r.items()} for r in made]
+    for r, (name, _, source, _) in zip(committed, stores.STORES):
+        assert set(cells_of_store_row(r)) == set(cells_of_spec(stores.load(source, name)))
+    shared = {r["store"]: int(r["shared_validation_cells"]) for r in committed}
+    assert shared["physics-dev3-shallow"] == 6 and shared["physics-dev4-shallow"] == 24
+    assert shared["physics-dev2-buffers"] == 8 and shared["physics-dev-0.2bdp"] == 0
+
+
+def test_development_constants_without_the_validation_cells():
+    """Over all traced rows the fit gives the code's W0 = 0.534, s = 2.346 (51 rows); without the rows whose cell a
+    validation store has (14 of the fit's, all at 0.1 × BDP): W0 = 0.563, s = 2.217 over 37 (issue 31). κ's 8 rows at
+    0.05 × BDP share no validation cell: it does not move."""
+    from tcpprofile.models.trajectory import SS_TRAIN_SLOPE, SS_TRAIN_WINDOW
+    got = _bench("model_stores").constants()
+    every, clean = got["all"], got["no validation cell"]
+    assert (round(every["W0"], 3), round(every["s"], 3), every["rows"]) == (SS_TRAIN_WINDOW, SS_TRAIN_SLOPE, 51)
+    assert (round(clean["W0"], 3), round(clean["s"], 3), clean["rows"], clean["dropped_fit_rows"]) == (
+        0.563, 2.217, 37, 14)
+    assert clean["kappa"] == every["kappa"] and clean["kappa_rows"] == 8
+
+
+# -- the pre-registered new-condition design ---------------------------------------------------------------------------
+NEWCOND = [DATA / f"models-newcond-{s}.toml" for s in ("1gb", "5gb", "20gb")]
+
+
+def _seen():
+    return development_cells([DATA / "model-stores.csv"], spec.load, roles=("development", "validation"))
+
+
+def test_every_new_condition_differs_from_every_seen_store_in_two_of_four():
+    """Every configuration of the new-condition design is at distance ≥ 2 from every cell of every store in the
+    table (development and validation). The check fails on a design that repeats a development cell or differs
+    from one in one dimension only (the same spec with n = 1 at 0.2 × BDP, 11.8 ms, 10 GB added: physics-dev's)."""
+    seen = _seen()
+    for path in NEWCOND:
+        assert too_close(cells_of_spec(spec.load(path)), seen) == []
+    text = NEWCOND[0].read_text()
+    repeat = spec.parse(text.replace('buffer = ["0.15xBDP", "0.7xBDP"]', 'buffer = ["0.15xBDP", "0.7xBDP", "0.2xBDP"]')
+                        .replace('rtt = ["8ms"', 'rtt = ["11.8ms", "8ms"').replace('size = "1GB"', 'size = "10GB"'))
+    close = too_close(cells_of_spec(repeat), seen)
+    assert DesignCell("cubic", 1, 0.2, 11.8, TEN_GB, CTX) in {c for c, _ in close}
+    assert {d for _, d in close} == {0, 1}
+
+
+def test_the_new_condition_specs():
+    """The pre-registered design: CUBIC, H-TCP, STCP at 10 Gbit/s, MTU 9000, autotuned, fixed-size transfers, 2
+    repetitions in random order; streams, buffers, RTTs and sizes from the issue's lists (RTTs off the papers'
+    grid); 468 runs; links the testbed takes; each run's estimate at least its transfer at the payload rate (8F/C)."""
+    from tcpprofile.campaign.environments import link_config
+    from tcpprofile.reproduce.campaigns import PAPER_RTTS
+    nc = _bench("models_newcond")
+    specs = [spec.load(p) for p in NEWCOND]
+    assert [s.name for s in specs] == ["models-newcond-1gb", "models-newcond-5gb", "models-newcond-20gb"]
+    assert len({s.seed for s in specs}) == 3 and sum(len(s.sweep()) for s in specs) == 468
+    for s in specs:
+        assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 2, (None,),
+                                                                           ("cubic", "htcp", "scalable"))
+        assert set(s.streams) <= {1, 2, 3, 6, 8} and len(s.sizes) == 1 and s.sizes[0] in (10**9, 5 * 10**9, 2 * 10**10)
+        assert {p.rate_bps for p in s.links} == {10e9} and {p.mtu for p in s.links} == {9000}
+        assert {p.buffer_label for p in s.links} <= {"0.15xBDP", "0.45xBDP", "0.7xBDP", "2xBDP"}
+        assert not {round(p.rtt_s * 1e3, 1) for p in s.links} & set(PAPER_RTTS)
+        for link in s.links:
+            link_config(link)        # the testbed takes every link (a ValidationError naming it otherwise)
+        for p in s.sweep()[:6]:
+            assert nc.run_seconds(p) >= 8 * p.transfer_bytes / (p.link.rate_bps * 8948 / 9038)
+    assert nc.main([]) == 0
