@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -68,16 +69,53 @@ def load_pool() -> tuple[dict, list[str]]:
                                                         or "none")
                  + " (CUBIC/H-TCP only: left out, a race's candidates keep equal repetitions)")
     groups = defaultdict(dict)
-    for (rtt, beta, v, n, _, _), xs in runs.items():
+    for (rtt, beta, v, n, size, _), xs in runs.items():
         x, d = np.array(xs).T
-        groups[(rtt, beta)][Config(v, "", n, None)] = (x, d)
+        groups[Race(rtt, beta, 10e9, size, 9000)][Config(v, "", n, None)] = (x, d)   # the specs' rate and MTU
     return dict(groups), notes
 
 
-def priors_of(link: tuple, group: dict) -> dict:
-    rtt, beta = link
-    return {c: prior_for(c.variant, c.streams, rtt_s=rtt / 1e3, rate_bps=10e9, buffer_bytes=beta, mtu=9000,
-                         size_bytes=10e9) for c in group}
+def load_store_pool(path: str, campaign: str) -> tuple[dict, list[str]]:
+    """The pool from a store's campaign (e.g. benchmarks/data/adaptive-1g-multirtt.toml measured): its ok
+    runs, one race per link. A candidate short of the campaign's repetitions (a failed run) is said and
+    left with fewer: the replays draw orders of the smallest count (run_pool)."""
+    from tcpprofile.store import Store
+    with Store.open(path, read_only=True) as store:
+        rows = store.query(
+            "SELECT l.rtt_ms, l.buffer_bytes, l.rate_bps, l.mtu, r.transfer_bytes, r.variant, r.streams, "
+            "r.throughput_bps, r.duration_s FROM runs r JOIN links l USING (link_id) JOIN campaigns c "
+            "USING (campaign_id) WHERE c.name = ? AND r.status = 'ok' AND r.transfer_bytes IS NOT NULL",
+            [campaign])
+    if not rows:
+        raise SystemExit(f"{path}: no ok fixed-size runs of a campaign named {campaign!r}")
+    runs = defaultdict(list)
+    for r in rows:
+        race = Race(float(r["rtt_ms"]), int(r["buffer_bytes"]), float(r["rate_bps"]), int(r["transfer_bytes"]),
+                    int(r["mtu"] or 1500))
+        runs[race, Config(r["variant"], "", int(r["streams"]), None)].append((r["throughput_bps"], r["duration_s"]))
+    groups = defaultdict(dict)
+    for (race, c), xs in runs.items():
+        x, d = np.array(xs, dtype=float).T
+        groups[race][c] = (x, d)
+    counts = sorted({len(xs) for xs in runs.values()})
+    note = (f"pool: {path}, campaign {campaign!r}: {len(groups)} links, {len(runs)} candidates, "
+            f"{'/'.join(map(str, counts))} ok repetitions per candidate")
+    return dict(groups), [note]
+
+
+@dataclass(frozen=True, order=True)
+class Race:
+    """One race's link and transfer: τ [ms], bottleneck buffer β [bytes], rate [bit/s], size [bytes], MTU."""
+    rtt_ms: float
+    buffer_bytes: int
+    rate_bps: float
+    size_bytes: int
+    mtu: int
+
+
+def priors_of(race: Race, group: dict) -> dict:
+    return {c: prior_for(c.variant, c.streams, rtt_s=race.rtt_ms / 1e3, rate_bps=race.rate_bps,
+                         buffer_bytes=race.buffer_bytes, mtu=race.mtu, size_bytes=race.size_bytes) for c in group}
 
 
 def exhaustive(group: dict, margin: float) -> tuple[Config, set]:
@@ -124,12 +162,15 @@ def replay_pool(group: dict, priors: dict | None, rng, *, margin, confidence, fi
 
 def run_pool(args) -> list[tuple[str, float, float]]:
     """The pool's rows: exhaustive ÷ used transfer seconds and the share of replays with the same decision."""
-    groups, notes = load_pool()
+    groups, notes = load_store_pool(args.pool_db, args.campaign) if args.pool_db else load_pool()
     for line in notes:
         print(line)
     reps = min(x.size for g in groups.values() for x, _ in g.values())
+    groups = {k: {c: (x[:reps], d[:reps]) for c, (x, d) in g.items()} for k, g in groups.items()}
     fixed = sum(float(d.sum()) for g in groups.values() for _, d in g.values())
-    print(f"measured pool: {len(groups)} links (5 RTTs × 3 buffers), {sum(len(g) for g in groups.values())} "
+    rtts = {k.rtt_ms for k in groups}
+    print(f"measured pool: {len(groups)} links over {len(rtts)} RTTs, "
+          f"{sum(len(g) for g in groups.values())} "
           f"candidates × {reps} repetitions; exhaustive = every stored repetition ({fixed:.0f} transfer s); "
           f"{args.replays} replays; margin {args.margin:.0%}, confidence {args.confidence:.0%}")
     print(f"ceiling: a race that runs every candidate once (none dropped without a run of its own) uses "
@@ -167,5 +208,5 @@ def run_pool(args) -> list[tuple[str, float, float]]:
         out.append((name, fixed / used, same / trials))
     for k in sorted(groups):
         best, tie = ties[k]
-        print(f"  exhaustive at {k[0]:g} ms, β {k[1] / 1e6:g} MB: {best.label()} (tie of {len(tie)})")
+        print(f"  exhaustive at {k.rtt_ms:g} ms, β {k.buffer_bytes / 1e6:g} MB: {best.label()} (tie of {len(tie)})")
     return out

@@ -184,6 +184,9 @@ def main() -> None:
     src.add_argument("--db", help="a store with ≥ 10 repetitions per configuration (default: synthetic)")
     src.add_argument("--csv", help="runs as CSV, e.g. the shipped benchmarks/data/adaptive-45.6ms-10rep.csv")
     src.add_argument("--pool", action="store_true", help="the measured multi-RTT pool with the model-guided rule")
+    src.add_argument("--pool-db", help="the model-guided rule on a store's campaign instead (--campaign NAME): "
+                                       "e.g. benchmarks/data/adaptive-1g-multirtt.toml measured, 10 repetitions")
+    ap.add_argument("--campaign", default="adaptive-1g-multirtt", help="--pool-db: the campaign's name")
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--precision", type=float, default=0.02)
     ap.add_argument("--margin", type=float, default=0.01)
@@ -191,7 +194,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--slow-share", type=float, default=0.05, help="synthetic: share of slow runs (default 0.05)")
     args = ap.parse_args()
-    if args.pool:
+    if args.pool or args.pool_db:
         from adaptive_pool import run_pool
         rows = run_pool(args)
         met = [r[0] for r in rows if r[0].startswith("model (") and r[1] >= 5 and r[2] >= 0.95]
