@@ -1,0 +1,148 @@
+"""CPU plans (testbed/cpuplan.py, link.cpu_plan; issue 33 item 6): which plan a host gets, what each plan
+puts where, the option validated at the boundary (LinkConfig, the spec) and stored with the link, and
+delayd's verdict-thread counters read (an older delayd's output reads None)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tcpprofile.errors import ValidationError
+from tcpprofile.testbed import cpuplan
+from tcpprofile.testbed.config import LinkConfig
+from tcpprofile.testbed.engine import _parse_stats
+from tcpprofile.testbed.link import cpu_plan
+
+GOOD = dict(rate_bps="100Mbit", rtt_s="20ms", buffer_bytes="250kB")
+
+
+@pytest.mark.parametrize("n, name", [(1, "two-core"), (2, "two-core"), (3, "two-core"), (4, "four-core"),
+                                     (5, "four-core"), (16, "four-core")])
+def test_auto_takes_the_four_core_plan_from_four_cpus_on(n, name):
+    assert cpu_plan("auto", range(n)).name == name
+
+
+@pytest.mark.parametrize("cpus", [[0, 1], [2, 5], [0, 1, 2], [3, 7, 8]])
+def test_the_two_core_plan_is_the_design_measured_on_two_cores(cpus):
+    """The engines (timing and verdicts) on the last CPU, applications and RPS on the others: the plan
+    link.cpu_plan returned before issue 33 ((last CPU), (the others))."""
+    plan = cpu_plan("two-core", cpus)
+    assert plan.engine_cpus == {cpus[-1]} and plan.app_cpus == set(cpus[:-1]) == set(plan.rps)
+    assert plan.verdict_cpu("forward") is None and plan.verdict_cpu("reverse") is None
+
+
+@pytest.mark.parametrize("cpus", [[0, 1, 2, 3], [4, 5, 6, 7], list(range(16)), [1, 3, 8, 9, 12]])
+def test_the_four_core_plan_gives_each_role_its_own_core_and_uses_every_cpu(cpus):
+    plan = cpu_plan("four-core", cpus)
+    a, b, c = cpus[-1], cpus[-2], cpus[-3]
+    assert plan.engine_cpus == {a}
+    assert plan.verdict_cpu("forward") == b and plan.app_cpus_of("receiver") == {b}   # iperf3 -s beside
+    assert plan.verdict_cpu("reverse") == c and plan.app_cpus_of("sender") == {c}     # iperf3 -c beside
+    assert set(plan.rps) == set(cpus[:-3])                                            # D and the rest
+    assert plan.engine_cpus | plan.app_cpus | set(plan.rps) == set(cpus)              # nothing idle
+    assert not plan.rps & {a, b, c}
+
+
+@pytest.mark.parametrize("cpus", [[0, 1], [0, 1, 2]])
+def test_the_four_core_plan_forced_on_fewer_cpus_keeps_verdicts_off_the_timing_core(cpus):
+    plan = cpu_plan("four-core", cpus)
+    assert plan.engine_cpus == {cpus[-1]}
+    for d in cpuplan.DIRECTIONS:
+        assert plan.verdict_cpu(d) in cpus[:-1]
+        assert plan.app_cpus_of(cpuplan.verdict_role(d)) == {plan.verdict_cpu(d)}
+    assert plan.rps <= set(cpus[:-1])
+
+
+def test_on_one_cpu_every_plan_shares_it():
+    for name in ("two-core", "four-core"):
+        plan = cpu_plan(name, [3])
+        assert plan.engine_cpus == plan.app_cpus == set(plan.rps) == {3}
+
+
+def test_the_plan_follows_this_process_cpus_by_default():
+    import os
+    assert cpu_plan("auto").engine_cpus | cpu_plan("auto").app_cpus == set(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("value", ["eight-core", "Four-Core", "", 4, None])
+def test_linkconfig_refuses_an_unknown_plan_naming_the_field_and_the_plans(value):
+    with pytest.raises(ValidationError) as info:
+        LinkConfig.checked(**GOOD, cpu_plan=value)
+    assert info.value.field == "cpu_plan" and "auto, two-core, four-core" in str(info.value)
+
+
+def test_linkconfig_defaults_to_auto_and_keeps_a_forced_plan():
+    assert LinkConfig.checked(**GOOD).cpu_plan == "auto"
+    assert LinkConfig.checked(**GOOD, cpu_plan="four-core").to_dict()["cpu_plan"] == "four-core"
+
+
+SPEC = """
+[campaign]
+name = "ids"
+seed = 7
+repetitions = 2
+[link]
+rate = "1Gbit"
+rtt = ["10ms", "20ms"]
+buffer = "BDP"
+{extra}
+[transfer]
+variant = ["cubic"]
+streams = [1]
+duration = "5s"
+"""
+
+
+def ids(extra: str = "") -> tuple[str, str]:
+    from tcpprofile.spec import RunPoint, parse
+    s = parse(SPEC.format(extra=extra))
+    return s.campaign_id, RunPoint(s.links[0], "cubic", 1, None, None, 5, False, 1).run_id(s.campaign_id)
+
+
+def test_a_spec_without_a_plan_or_with_auto_keeps_its_ids():
+    # the ids computed before cpu_plan existed (tests/test_stall_inject.py holds the same pair)
+    assert ids() == ids('cpu_plan = "auto"') == ("aa5a4e336b2d00f0", "3bb75542389aa5c7ce4f")
+
+
+def test_a_forced_plan_is_another_campaign_and_reaches_the_testbed():
+    from tcpprofile.campaign.environments import link_config
+    from tcpprofile.spec import parse
+    extra = 'cpu_plan = "two-core"'
+    assert ids(extra)[0] != ids()[0] and ids(extra)[1] != ids()[1]
+    s = parse(SPEC.format(extra=extra))
+    assert all(p.cpu_plan == "two-core" for p in s.links) and "cpu_plan=two-core" in s.links[0].describe()
+    assert link_config(s.links[1]).cpu_plan == "two-core"
+
+
+@pytest.mark.parametrize("extra", ['cpu_plan = "three-core"', "cpu_plan = 4", 'cpu_plan = ["auto"]'])
+def test_a_specs_plan_error_names_its_field(extra):
+    from tcpprofile.spec import parse
+    with pytest.raises(ValidationError) as info:
+        parse(SPEC.format(extra=extra))
+    assert info.value.field == "link.cpu_plan" and "auto, two-core, four-core" in str(info.value)
+
+
+def test_the_store_keeps_the_links_plan(tmp_path):
+    from tcpprofile.store import Store
+    with Store.open(tmp_path / "s.duckdb") as s:
+        s.insert_link({"link_id": "l1", "campaign_id": "c1", "kind": "emulated", "cpu_plan": "four-core"})
+        assert s.query("SELECT cpu_plan FROM links") == [{"cpu_plan": "four-core"}]
+
+
+BASE = {"queue": 0, "delay_ns": 10_000_000, "packets": 0, "bytes": 0, "released": 0, "held": 0, "max_held": 0,
+        "kernel_queued": 0, "queue_dropped": 0, "user_dropped": 0, "enobufs": 0, "nl_errors": 0, "ring_full": 0,
+        "late_sum_ns": 0, "late_max_ns": 0, "late_min_ns": 0, "period_late_max_ns": 0, "period_late_min_ns": 0,
+        "wake_late_mean_ns": 0, "wakeups": 0, "rate_bps": 0, "buffer_bytes": 0, "bottleneck_drops": 0,
+        "bottleneck_drop_bytes": 0, "bottleneck_overlimits": 0, "kernel_stamped": 0, "wire_bytes": 0,
+        "backlog_ns": 0, "loss_on": 0, "loss_seed": 0, "loss_seen": 0, "loss_dropped": 0, "cpu_user_s": 0.0,
+        "cpu_sys_s": 0.0, "mono_ns": 0, "period_late_hist": [0, 0], "period_stalls": 0, "period_stall_log": []}
+
+
+def test_the_verdict_threads_counters_are_read_and_an_older_engine_reads_none():
+    new = {**BASE, "verdict_cpu": 2, "verdict_batches": 40, "verdict_lag_sum_ns": 400_000,
+           "verdict_lag_max_ns": 30_000, "verdict_ring_full": 0, "verdict_lag_hist": [0, 39, 1]}
+    s = _parse_stats("stats " + json.dumps(new))
+    assert (s.verdict_cpu, s.verdict_batches, s.verdict_lag_max_ns, s.verdict_lag_hist) == (2, 40, 30_000, (0, 39, 1))
+    old = _parse_stats("stats " + json.dumps(BASE))
+    assert (old.verdict_cpu, old.verdict_batches, old.verdict_lag_hist) == (None, None, None)
