@@ -13,6 +13,7 @@ from tcpprofile.testbed import cpuplan
 from tcpprofile.testbed.config import LinkConfig
 from tcpprofile.testbed.engine import _parse_stats
 from tcpprofile.testbed.link import cpu_plan
+from test_stall_inject import BASE, SPEC, ids   # delayd's stats without the newer fields; the ids' spec
 
 GOOD = dict(rate_bps="100Mbit", rtt_s="20ms", buffer_bytes="250kB")
 
@@ -77,29 +78,6 @@ def test_linkconfig_defaults_to_auto_and_keeps_a_forced_plan():
     assert LinkConfig.checked(**GOOD, cpu_plan="four-core").to_dict()["cpu_plan"] == "four-core"
 
 
-SPEC = """
-[campaign]
-name = "ids"
-seed = 7
-repetitions = 2
-[link]
-rate = "1Gbit"
-rtt = ["10ms", "20ms"]
-buffer = "BDP"
-{extra}
-[transfer]
-variant = ["cubic"]
-streams = [1]
-duration = "5s"
-"""
-
-
-def ids(extra: str = "") -> tuple[str, str]:
-    from tcpprofile.spec import RunPoint, parse
-    s = parse(SPEC.format(extra=extra))
-    return s.campaign_id, RunPoint(s.links[0], "cubic", 1, None, None, 5, False, 1).run_id(s.campaign_id)
-
-
 def test_a_spec_without_a_plan_or_with_auto_keeps_its_ids():
     # the ids computed before cpu_plan existed (tests/test_stall_inject.py holds the same pair)
     assert ids() == ids('cpu_plan = "auto"') == ("aa5a4e336b2d00f0", "3bb75542389aa5c7ce4f")
@@ -128,15 +106,6 @@ def test_the_store_keeps_the_links_plan(tmp_path):
     with Store.open(tmp_path / "s.duckdb") as s:
         s.insert_link({"link_id": "l1", "campaign_id": "c1", "kind": "emulated", "cpu_plan": "four-core"})
         assert s.query("SELECT cpu_plan FROM links") == [{"cpu_plan": "four-core"}]
-
-
-BASE = {"queue": 0, "delay_ns": 10_000_000, "packets": 0, "bytes": 0, "released": 0, "held": 0, "max_held": 0,
-        "kernel_queued": 0, "queue_dropped": 0, "user_dropped": 0, "enobufs": 0, "nl_errors": 0, "ring_full": 0,
-        "late_sum_ns": 0, "late_max_ns": 0, "late_min_ns": 0, "period_late_max_ns": 0, "period_late_min_ns": 0,
-        "wake_late_mean_ns": 0, "wakeups": 0, "rate_bps": 0, "buffer_bytes": 0, "bottleneck_drops": 0,
-        "bottleneck_drop_bytes": 0, "bottleneck_overlimits": 0, "kernel_stamped": 0, "wire_bytes": 0,
-        "backlog_ns": 0, "loss_on": 0, "loss_seed": 0, "loss_seen": 0, "loss_dropped": 0, "cpu_user_s": 0.0,
-        "cpu_sys_s": 0.0, "mono_ns": 0, "period_late_hist": [0, 0], "period_stalls": 0, "period_stall_log": []}
 
 
 def test_the_verdict_threads_counters_are_read_and_an_older_engine_reads_none():
