@@ -123,12 +123,15 @@
  * thread pinned to CPU, which issues the verdicts in the order they were decided on the same netlink
  * socket (the kernel checks the socket's portid, not the thread); the stack work then runs on CPU.
  * No syscall per hand-off: the thread sleeps on a futex only when the ring is empty, and the producer
- * wakes it only if it sleeps.  Drops (the loss stage, drop-tail) stay in the main thread: a drop of id k
+ * wakes it only if it sleeps.  --verdict-rt-priority P runs the thread SCHED_FIFO P (the releases, and
+ * the stack work in them, then do not wait behind the applications on its CPU; it blocks whenever the
+ * ring is empty, so it never spins at that priority); without it the thread inherits the engine's policy.  Drops (the loss stage, drop-tail) stay in the main thread: a drop of id k
  * is sent before any batch covering an id > k is decided, so the kernel never accepts a packet meant to
  * be dropped (a batch accepts every queued id <= N).  Counted by the thread (cumulative): verdict_batches
  * and the hand-off lag (decision to verdict sent): verdict_lag_sum_ns, verdict_lag_max_ns and
  * verdict_lag_hist (late_bucket's buckets).  Releases are decided early by the running mean of that
- * lag (handoff_ns; as the timer is aimed early by its usual lateness), and their lateness is recorded
+ * lag (handoff_ns; as the timer is aimed early by its usual lateness), kept apart for a consumer that
+ * slept at the push (a futex wake-up on another CPU: tens of us) and one awake, and their lateness is recorded
  * at the expected send time (decision + mean lag): a release's true lateness differs from the recorded
  * one by its batch's lag minus the mean, which verdict_lag_hist bounds.  Without the option delayd
  * issues every verdict itself, exactly as before (handoff_ns is 0).
@@ -137,7 +140,7 @@
  *   delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] [--granularity-ns G]
  *          [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES]
  *          [--rt-priority P] [--turns] [--stall-every-ns P --stall-hold-ns D] [--control-stdin]
- *          [--wire-publish FD | --wire-cover FD] [--verdict-cpu CPU]
+ *          [--wire-publish FD | --wire-cover FD] [--verdict-cpu CPU [--verdict-rt-priority P]]
  *   stdout: "ready queue=Q ..." once bound; "stats {json}" on exit, on SIGUSR1 and on the stdin
  *   command "stats"; "period {json}" (the same counters, then the period's lateness extremes are
  *   reset) on the stdin command "period".  stdin commands (with --control-stdin): "delay NS",
@@ -198,6 +201,7 @@ static struct {
 	uint64_t stall_every_ns, stall_hold_ns;  /* stall injection: hold D every P (0: off) */
 	int wire_publish_fd, wire_cover_fd;      /* the shared page of "Uncovered excess" (-1: none) */
 	int verdict_cpu;                         /* --verdict-cpu: the verdict thread's CPU (-1: no thread) */
+	unsigned verdict_rt_priority;            /* --verdict-rt-priority: its SCHED_FIFO priority (0: inherit) */
 } opt = { .copy_range = 1, .maxlen = 1u << 16, .rcvbuf = 256 << 20, .granularity_ns = 40000,
 	  .mss = 1448, .wire_publish_fd = -1, .wire_cover_fd = -1, .verdict_cpu = -1 };
 
@@ -385,14 +389,15 @@ static void note_late(int64_t late)
 
 /* Verdict thread (the header's "Verdict thread"): a single-producer (main thread) / single-consumer
  * (verdict thread) ring of batch verdicts, in the order they were decided. */
-struct vslot { uint32_t last; uint64_t decided_ns; };
+struct vslot { uint32_t last, asleep; uint64_t decided_ns; };  /* asleep: the consumer slept at the push */
 static struct vslot *vring;
 static uint64_t vr_head, vr_tail;    /* next slot to fill (producer) / to send (consumer) */
 static uint32_t vr_seq;              /* futex word: bumped after every push and at stop */
 static int vr_waiting, vr_stop;      /* the consumer sleeps on vr_seq / the producer is done */
 static uint64_t vr_full;             /* pushes that found the ring full (the producer waited) */
 static struct { uint64_t batches, lag_sum_ns, lag_max_ns, hist[LATE_BUCKETS]; } vst;  /* written by the consumer */
-static int64_t vlag_ewma_ns;         /* running mean of the hand-off lag (consumer writes, producer reads) */
+static int64_t vlag_ewma_ns[2];      /* running mean of the hand-off lag, consumer awake / asleep at the
+				      * push (a futex wake-up takes longer): consumer writes, producer reads */
 static pthread_t vthread;
 
 static long futex(uint32_t *word, int op, uint32_t val)
@@ -421,9 +426,8 @@ static void *verdict_thread(void *unused)
 				vst_add(&vst.hist[late_bucket((int64_t)lag)], 1);
 				if (lag > vst.lag_max_ns)
 					__atomic_store_n(&vst.lag_max_ns, lag, __ATOMIC_RELAXED);
-				int64_t l = lag > LATE_COMP_MAX_NS ? LATE_COMP_MAX_NS : (int64_t)lag;
-				__atomic_store_n(&vlag_ewma_ns, vlag_ewma_ns + ((l - vlag_ewma_ns) >> LATE_EWMA_SHIFT),
-						 __ATOMIC_RELAXED);
+				int64_t l = lag > LATE_COMP_MAX_NS ? LATE_COMP_MAX_NS : (int64_t)lag, *e = &vlag_ewma_ns[v.asleep];
+				__atomic_store_n(e, *e + ((l - *e) >> LATE_EWMA_SHIFT), __ATOMIC_RELAXED);
 				__atomic_store_n(&vr_tail, tail + 1, __ATOMIC_SEQ_CST);
 			}
 			continue;
@@ -454,7 +458,7 @@ static void push_verdict(uint32_t last)
 		while (vr_head - __atomic_load_n(&vr_tail, __ATOMIC_SEQ_CST) == VRING)
 			sched_yield();           /* the consumer is 65536 batches behind: wait for it */
 	}
-	vring[vr_head % VRING] = (struct vslot){ last, now_ns() };
+	vring[vr_head % VRING] = (struct vslot){ last, (uint32_t)__atomic_load_n(&vr_waiting, __ATOMIC_SEQ_CST), now_ns() };
 	__atomic_store_n(&vr_head, vr_head + 1, __ATOMIC_SEQ_CST);
 	vr_signal();
 }
@@ -468,8 +472,14 @@ static void start_verdict_thread(void)
 	cpu_set_t cpus;
 	CPU_ZERO(&cpus);
 	CPU_SET(opt.verdict_cpu, &cpus);
-	pthread_attr_init(&attr);      /* inherits our policy (SCHED_FIFO with --rt-priority) and blocked signals */
+	pthread_attr_init(&attr);      /* inherits our blocked signals, and our policy unless --verdict-rt-priority */
 	int err = pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	if (!err && opt.verdict_rt_priority) {  /* the wire's releases should not wait behind the applications */
+		struct sched_param sp = { .sched_priority = (int)opt.verdict_rt_priority };
+		err = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		if (!err) err = pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+		if (!err) err = pthread_attr_setschedparam(&attr, &sp);
+	}
 	if (!err)
 		err = pthread_create(&vthread, &attr, verdict_thread, NULL);
 	pthread_attr_destroy(&attr);
@@ -492,7 +502,10 @@ static void stop_verdict_thread(void)
  * the timer's usual lateness, so that verdicts centre on their due times. */
 static uint64_t handoff_ns(void)
 {
-	return vring ? (uint64_t)__atomic_load_n(&vlag_ewma_ns, __ATOMIC_RELAXED) : 0;
+	if (!vring)
+		return 0;
+	int asleep = __atomic_load_n(&vr_waiting, __ATOMIC_SEQ_CST);   /* as the push will find it */
+	return (uint64_t)__atomic_load_n(&vlag_ewma_ns[asleep], __ATOMIC_RELAXED);
 }
 
 /* A batch verdict accepting every queued id <= last: sent here, or handed to the verdict thread. */
@@ -874,7 +887,7 @@ static void usage(void)
 	fprintf(stderr, "usage: delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] "
 			"[--granularity-ns G] [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] [--turns] "
 			"[--stall-every-ns P --stall-hold-ns D] [--control-stdin] [--wire-publish FD | --wire-cover FD] "
-			"[--verdict-cpu CPU]\n");
+			"[--verdict-cpu CPU [--verdict-rt-priority P]]\n");
 	exit(2);
 }
 
@@ -890,7 +903,8 @@ static void parse_args(int argc, char **argv)
 		{ "loss-rate", required_argument, 0, 'P' }, { "turns", no_argument, 0, 't' },
 		{ "stall-every-ns", required_argument, 0, 'E' }, { "stall-hold-ns", required_argument, 0, 'H' },
 		{ "wire-publish", required_argument, 0, 'W' }, { "wire-cover", required_argument, 0, 'C' },
-		{ "verdict-cpu", required_argument, 0, 'V' }, { 0 } };
+		{ "verdict-cpu", required_argument, 0, 'V' }, { "verdict-rt-priority", required_argument, 0, 'T' },
+		{ 0 } };
 	int c, have_queue = 0, have_delay = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
@@ -920,6 +934,7 @@ static void parse_args(int argc, char **argv)
 			opt.verdict_cpu = (int)cpu;
 			break;
 		}
+		case 'T': opt.verdict_rt_priority = strtoul(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}
@@ -929,7 +944,8 @@ static void parse_args(int argc, char **argv)
 	    || ((opt.stall_every_ns || opt.stall_hold_ns)
 		&& !(opt.stall_hold_ns > 0 && opt.stall_hold_ns < opt.stall_every_ns))
 	    || (opt.wire_publish_fd >= 0 && (opt.wire_cover_fd >= 0 || opt.rate_bps <= 0))
-	    || (opt.wire_cover_fd >= 0 && opt.rate_bps > 0))
+	    || (opt.wire_cover_fd >= 0 && opt.rate_bps > 0)
+	    || (opt.verdict_rt_priority && (opt.verdict_cpu < 0 || opt.verdict_rt_priority > 99)))
 		usage();
 }
 

@@ -150,11 +150,12 @@ class DelayEngine:
                  rt_priority: int = 0, rate_bps: float = 0.0, buffer_bytes: int = 0, mss: int = 1448,
                  loss_every: int = 0, loss_rate: float = 0.0, turns: bool = False,
                  wire_publish_fd: int | None = None, wire_cover_fd: int | None = None,
-                 verdict_cpu: int | None = None):
+                 verdict_cpu: int | None = None, verdict_rt_priority: int = 0):
         """wire_publish_fd / wire_cover_fd: a memfd the forward engine (rate model) writes its wire's
         state into and the reverse engine reads, for the uncovered stall excess (delayd.c, "Uncovered
         excess"); passed to the child under the same number. verdict_cpu: a thread pinned there issues
-        the verdicts (delayd --verdict-cpu, "Verdict thread"); None: the engine issues them itself."""
+        the verdicts (delayd --verdict-cpu, "Verdict thread"), SCHED_FIFO verdict_rt_priority if not 0
+        (else the engine's policy); None: the engine issues them itself."""
         self.ns, self.queue = ns, queue
         self._lock = threading.Lock()
         self._buf = b""
@@ -169,6 +170,8 @@ class DelayEngine:
             argv += ["--turns"]
         if verdict_cpu is not None:         # the four-core plan (testbed/cpuplan.py)
             argv += ["--verdict-cpu", str(int(verdict_cpu))]
+            if verdict_rt_priority:
+                argv += ["--verdict-rt-priority", str(int(verdict_rt_priority))]
         if loss_every:                      # the loss stage, off until set_loss(True)
             argv += ["--loss-every", str(int(loss_every))]
         elif loss_rate:

@@ -66,6 +66,10 @@ ENGINE_RT_PRIORITY = 10        # SCHED_FIFO for the reverse (ACK) engine: it mus
 # ~50 ms; in the acceptance campaign at 183 ms its largest releases (median 51 ms) were no better than
 # this design's (median 43 ms) and 3 of 10 runs were application-limited below 9.5 Gbit/s (this: none).
 ENGINE_POLICY = {"forward": ("SCHED_OTHER", 0), "reverse": ("SCHED_FIFO", ENGINE_RT_PRIORITY)}
+# The four-core plan's verdict threads (delayd --verdict-rt-priority): SCHED_FIFO in both directions, so
+# that a release does not wait behind the iperf3 end on its core; each blocks when it has nothing to send,
+# and the two never share a core on >= 4 CPUs (measured on 2 cores, folded: docs/testbed.md, "CPU plan").
+VERDICT_RT_PRIORITY = ENGINE_RT_PRIORITY
 
 
 def engines_take_turns(policy: dict | None = None) -> bool:
@@ -244,7 +248,7 @@ class EmulatedLink:
                     rate_bps=cfg.rate_bps if bottleneck else 0.0, buffer_bytes=cfg.buffer_bytes,
                     mss=cfg.mss_bytes, wire_publish_fd=wire if bottleneck and cfg.rate_bps else None,
                     wire_cover_fd=wire if cfg.rate_bps and not bottleneck else None,
-                    verdict_cpu=self.plan.verdict_cpu(name), **loss)
+                    verdict_cpu=self.plan.verdict_cpu(name), verdict_rt_priority=VERDICT_RT_PRIORITY, **loss)
                 self._record["pids"].append([self._engines[name].pid,
                                              netns.process_start_time(self._engines[name].pid)])
                 os.sched_setaffinity(self._engines[name].pid, self.engine_cpus)
