@@ -115,3 +115,30 @@ def test_the_verdict_threads_counters_are_read_and_an_older_engine_reads_none():
     assert (s.verdict_cpu, s.verdict_batches, s.verdict_lag_max_ns, s.verdict_lag_hist) == (2, 40, 30_000, (0, 39, 1))
     old = _parse_stats("stats " + json.dumps(BASE))
     assert (old.verdict_cpu, old.verdict_batches, old.verdict_lag_hist) == (None, None, None)
+
+
+class _Started(Exception):
+    pass
+
+
+@pytest.mark.parametrize("verdict_cpu, priority, expected", [
+    (None, 10, []),                                                   # two-core: delayd as before
+    (2, 0, ["--verdict-cpu", "2"]),
+    (3, 10, ["--verdict-cpu", "3", "--verdict-rt-priority", "10"]),
+])
+def test_the_engine_asks_delayd_for_a_verdict_thread_only_with_a_verdict_cpu(monkeypatch, tmp_path,
+                                                                            verdict_cpu, priority, expected):
+    from tcpprofile.testbed import engine
+    seen = []
+
+    def popen(argv, **kw):
+        seen.append(argv)
+        raise _Started
+    monkeypatch.setattr(engine, "delayd_path", lambda: "delayd")
+    monkeypatch.setattr(engine.subprocess, "Popen", popen)
+    with pytest.raises(_Started):
+        engine.DelayEngine("ns", queue=0, delay_ns=1000, maxlen=4096, rcvbuf=1 << 20, log_path=tmp_path / "log",
+                           verdict_cpu=verdict_cpu, verdict_rt_priority=priority)
+    argv = seen[0]
+    got = [a for i, a in enumerate(argv) if a.startswith("--verdict") or (i and argv[i - 1].startswith("--verdict"))]
+    assert got == expected
