@@ -6,8 +6,8 @@ per packet: offloads off, MTU 9000, β = max(BDP, 4 MB), no loss) and, over exac
 delay engine's release lateness (delayd's period histogram: 99th and 99.9th percentile, upper bucket
 edges, so at most 25 % above the true value; the largest release), its stall episodes and their summed
 excess (delayd.c, "Stall episodes"), the four-core plan's verdict hand-off lag (99th percentile over the
-transfer; the largest since the engine started, its calibration included: "Verdict thread"), the last half's Gbit/s, and each CPU's busy share (/proc/stat). Printed per
-run, then per plan the median over runs and the ratio of the four-core plan's median to the two-core
+transfer; the largest since the engine started, its calibration included: "Verdict thread"), the last
+half's Gbit/s, and each CPU's busy share (/proc/stat). Printed per run, then per plan the median over runs and the ratio of the four-core plan's median to the two-core
 plan's, both measured in this process on this host.
 
 On fewer than 4 CPUs the four-core plan is folded onto the CPUs there are (testbed/cpuplan.py): its
@@ -109,7 +109,8 @@ def summary(rows: list[dict], plans: list[str]) -> None:
             lags = [(r[d]["lag_p99_us"], r[d]["lag_max_ms"]) for r in rows if r["plan"] == plan
                     and r[d]["lag_max_ms"] is not None]
             if lags:
-                print(f"{plan} {d[:3]} verdict hand-off: p99 median {statistics.median(a or 0 for a, _ in lags):.1f} us, "
+                p99 = statistics.median(a or 0 for a, _ in lags)
+                print(f"{plan} {d[:3]} verdict hand-off: p99 median {p99:.1f} us, "
                       f"largest {max(b for _, b in lags):.3f} ms over {len(lags)} runs")
 
 
