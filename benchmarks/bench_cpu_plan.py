@@ -7,8 +7,9 @@ delay engine's release lateness (delayd's period histogram: 99th and 99.9th perc
 edges, so at most 25 % above the true value; the largest release), its stall episodes and their summed
 excess (delayd.c, "Stall episodes"), the four-core plan's verdict hand-off lag (99th percentile over the
 transfer; the largest since the engine started, its calibration included: "Verdict thread"), the last
-half's Gbit/s, and each CPU's busy share (/proc/stat). Printed per run, then per plan the median over runs and the ratio of the four-core plan's median to the two-core
-plan's, both measured in this process on this host.
+half's Gbit/s, and each CPU's busy share (/proc/stat). Printed per run, then per plan the median over
+runs and the ratio of the four-core plan's median to the two-core plan's, both measured in this process
+on this host.
 
 On fewer than 4 CPUs the four-core plan is folded onto the CPUs there are (testbed/cpuplan.py): its
 numbers then say nothing of a >= 4-core host, and the benchmark says so. Not measured on a >= 4-core
