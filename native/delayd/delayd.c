@@ -414,6 +414,9 @@ static void *verdict_thread(void *unused)
 {
 	(void)unused;
 	for (;;) {
+		/* vr_stop before vr_head: the producer's last pushes come before its vr_stop, so once stopping
+		 * is seen the head read after it holds them, and nothing decided is left unsent. */
+		int stopping = __atomic_load_n(&vr_stop, __ATOMIC_SEQ_CST);
 		uint32_t seq = __atomic_load_n(&vr_seq, __ATOMIC_SEQ_CST);
 		uint64_t tail = vr_tail, head = __atomic_load_n(&vr_head, __ATOMIC_SEQ_CST);
 		if (tail != head) {
@@ -432,7 +435,7 @@ static void *verdict_thread(void *unused)
 			}
 			continue;
 		}
-		if (__atomic_load_n(&vr_stop, __ATOMIC_SEQ_CST))
+		if (stopping)
 			return NULL;                 /* stopped, and everything decided was sent */
 		/* Sleep unless a push came after the check above.  The producer stores vr_head, bumps vr_seq,
 		 * then reads vr_waiting; we store vr_waiting, then read vr_head (both sequentially
