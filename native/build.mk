@@ -7,4 +7,4 @@ BUILD_TARGETS += $(BUILD)/delayd
 
 $(BUILD)/delayd: native/delayd/delayd.c
 	@mkdir -p $(BUILD)
-	$(CC) $(DELAYD_CFLAGS) $(MNL_CFLAGS) -o $@ $< $(MNL_LIBS)
+	$(CC) $(DELAYD_CFLAGS) $(MNL_CFLAGS) -o $@ $< $(MNL_LIBS) -pthread

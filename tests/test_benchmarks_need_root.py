@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-NEED_ROOT = ["bench_cluster", "bench_link", "contention_pair", "bench_trace", "check_long_fat", "check_rtt_targets", "stall_dose",
+NEED_ROOT = ["bench_cluster", "bench_cpu_plan", "bench_link", "contention_pair", "bench_trace", "check_long_fat", "check_rtt_targets", "stall_dose",
              "westwood_trace"]
 ARGS = {"westwood_trace": ["record", "--rtt", "45.6ms", "--out", "trace.json.gz"]}   # its measuring subcommand
 

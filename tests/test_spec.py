@@ -113,6 +113,7 @@ CASES = [
     ("link.stall_inject", {"hold": "2s", "every": "1s"}, "link.stall_inject.hold"),
     ("link.stall_inject", {"hold": "10ms", "every": "2s", "direction": "sideways"}, "link.stall_inject.direction"),
     ("link.stall_inject", ["10ms"], "link.stall_inject"),
+    ("link.cpu_plan", "eight-core", "link.cpu_plan"),
     ("link.delay", "1ms", "link.delay"),
     ("remote.host", "x", "link"),                 # [link] and [remote] together
     ("transfer.variant", DELETE, "transfer.variant"),

@@ -48,8 +48,8 @@ def test_link_state_traffic_and_teardown():
         fwd = link.engine_stats()["forward"]
         assert fwd.rate_bps == pytest.approx(1e9) and fwd.buffer_bytes == 10**6
         assert link.engine_stats()["reverse"].rate_bps == 0
-        # RPS steers both devices' packets to the application CPUs (read back from the namespace's sysfs)
-        mask = sum(1 << c for c in link.app_cpus)
+        # RPS steers both devices' packets to the plan's RPS CPUs (read back from the namespace's sysfs)
+        mask = sum(1 << c for c in link.plan.rps)
         for role, dev in (("receiver", link.receiver_dev), ("sender", link.sender_dev)):
             got = link.run(role, ["cat", f"/sys/class/net/{dev}/queues/rx-0/rps_cpus"]).stdout.strip()
             assert int(got.replace(",", ""), 16) == mask
@@ -106,7 +106,7 @@ def test_engines_scheduling_read_back_from_the_kernel_matches_the_design():
         if len(os.sched_getaffinity(0)) > 1:
             assert not link.engine_cpus & link.app_cpus
         server = link.popen("receiver", ["iperf3", "-s", "-1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        assert os.sched_getaffinity(server.pid) == link.app_cpus
+        assert os.sched_getaffinity(server.pid) == link.plan.app_cpus_of("receiver")
         assert os.sched_getscheduler(server.pid) == os.SCHED_OTHER
         link.stop_process(server)
 

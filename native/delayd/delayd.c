@@ -115,11 +115,32 @@
  * shared page (--wire-publish FD in the forward engine, --wire-cover FD in the reverse one, the
  * same memfd); without either, nothing covers: the uncovered excess is the whole excess.
  *
+ * Verdict thread (--verdict-cpu CPU, issue 33 item 6; docs/testbed.md, "The four-core plan"): the
+ * packets a verdict releases continue through the receiving stack inside the verdict's sendto()
+ * (nfqnl_recv_verdict_batch -> nf_reinject, net/netfilter/nfnetlink_queue.c), so whoever issues the
+ * verdict pays for that TCP work.  With the option the main thread (timing: drain, wire model, release
+ * decisions) hands each batch verdict's last id through a single-producer/single-consumer ring to a
+ * thread pinned to CPU, which issues the verdicts in the order they were decided on the same netlink
+ * socket (the kernel checks the socket's portid, not the thread); the stack work then runs on CPU.
+ * No syscall per hand-off: the thread sleeps on a futex only when the ring is empty, and the producer
+ * wakes it only if it sleeps.  --verdict-rt-priority P runs the thread SCHED_FIFO P (the releases, and
+ * the stack work in them, then do not wait behind the applications on its CPU; it blocks whenever the
+ * ring is empty, so it never spins at that priority); without it the thread inherits the engine's policy.  Drops (the loss stage, drop-tail) stay in the main thread: a drop of id k
+ * is sent before any batch covering an id > k is decided, so the kernel never accepts a packet meant to
+ * be dropped (a batch accepts every queued id <= N).  Counted by the thread (cumulative): verdict_batches
+ * and the hand-off lag (decision to verdict sent): verdict_lag_sum_ns, verdict_lag_max_ns and
+ * verdict_lag_hist (late_bucket's buckets).  Releases are decided early by the running mean of that
+ * lag (handoff_ns; as the timer is aimed early by its usual lateness), kept apart for a consumer that
+ * slept at the push (a futex wake-up on another CPU: tens of us) and one awake, and their lateness is recorded
+ * at the expected send time (decision + mean lag): a release's true lateness differs from the recorded
+ * one by its batch's lag minus the mean, which verdict_lag_hist bounds.  Without the option delayd
+ * issues every verdict itself, exactly as before (handoff_ns is 0).
+ *
  * Interface:
  *   delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] [--granularity-ns G]
  *          [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES]
  *          [--rt-priority P] [--turns] [--stall-every-ns P --stall-hold-ns D] [--control-stdin]
- *          [--wire-publish FD | --wire-cover FD]
+ *          [--wire-publish FD | --wire-cover FD] [--verdict-cpu CPU [--verdict-rt-priority P]]
  *   stdout: "ready queue=Q ..." once bound; "stats {json}" on exit, on SIGUSR1 and on the stdin
  *   command "stats"; "period {json}" (the same counters, then the period's lateness extremes are
  *   reset) on the stdin command "period".  stdin commands (with --control-stdin): "delay NS",
@@ -134,10 +155,12 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <libmnl/libmnl.h>
+#include <linux/futex.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netfilter/nfnetlink_queue.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -147,6 +170,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -161,6 +185,7 @@
 #define STALL_LOG 32       /* stall log: the last this many stalls of the period */
 #define LATE_BUCKETS 100   /* lateness histogram: bucket of x = late_ns >> 8, 4 per octave (late_bucket) */
 #define EPISODE_NS 500000  /* stall episode: a batch's head later than 0.5 ms (fidelity.Thresholds.stall_ms) */
+#define VRING 65536        /* verdict ring: batch verdicts decided but not yet sent (a power of two) */
 
 struct held { uint32_t id; uint32_t len; uint64_t due; };
 
@@ -175,8 +200,10 @@ static struct {
 	double loss_rate;            /* uniform loss: probability per packet (0: not uniform) */
 	uint64_t stall_every_ns, stall_hold_ns;  /* stall injection: hold D every P (0: off) */
 	int wire_publish_fd, wire_cover_fd;      /* the shared page of "Uncovered excess" (-1: none) */
+	int verdict_cpu;                         /* --verdict-cpu: the verdict thread's CPU (-1: no thread) */
+	unsigned verdict_rt_priority;            /* --verdict-rt-priority: its SCHED_FIFO priority (0: inherit) */
 } opt = { .copy_range = 1, .maxlen = 1u << 16, .rcvbuf = 256 << 20, .granularity_ns = 40000,
-	  .mss = 1448, .wire_publish_fd = -1, .wire_cover_fd = -1 };
+	  .mss = 1448, .wire_publish_fd = -1, .wire_cover_fd = -1, .verdict_cpu = -1 };
 
 static struct {
 	uint64_t packets, bytes, released, max_held, enobufs, nl_errors, ring_full, wakeups;
@@ -360,6 +387,139 @@ static void note_late(int64_t late)
 	if (late < st.period_late_min_ns) st.period_late_min_ns = late;
 }
 
+/* Verdict thread (the header's "Verdict thread"): a single-producer (main thread) / single-consumer
+ * (verdict thread) ring of batch verdicts, in the order they were decided. */
+struct vslot { uint32_t last, asleep; uint64_t decided_ns; };  /* asleep: the consumer slept at the push */
+static struct vslot *vring;
+static uint64_t vr_head, vr_tail;    /* next slot to fill (producer) / to send (consumer) */
+static uint32_t vr_seq;              /* futex word: bumped after every push and at stop */
+static int vr_waiting, vr_stop;      /* the consumer sleeps on vr_seq / the producer is done */
+static uint64_t vr_full;             /* pushes that found the ring full (the producer waited) */
+static struct { uint64_t batches, lag_sum_ns, lag_max_ns, hist[LATE_BUCKETS]; } vst;  /* written by the consumer */
+static int64_t vlag_ewma_ns[2];      /* running mean of the hand-off lag, consumer awake / asleep at the
+				      * push (a futex wake-up takes longer): consumer writes, producer reads */
+static pthread_t vthread;
+
+static long futex(uint32_t *word, int op, uint32_t val)
+{
+	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);    /* futex(2) */
+}
+
+static void vst_add(uint64_t *counter, uint64_t n)      /* single writer, read by print_stats */
+{
+	__atomic_store_n(counter, *counter + n, __ATOMIC_RELAXED);
+}
+
+static void *verdict_thread(void *unused)
+{
+	(void)unused;
+	for (;;) {
+		/* vr_stop before vr_head: the producer's last pushes come before its vr_stop, so once stopping
+		 * is seen the head read after it holds them, and nothing decided is left unsent. */
+		int stopping = __atomic_load_n(&vr_stop, __ATOMIC_SEQ_CST);
+		uint32_t seq = __atomic_load_n(&vr_seq, __ATOMIC_SEQ_CST);
+		uint64_t tail = vr_tail, head = __atomic_load_n(&vr_head, __ATOMIC_SEQ_CST);
+		if (tail != head) {
+			for (; tail != head; tail++) {
+				struct vslot v = vring[tail % VRING];
+				uint64_t lag = now_ns() - v.decided_ns;              /* decision -> verdict sent */
+				verdict(NFQNL_MSG_VERDICT_BATCH, v.last, NF_ACCEPT);  /* the stack's work runs here */
+				vst_add(&vst.batches, 1);
+				vst_add(&vst.lag_sum_ns, lag);
+				vst_add(&vst.hist[late_bucket((int64_t)lag)], 1);
+				if (lag > vst.lag_max_ns)
+					__atomic_store_n(&vst.lag_max_ns, lag, __ATOMIC_RELAXED);
+				int64_t l = lag > LATE_COMP_MAX_NS ? LATE_COMP_MAX_NS : (int64_t)lag, *e = &vlag_ewma_ns[v.asleep];
+				__atomic_store_n(e, *e + ((l - *e) >> LATE_EWMA_SHIFT), __ATOMIC_RELAXED);
+				__atomic_store_n(&vr_tail, tail + 1, __ATOMIC_SEQ_CST);
+			}
+			continue;
+		}
+		if (stopping)
+			return NULL;                 /* stopped, and everything decided was sent */
+		/* Sleep unless a push came after the check above.  The producer stores vr_head, bumps vr_seq,
+		 * then reads vr_waiting; we store vr_waiting, then read vr_head (both sequentially
+		 * consistent): one of us sees the other.  A bump after `seq` was read fails the wait (EAGAIN). */
+		__atomic_store_n(&vr_waiting, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&vr_head, __ATOMIC_SEQ_CST) == tail && !__atomic_load_n(&vr_stop, __ATOMIC_SEQ_CST))
+			futex(&vr_seq, FUTEX_WAIT_PRIVATE, seq);
+		__atomic_store_n(&vr_waiting, 0, __ATOMIC_SEQ_CST);
+	}
+}
+
+static void vr_signal(void)
+{
+	__atomic_add_fetch(&vr_seq, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&vr_waiting, __ATOMIC_SEQ_CST))
+		futex(&vr_seq, FUTEX_WAKE_PRIVATE, 1);
+}
+
+static void push_verdict(uint32_t last)
+{
+	if (vr_head - __atomic_load_n(&vr_tail, __ATOMIC_SEQ_CST) == VRING) {
+		vr_full++;
+		while (vr_head - __atomic_load_n(&vr_tail, __ATOMIC_SEQ_CST) == VRING)
+			sched_yield();           /* the consumer is 65536 batches behind: wait for it */
+	}
+	vring[vr_head % VRING] = (struct vslot){ last, (uint32_t)__atomic_load_n(&vr_waiting, __ATOMIC_SEQ_CST), now_ns() };
+	__atomic_store_n(&vr_head, vr_head + 1, __ATOMIC_SEQ_CST);
+	vr_signal();
+}
+
+static void start_verdict_thread(void)
+{
+	vring = calloc(VRING, sizeof(*vring));
+	if (!vring)
+		die("calloc verdict ring");
+	pthread_attr_t attr;
+	cpu_set_t cpus;
+	CPU_ZERO(&cpus);
+	CPU_SET(opt.verdict_cpu, &cpus);
+	pthread_attr_init(&attr);      /* inherits our blocked signals, and our policy unless --verdict-rt-priority */
+	int err = pthread_attr_setaffinity_np(&attr, sizeof(cpus), &cpus);
+	if (!err && opt.verdict_rt_priority) {  /* the wire's releases should not wait behind the applications */
+		struct sched_param sp = { .sched_priority = (int)opt.verdict_rt_priority };
+		err = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		if (!err) err = pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+		if (!err) err = pthread_attr_setschedparam(&attr, &sp);
+	}
+	if (!err)
+		err = pthread_create(&vthread, &attr, verdict_thread, NULL);
+	pthread_attr_destroy(&attr);
+	if (err) {
+		errno = err;
+		die("verdict thread (--verdict-cpu)");
+	}
+}
+
+static void stop_verdict_thread(void)
+{
+	if (!vring)
+		return;
+	__atomic_store_n(&vr_stop, 1, __ATOMIC_SEQ_CST);
+	vr_signal();
+	pthread_join(vthread, NULL);       /* it sends everything still in the ring first */
+}
+
+/* The hand-off's usual lag (0 without a verdict thread): releases are decided that much early, like
+ * the timer's usual lateness, so that verdicts centre on their due times. */
+static uint64_t handoff_ns(void)
+{
+	if (!vring)
+		return 0;
+	int asleep = __atomic_load_n(&vr_waiting, __ATOMIC_SEQ_CST);   /* as the push will find it */
+	return (uint64_t)__atomic_load_n(&vlag_ewma_ns[asleep], __ATOMIC_RELAXED);
+}
+
+/* A batch verdict accepting every queued id <= last: sent here, or handed to the verdict thread. */
+static void release_verdict(uint32_t last)
+{
+	if (vring)
+		push_verdict(last);
+	else
+		verdict(NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT);
+}
+
 /* When the next timer wake-up is due (0: none, sleep on the socket): one granularity G after the last
  * wake-up while coalescing, else G/2 before the head's due time, so that the release at that wake-up
  * (everything due by now + G/2) takes the head. */
@@ -443,7 +603,7 @@ static void release_due(uint64_t now, uint64_t horizon, int all)
 		st.last_release_ns = now;
 		st.cover_wire_free_ns = cover_wire_free();
 	}
-	verdict(NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT);
+	release_verdict(last);
 	head = (head + n) % opt.maxlen;
 	count -= n;
 	st.released += n;
@@ -458,7 +618,8 @@ static void release_now(uint64_t now, uint64_t g)
 			count_hold(hold_end(now));
 		return;
 	}
-	release_due(now, now + g / 2, 0);
+	uint64_t sent = now + handoff_ns();     /* when the verdict is expected to be sent */
+	release_due(sent, sent + g / 2, 0);
 }
 
 /* The release rule: when a packet of `len` IP bytes that arrived at `arrived` [ns] is due to leave,
@@ -633,7 +794,9 @@ static void print_stats(const char *label)
 	       ", \"loss_on\": %d, \"loss_seed\": %" PRIu64 ", \"loss_seen\": %" PRIu64
 	       ", \"loss_dropped\": %" PRIu64 ", \"stall_every_ns\": %" PRIu64 ", \"stall_hold_ns\": %" PRIu64
 	       ", \"stall_holds\": %" PRIu64 ", \"late_episodes\": %" PRIu64 ", \"late_excess_ns\": %" PRIu64
-	       ", \"late_uncovered_ns\": %" PRIu64 ", \"wire_shared\": %d"
+	       ", \"late_uncovered_ns\": %" PRIu64 ", \"wire_shared\": %d, \"verdict_cpu\": %d"
+	       ", \"verdict_batches\": %" PRIu64 ", \"verdict_lag_sum_ns\": %" PRIu64
+	       ", \"verdict_lag_max_ns\": %" PRIu64 ", \"verdict_ring_full\": %" PRIu64
 	       ", \"cpu_user_s\": %.6f, \"cpu_sys_s\": %.6f, \"mono_ns\": %" PRIu64 ", \"period_late_hist\": [",
 	       label, opt.queue, opt.delay_ns, st.packets, st.bytes, st.released, count, st.max_held, qtotal,
 	       qdrop, qudrop, st.enobufs, st.nl_errors, st.ring_full, st.late_sum_ns,
@@ -644,11 +807,16 @@ static void print_stats(const char *label)
 	       st.bottleneck_drops, st.bottleneck_bytes, st.overlimits, st.kernel_stamped, st.wire_bytes,
 	       wire_free_ns > now ? wire_free_ns - now : 0, loss_on, loss_seed, st.loss_seen, st.loss_dropped,
 	       opt.stall_every_ns, opt.stall_hold_ns, st.stall_holds, st.late_episodes, st.late_excess_ns,
-	       st.late_uncovered_ns, opt.rate_bps > 0 || shared_wire_free ? 1 : 0,
+	       st.late_uncovered_ns, opt.rate_bps > 0 || shared_wire_free ? 1 : 0, opt.verdict_cpu,
+	       __atomic_load_n(&vst.batches, __ATOMIC_RELAXED), __atomic_load_n(&vst.lag_sum_ns, __ATOMIC_RELAXED),
+	       __atomic_load_n(&vst.lag_max_ns, __ATOMIC_RELAXED), vr_full,
 	       ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
 	       ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, now);
 	for (int i = 0; i < LATE_BUCKETS; i++)
 		printf(i ? ", %" PRIu64 : "%" PRIu64, st.period_late_hist[i]);
+	printf("], \"verdict_lag_hist\": [");
+	for (int i = 0; i < LATE_BUCKETS; i++)
+		printf(i ? ", %" PRIu64 : "%" PRIu64, __atomic_load_n(&vst.hist[i], __ATOMIC_RELAXED));
 	printf("], \"period_stalls\": %" PRIu64 ", \"period_stall_log\": [", st.stalls);
 	uint64_t first = st.stalls > STALL_LOG ? st.stalls - STALL_LOG : 0;
 	for (uint64_t i = first; i < st.stalls; i++) {
@@ -721,7 +889,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: delayd --queue Q --delay-ns D [--rate-bps C --buffer-bytes B --mss M] "
 			"[--granularity-ns G] [--loss-every N | --loss-rate P] [--maxlen M] [--copy-range B] [--rcvbuf BYTES] [--rt-priority P] [--turns] "
-			"[--stall-every-ns P --stall-hold-ns D] [--control-stdin] [--wire-publish FD | --wire-cover FD]\n");
+			"[--stall-every-ns P --stall-hold-ns D] [--control-stdin] [--wire-publish FD | --wire-cover FD] "
+			"[--verdict-cpu CPU [--verdict-rt-priority P]]\n");
 	exit(2);
 }
 
@@ -737,6 +906,7 @@ static void parse_args(int argc, char **argv)
 		{ "loss-rate", required_argument, 0, 'P' }, { "turns", no_argument, 0, 't' },
 		{ "stall-every-ns", required_argument, 0, 'E' }, { "stall-hold-ns", required_argument, 0, 'H' },
 		{ "wire-publish", required_argument, 0, 'W' }, { "wire-cover", required_argument, 0, 'C' },
+		{ "verdict-cpu", required_argument, 0, 'V' }, { "verdict-rt-priority", required_argument, 0, 'T' },
 		{ 0 } };
 	int c, have_queue = 0, have_delay = 0;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -759,6 +929,15 @@ static void parse_args(int argc, char **argv)
 		case 'H': opt.stall_hold_ns = strtoull(optarg, NULL, 10); break;
 		case 'W': opt.wire_publish_fd = (int)strtol(optarg, NULL, 10); break;
 		case 'C': opt.wire_cover_fd = (int)strtol(optarg, NULL, 10); break;
+		case 'V': {
+			char *end;
+			long cpu = strtol(optarg, &end, 10);
+			if (*end || end == optarg || cpu < 0 || cpu >= CPU_SETSIZE)
+				usage();
+			opt.verdict_cpu = (int)cpu;
+			break;
+		}
+		case 'T': opt.verdict_rt_priority = strtoul(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}
@@ -768,7 +947,8 @@ static void parse_args(int argc, char **argv)
 	    || ((opt.stall_every_ns || opt.stall_hold_ns)
 		&& !(opt.stall_hold_ns > 0 && opt.stall_hold_ns < opt.stall_every_ns))
 	    || (opt.wire_publish_fd >= 0 && (opt.wire_cover_fd >= 0 || opt.rate_bps <= 0))
-	    || (opt.wire_cover_fd >= 0 && opt.rate_bps > 0))
+	    || (opt.wire_cover_fd >= 0 && opt.rate_bps > 0)
+	    || (opt.verdict_rt_priority && (opt.verdict_cpu < 0 || opt.verdict_rt_priority > 99)))
 		usage();
 }
 
@@ -820,6 +1000,8 @@ int main(int argc, char **argv)
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &opt.rcvbuf, sizeof(opt.rcvbuf)) < 0)
 		die("SO_RCVBUFFORCE");
 	bind_queue();
+	if (opt.verdict_cpu >= 0)               /* after our signals were blocked: the thread inherits that */
+		start_verdict_thread();
 	/* Ask the kernel to timestamp received packets (a global switch, on while any socket asks):
 	 * NFQUEUE then passes each packet's queueing time (NFQA_TIMESTAMP, 1 us resolution), so arrival
 	 * times do not depend on when we wake up. */
@@ -836,8 +1018,8 @@ int main(int argc, char **argv)
 	}
 
 	printf("ready queue=%u delay_ns=%" PRIu64 " maxlen=%u rate_bps=%.0f buffer_bytes=%" PRIu64
-	       " stall_every_ns=%" PRIu64 " stall_hold_ns=%" PRIu64 " pid=%d\n", opt.queue, opt.delay_ns, opt.maxlen,
-	       opt.rate_bps, opt.buffer_bytes, opt.stall_every_ns, opt.stall_hold_ns, getpid());
+	       " stall_every_ns=%" PRIu64 " stall_hold_ns=%" PRIu64 " verdict_cpu=%d pid=%d\n", opt.queue, opt.delay_ns,
+	       opt.maxlen, opt.rate_bps, opt.buffer_bytes, opt.stall_every_ns, opt.stall_hold_ns, opt.verdict_cpu, getpid());
 	fflush(stdout);
 
 	/* Wake-ups.  Quiet (the last wake-up found nothing new): sleep on the netlink socket and on the
@@ -866,6 +1048,8 @@ int main(int argc, char **argv)
 			uint64_t early = (uint64_t)st.wake_late_ewma_ns;
 			if (opt.turns && coalescing && early > g / 2)
 				early = g / 2;
+			if (!coalescing)
+				early += handoff_ns();     /* the head's verdict is sent one hand-off after we wake */
 			uint64_t aim = target > early ? target - early : 0, now = now_ns();
 			uint64_t wait = aim > now ? aim - now : 0;
 			ahead = target > now;
@@ -912,6 +1096,7 @@ int main(int argc, char **argv)
 	/* Let go of everything still held (and anything that arrived meanwhile), then unbind. */
 	drain(fd, msgs, 0);
 	release_due(0, 0, 1);
+	stop_verdict_thread();                  /* every decided verdict is sent before the unbind */
 	unbind_queue();
 	print_stats("stats");
 	mnl_socket_close(nl);

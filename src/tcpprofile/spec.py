@@ -18,6 +18,7 @@ from pathlib import Path
 from . import units
 from .cc.registry import canonical
 from .errors import ValidationError
+from .testbed import cpuplan
 from .testbed.config import LOSS_MODES
 from .testbed.inject import StallInject
 
@@ -37,7 +38,7 @@ KBDP = re.compile(r"(?:([0-9]*\.?[0-9]+)\s*[xX]\s*)?BDP")
 _KEYS = {
     "campaign": {"name", "seed", "order", "repetitions", "trace_cwnd", "retries", "rerun_flagged",
                  "precision", "min_repetitions", "max_repetitions", "confidence"},
-    "link": {"rate", "rtt", "buffer", "loss", "mtu", "stall_inject"},
+    "link": {"rate", "rtt", "buffer", "loss", "mtu", "stall_inject", "cpu_plan"},
     "remote": {"host", "port", "rate"},
     "transfer": {"variant", "streams", "socket_buffer", "size", "duration", "reverse", "zerocopy"},
 }
@@ -66,13 +67,17 @@ class LinkPoint:
     host: str | None = None
     port: int | None = None
     stall_inject: StallInject | None = None   # fault injection (issue 33, testbed/inject.py); None: off
+    cpu_plan: str = "auto"                    # testbed/cpuplan.py PLANS; "auto": by the host's CPUs
 
     def identity(self) -> dict:
-        """The link's fields as the campaign's and its runs' ids hash them: stall_inject only when set,
-        so that every campaign without it keeps the ids it had before the field existed."""
+        """The link's fields as the campaign's and its runs' ids hash them: stall_inject only when set and
+        cpu_plan only when forced, so that every campaign without them keeps the ids it had before the
+        fields existed."""
         d = asdict(self)
         if self.stall_inject is None:
             del d["stall_inject"]
+        if self.cpu_plan == "auto":
+            del d["cpu_plan"]
         return d
 
     def key(self) -> str:
@@ -83,8 +88,9 @@ class LinkPoint:
             return f"remote {self.host}:{self.port}"
         rate = f"{self.rate_bps / 1e9:g}Gbit" if self.rate_bps >= 1e9 else f"{self.rate_bps / 1e6:g}Mbit"
         stall = f" stalls={self.stall_inject.describe()}" if self.stall_inject else ""
+        plan = f" cpu_plan={self.cpu_plan}" if self.cpu_plan != "auto" else ""
         return (f"{rate} rtt={self.rtt_s * 1e3:g}ms buf={self.buffer_label} "
-                f"loss={self.loss.label()} mtu={self.mtu}{stall}")
+                f"loss={self.loss.label()} mtu={self.mtu}{stall}{plan}")
 
 
 @dataclass(frozen=True)
@@ -342,6 +348,7 @@ def _links(t: dict) -> tuple[LinkPoint, ...]:
                           ("link.loss", losses), ("link.mtu", mtus)):
         _no_duplicates(fname, values)
     stall = StallInject.checked(t.get("stall_inject"), "link.stall_inject")   # one for every link point
+    plan = cpuplan.checked(t.get("cpu_plan", "auto"), "link.cpu_plan")        # likewise
     points = []
     for rate in rates:
         for rtt in rtts:
@@ -350,7 +357,7 @@ def _links(t: dict) -> tuple[LinkPoint, ...]:
                 for loss in losses:
                     for mtu in mtus:
                         points.append(LinkPoint("emulated", rate, rtt, size, label, loss, mtu,
-                                                stall_inject=stall))
+                                                stall_inject=stall, cpu_plan=plan))
     return tuple(points)
 
 

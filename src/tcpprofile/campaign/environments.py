@@ -53,9 +53,10 @@ def emulated(point: LinkPoint) -> Iterator[Environment]:
             "mtu": point.mtu, "rtt_measured_ms": cal.rtt_measured_ms, "rtt_measured_mdev_ms": cal.rtt_mdev_ms,
             "rate_measured_bps": cal.rate_measured_bps, "goodput_ceiling_bps": cal.goodput_ceiling_bps,
             "calibration_ok": cal.ok, "flags": ",".join(cal.flags) or None,
-            "calibration_json": dumps({**cal.to_dict(), "testbed_tag": tag}),
+            "calibration_json": dumps({**cal.to_dict(), "testbed_tag": tag, "cpu_plan": link.plan.describe()}),
             "loss_calibrated_off": point.loss.mode != "none" or None,
             "stall_inject": point.stall_inject.describe() if point.stall_inject else None,
+            "cpu_plan": link.plan.name,          # the plan used ("auto" resolved: testbed/cpuplan.py)
         }
         sysctls = {role: iperf.read_sysctls(link, role) for role in ("sender", "receiver")}
         yield Environment(link, link.receiver_addr, 5301 + int(tag[1:], 16) % 20000, True, row,
@@ -89,7 +90,7 @@ def link_config(point: LinkPoint):
     try:
         return LinkConfig.checked(rate_bps=point.rate_bps, rtt_s=point.rtt_s, buffer_bytes=point.buffer_bytes,
                                   loss_mode=point.loss.mode, loss_rate=point.loss.rate, mtu=point.mtu,
-                                  stall_inject=point.stall_inject)
+                                  stall_inject=point.stall_inject, cpu_plan=point.cpu_plan)
     except ValidationError as err:
         raise ValidationError("link", f"{point.describe()}: the testbed rejects it: {err}") from err
 

@@ -30,7 +30,7 @@ from .. import interrupts
 from ..errors import TcpProfileError
 from .checks import NON_NEGATIVE, check_columns
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 TABLES = ("campaigns", "links", "runs", "intervals", "cwnd", "stops")
 
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from .. import units
 from ..errors import ValidationError
 from ..framing import ETH_HEADER, ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
+from . import cpuplan
 from .inject import StallInject
 
 RATE_MIN_BPS = 1e6
@@ -54,10 +55,11 @@ class LinkConfig:
     mtu: int = 1500
     offloads: str = "auto"
     stall_inject: StallInject | None = None   # fault injection (issue 33, inject.py); None: off
+    cpu_plan: str = "auto"                    # cpuplan.PLANS: "auto" (four-core on >= 4 CPUs), or forced
 
     @classmethod
     def checked(cls, *, rate_bps, rtt_s, buffer_bytes, loss_mode="none", loss_rate=0.0, mtu=1500,
-                offloads="auto", stall_inject=None) -> "LinkConfig":
+                offloads="auto", stall_inject=None, cpu_plan="auto") -> "LinkConfig":
         """Build from SI numbers (the field names say the unit) or strings with units ("10Gbit", "45.6ms",
         "50MB"; a string without one is refused: units.py); stall_inject a table {hold = "10ms",
         every = "2s", direction = "forward"} or None; raises ValidationError naming the field."""
@@ -65,7 +67,8 @@ class LinkConfig:
                    rtt_s=_si(units.seconds, "rtt_s", rtt_s),
                    buffer_bytes=_si(units.size_bytes, "buffer_bytes", buffer_bytes),
                    loss_mode=loss_mode, loss_rate=_number("loss_rate", loss_rate),
-                   mtu=mtu, offloads=offloads, stall_inject=StallInject.checked(stall_inject))
+                   mtu=mtu, offloads=offloads, stall_inject=StallInject.checked(stall_inject),
+                   cpu_plan=cpu_plan)
 
     def __post_init__(self):
         _check_range("rate_bps", self.rate_bps, RATE_MIN_BPS, RATE_MAX_BPS, "bit/s")
@@ -88,6 +91,7 @@ class LinkConfig:
         if self.stall_inject is not None and not isinstance(self.stall_inject, StallInject):
             raise ValidationError("stall_inject", "must be None or a StallInject (LinkConfig.checked takes a "
                                   f"table {{hold, every, direction}}), got {self.stall_inject!r}")
+        cpuplan.checked(self.cpu_plan)
         self._check_capacity()
 
     def _check_loss(self):

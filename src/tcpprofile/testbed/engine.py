@@ -89,6 +89,13 @@ class EngineStats:
     late_excess_ns: int | None = None     # their summed excess [ns]: how long the wire delivered nothing it should have
     late_uncovered_ns: int | None = None  # the part of it the bottleneck's queue did not cover ("Uncovered excess")
     wire_shared: int | None = None        # 1: the engine read the forward wire's backlog (own or shared page)
+    # Issue 33 item 6 (delayd.c, "Verdict thread"); None from an engine built before it.
+    verdict_cpu: int | None = None        # the verdict thread's CPU (-1: none, the engine issues its verdicts)
+    verdict_batches: int | None = None    # batch verdicts the thread sent (cumulative)
+    verdict_lag_sum_ns: int | None = None  # their hand-off lag summed [ns]: decision to verdict sent …
+    verdict_lag_max_ns: int | None = None  #   … and its largest [ns]
+    verdict_ring_full: int | None = None  # hand-offs that found the ring full (the timing thread waited)
+    verdict_lag_hist: tuple[int, ...] | None = None   # the lag in late_bucket's buckets (cumulative)
 
     @property
     def lost(self) -> int:
@@ -142,10 +149,13 @@ class DelayEngine:
     def __init__(self, ns: str, *, queue: int, delay_ns: int, maxlen: int, rcvbuf: int, log_path,
                  rt_priority: int = 0, rate_bps: float = 0.0, buffer_bytes: int = 0, mss: int = 1448,
                  loss_every: int = 0, loss_rate: float = 0.0, turns: bool = False,
-                 wire_publish_fd: int | None = None, wire_cover_fd: int | None = None):
+                 wire_publish_fd: int | None = None, wire_cover_fd: int | None = None,
+                 verdict_cpu: int | None = None, verdict_rt_priority: int = 0):
         """wire_publish_fd / wire_cover_fd: a memfd the forward engine (rate model) writes its wire's
         state into and the reverse engine reads, for the uncovered stall excess (delayd.c, "Uncovered
-        excess"); passed to the child under the same number."""
+        excess"); passed to the child under the same number. verdict_cpu: a thread pinned there issues
+        the verdicts (delayd --verdict-cpu, "Verdict thread"), SCHED_FIFO verdict_rt_priority if not 0
+        (else the engine's policy); None: the engine issues them itself."""
         self.ns, self.queue = ns, queue
         self._lock = threading.Lock()
         self._buf = b""
@@ -158,6 +168,10 @@ class DelayEngine:
             argv += ["--rt-priority", str(rt_priority)]
         if turns:                           # share the CPU with an equal-priority FIFO engine (delayd.c)
             argv += ["--turns"]
+        if verdict_cpu is not None:         # the four-core plan (testbed/cpuplan.py)
+            argv += ["--verdict-cpu", str(int(verdict_cpu))]
+            if verdict_rt_priority:
+                argv += ["--verdict-rt-priority", str(int(verdict_rt_priority))]
         if loss_every:                      # the loss stage, off until set_loss(True)
             argv += ["--loss-every", str(int(loss_every))]
         elif loss_rate:
@@ -262,4 +276,6 @@ def _parse_stats(line: str) -> EngineStats:
     fields = json.loads(line.split(" ", 1)[1])
     fields["period_late_hist"] = tuple(fields["period_late_hist"])
     fields["period_stall_log"] = tuple(tuple(e) for e in fields["period_stall_log"])
+    if "verdict_lag_hist" in fields:
+        fields["verdict_lag_hist"] = tuple(fields["verdict_lag_hist"])
     return EngineStats(**fields)

@@ -12,8 +12,10 @@ sender's raw PREROUTING hands them to its own delayd for tau/2. Holding packets 
 namespace keeps them off the sending socket's account (TCP small queues, see delayd.c). There is no
 router namespace, second veth hop or qdisc: per packet (offloads off, MTU 9000, 45.6 ms) the three-
 namespace design with tbf held 6.9 Gbit/s because the extra hop and forwarding cost the CPU the engines
-need (docs/testbed.md has the budget). CPUs (cpu_plan): both engines share one CPU, the applications
-(iperf3, ping) and RPS-steered packet processing use the others; the reverse (ACK) engine runs
+need (docs/testbed.md has the budget). CPUs (cpu_plan, testbed/cpuplan.py): on fewer than 4 CPUs both
+engines share one CPU, the applications (iperf3, ping) and RPS-steered packet processing use the
+others; on 4 or more the engines' timing has a core, each direction's verdicts run on the core of
+the iperf3 end they feed, and RPS has the rest (LinkConfig.cpu_plan forces either). The reverse (ACK) engine runs
 SCHED_FIFO, the forward engine at normal priority (ENGINE_POLICY; issue 21: the engines' core is
 saturated at 10 Gbit/s per packet, and no policy of two engines on it keeps releases within 0.5 ms:
 see docs/testbed.md, "Why releases stalled").
@@ -43,9 +45,10 @@ from pathlib import Path
 from ..errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from .. import interrupts
 from ..paths import PREFIX
-from . import netns, state
+from . import cpuplan, netns, state
 from .calibrate import Calibration, calibrate, wait_until
 from .config import LinkConfig
+from .cpuplan import CpuPlan
 from .engine import DelayEngine, EngineStats, delayd_path
 from .inject import StallInject, engine_ns
 
@@ -63,6 +66,10 @@ ENGINE_RT_PRIORITY = 10        # SCHED_FIFO for the reverse (ACK) engine: it mus
 # ~50 ms; in the acceptance campaign at 183 ms its largest releases (median 51 ms) were no better than
 # this design's (median 43 ms) and 3 of 10 runs were application-limited below 9.5 Gbit/s (this: none).
 ENGINE_POLICY = {"forward": ("SCHED_OTHER", 0), "reverse": ("SCHED_FIFO", ENGINE_RT_PRIORITY)}
+# The four-core plan's verdict threads (delayd --verdict-rt-priority): SCHED_FIFO in both directions, so
+# that a release does not wait behind the iperf3 end on its core; each blocks when it has nothing to send,
+# and the two never share a core on >= 4 CPUs (measured on 2 cores, folded: docs/testbed.md, "CPU plan").
+VERDICT_RT_PRIORITY = ENGINE_RT_PRIORITY
 
 
 def engines_take_turns(policy: dict | None = None) -> bool:
@@ -71,17 +78,18 @@ def engines_take_turns(policy: dict | None = None) -> bool:
     (pf, rf), (pr, rr) = (policy or ENGINE_POLICY)["forward"], (policy or ENGINE_POLICY)["reverse"]
     return pf == pr == "SCHED_FIFO" and rf == rr
 TCP_BUFFER_MAX = 2147483647    # tcp_rmem/tcp_wmem max: autotuning as large as the kernel allows
-def cpu_plan() -> tuple[set[int], set[int]]:
-    """(CPUs for both delay engines, CPUs for everything the link runs: iperf3, ping). Measured per
-    packet at 10 Gbit/s, MTU 9000, 45.6 ms on 2 cores: both engines on one core and the applications
-    on the other held 9.8 Gbit/s; engines on different cores 5.1-8.9, unpinned 6.9-7.5. Packets an
-    engine releases are processed by the receiving stack inside its call and the stack's reply (ACK or
-    new data) is queued to the other engine on the same CPU: with both engines there, no packet crosses
-    cores inside the link. One CPU: nothing pinned."""
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) < 2:
-        return set(cpus), set(cpus)
-    return {cpus[-1]}, set(cpus[:-1])
+def cpu_plan(choice: str = "auto", cpus=None) -> CpuPlan:
+    """The CPU plan (testbed/cpuplan.py) for `choice` over `cpus` (default: the CPUs this process may
+    use): "auto" takes the four-core plan on >= 4 CPUs (timing, a verdict core per direction beside its
+    iperf3 end, RPS), else the two-core plan. Two-core, measured per packet at 10 Gbit/s, MTU 9000,
+    45.6 ms on 2 cores: both engines on one core and the applications on the other held 9.8 Gbit/s;
+    engines on different cores 5.1-8.9, unpinned 6.9-7.5. Packets an engine releases are processed by
+    the receiving stack inside its verdict call and the stack's reply (ACK or new data) is queued to
+    the other engine: in the two-core plan both engines and their verdicts share a CPU, so no packet
+    crosses cores inside the link; in the four-core plan the verdicts (and that stack work) move to
+    the cores of the applications they feed. The four-core plan's timing is not measured on a >= 4-core
+    host yet (benchmarks/bench_cpu_plan.py)."""
+    return cpuplan.choose(choice, os.sched_getaffinity(0) if cpus is None else cpus)
 
 
 REQUIRED_TOOLS = ("ip", "iptables", "iptables-save", "ethtool", "ping", "iperf3", "sysctl", "ss", "chrt")
@@ -109,7 +117,8 @@ class EmulatedLink:
         self.sender_dev, self.receiver_dev = f"{PREFIX}{tag}sr", f"{PREFIX}{tag}cr"
         self.loss_active = False
         self.stall_inject: StallInject | None = None   # the holds the engines inject now (set after calibration)
-        self.engine_cpus, self.app_cpus = cpu_plan()
+        self.plan = cpu_plan(config.cpu_plan)
+        self.engine_cpus, self.app_cpus = self.plan.engine_cpus, self.plan.app_cpus
         self.calibration: Calibration | None = None
         self.final_engine_stats: dict[str, EngineStats] = {}
         self._engines: dict[str, DelayEngine] = {}
@@ -209,12 +218,13 @@ class EmulatedLink:
                 netns.sh(netns.in_ns(ns, [sys.executable, "-m", "tcpprofile.testbed.rtnl", size, dev]))
 
         # RPS: every packet arriving on either veth is processed (up to the NFQUEUE hand-off) on the
-        # application CPUs, never on the engines' CPU (cpu_plan). Without it packets sent from two CPUs
+        # plan's RPS CPUs (two-core: the application CPUs; four-core: core D), never on the engines'
+        # timing CPU (cpu_plan). Without it packets sent from two CPUs
         # (the application's send and the stack's reaction to a released ACK) enter the link through
         # two per-CPU backlogs and reach the engine out of order: TCP saw reordering (reord_seen ~400
         # per 16 s) and held 6.5-9.8 Gbit/s per packet; steered to the engines' CPU 7.6; to the
         # application CPU 9.3-9.9 with no reordering (45.6 ms, MTU 9000, offloads off).
-        mask = format(sum(1 << c for c in self.app_cpus), "x")
+        mask = format(sum(1 << c for c in self.plan.rps), "x")
         for role, dev in (("receiver", self.receiver_dev), ("sender", self.sender_dev)):
             netns.sh(netns.in_ns(self._ns(role), [sys.executable, "-m", "tcpprofile.testbed.rps", dev, mask]))
         # No --queue-bypass: if an engine is missing, packets are dropped rather than passed undelayed.
@@ -237,7 +247,8 @@ class EmulatedLink:
                     turns=engines_take_turns(), log_path=log_dir / f"{self.tag}-{name}.log",
                     rate_bps=cfg.rate_bps if bottleneck else 0.0, buffer_bytes=cfg.buffer_bytes,
                     mss=cfg.mss_bytes, wire_publish_fd=wire if bottleneck and cfg.rate_bps else None,
-                    wire_cover_fd=wire if cfg.rate_bps and not bottleneck else None, **loss)
+                    wire_cover_fd=wire if cfg.rate_bps and not bottleneck else None,
+                    verdict_cpu=self.plan.verdict_cpu(name), verdict_rt_priority=VERDICT_RT_PRIORITY, **loss)
                 self._record["pids"].append([self._engines[name].pid,
                                              netns.process_start_time(self._engines[name].pid)])
                 os.sched_setaffinity(self._engines[name].pid, self.engine_cpus)
@@ -299,7 +310,7 @@ class EmulatedLink:
                 self._record["pids"] = [p for p in self._record["pids"] if netns.process_alive(*p)]
                 state.write_owner(self.tag, self._record)
         try:
-            os.sched_setaffinity(proc.pid, self.app_cpus)     # off the engines' CPU (cpu_plan)
+            os.sched_setaffinity(proc.pid, self.plan.app_cpus_of(ns_role))   # off the timing CPU (cpu_plan)
         except ProcessLookupError:
             pass
         return proc
