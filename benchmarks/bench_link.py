@@ -12,7 +12,7 @@ Issue 21: --loss periodic:N | uniform:P puts the engine's loss stage in place (p
 issue's runs use periodic:100000000, so that the link runs as every lossy study does), --streams 1,4,8
 runs each configuration with n parallel streams, --buffer bdp sets beta = BDP (default max(BDP, 4 MB)).
 Each run prints the release lateness per direction: mean, 99th and 99.9th percentile (upper edges of
-delayd's histogram buckets) and maximum, and what limited the sender (fidelity.limited_by from the
+delayd's histogram buckets) and maximum, and what limited the sender (fidelity.connections.limited_by from the
 tcp_info chrono counters busy / rwnd_limited / sndbuf_limited and app_limited, sampled every second).
 The engines' lateness periods are collected every second (a period's stall log keeps its last 32);
 --probe samples the kernel's counters every 10 ms (stall_probe.py) and explains each engine's longest
@@ -37,8 +37,10 @@ import sys
 import tempfile
 import time
 
-from tcpprofile import ping
-from tcpprofile.fidelity import THRESHOLDS, HostSampler, limited_by, parse_ss, sender_limits
+from tcpprofile.measure import ping
+from tcpprofile.measure.fidelity.connections import limited_by, parse_ss, sender_limits
+from tcpprofile.measure.fidelity.host import HostSampler
+from tcpprofile.measure.fidelity.thresholds import THRESHOLDS
 from tcpprofile.testbed import EmulatedLink, LinkConfig, netns
 from tcpprofile.testbed.engine import late_quantile_ns
 from tcpprofile.testbed.netns import process_cpu_seconds

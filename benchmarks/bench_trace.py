@@ -14,7 +14,7 @@ import subprocess
 import sys
 
 from tcpprofile.testbed import EmulatedLink, LinkConfig
-from tcpprofile.trace import CwndTracer
+from tcpprofile.measure.trace import CwndTracer
 
 PAIRS = 3
 SECONDS = 6

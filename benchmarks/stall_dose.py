@@ -18,7 +18,7 @@ stall time, the part of it the bottleneck's queue did not cover (delayd.c "Uncov
 stall_effect_bound (amplification 1, from the uncovered excess). Then, per rate and mode, the run-to-run
 resolution (CoV of Θ without injection) and the amplification: ΔΘ against the bound, fitted through
 the origin over the injected runs (−(Θ/Θ̄₀ − 1) = a · bound): the value for
-fidelity.Thresholds.stall_amplification. A cell whose interval holds 0, or whose |ΔΘ| is below the
+fidelity.thresholds.Thresholds.stall_amplification. A cell whose interval holds 0, or whose |ΔΘ| is below the
 resolution, is marked "within resolution".
 
 Needs root: without it (or the testbed's tools) it exits 2, having measured nothing. Run it alone on

@@ -23,7 +23,7 @@ import time
 from tcpprofile import cc, units
 from tcpprofile.cc.westwood_check import Trace, exit_brackets, recovery_exits, replay
 from tcpprofile.testbed import EmulatedLink, LinkConfig
-from tcpprofile.trace import CwndTracer, sender_streams, stream_series
+from tcpprofile.measure.trace import CwndTracer, sender_streams, stream_series
 
 PORT = 5297
 HZ = 250          # CONFIG_HZ of the project's kernel (bpf/tp_common.h reads it at load time)

@@ -6,7 +6,7 @@ engine), how many runs exceeded the issue's threshold max(0.5 ms, 1 % tau), the 
 limiting factor stored. Then the issue's two criteria over all runs done: last half >= 9.5 Gbit/s at
 11.8-183 ms and >= 9.3 at 366 ms unless flagged host_limited; largest lateness within the threshold in
 >= 99 of 100 runs, every run beyond it marked: engine_stall, or engine_stall_minor where the stall's
-bound on Θ stays within the instrument's resolution (fidelity.stall_flag, issue 33).
+bound on Θ stays within the instrument's resolution (fidelity.verdicts.stall_flag, issue 33).
 
 Usage: python benchmarks/wire_acceptance_summary.py DB [--campaign wire-acceptance]
 """

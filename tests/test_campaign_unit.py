@@ -99,7 +99,7 @@ def test_runs_in_schedule_order_with_deterministic_ids(store):
 
 
 def spec_intervals():
-    from tcpprofile import iperf
+    from tcpprofile.measure import iperf
     import json
     return iperf.parse(json.loads((DATA / "one_stream.json").read_text())).intervals
 

@@ -26,7 +26,7 @@ from vm_timing import MEASURED_AGAIN
 from tcpprofile import cc
 from tcpprofile.cc import bpf, registry
 from tcpprofile.testbed import EmulatedLink, LinkConfig
-from tcpprofile.trace import CwndTracer, sender_streams, ssthresh_changes, stream_series
+from tcpprofile.measure.trace import CwndTracer, sender_streams, ssthresh_changes, stream_series
 
 pytestmark = pytest.mark.privileged
 

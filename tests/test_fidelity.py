@@ -1,4 +1,4 @@
-"""Per-run fidelity (tcpprofile.fidelity): the verdicts against their definitions, tcp_info parsing,
+"""Per-run fidelity (tcpprofile.measure.fidelity): the verdicts against their definitions, tcp_info parsing,
 and the host sampler telling foreign CPU use from our own (real processes, read back from /proc)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tcpprofile import fidelity as F
+from tcpprofile.measure.fidelity import connections, host, monitors, thresholds, verdicts
 
 SS_OUTPUT = (  # `ss -tinH state established dport = :5301` with a control and a data connection
     "0 0 10.77.1.1:40000 10.77.1.2:5301\n"
@@ -32,10 +32,10 @@ class FakeHost:
 
 def test_min_rtt_reads_data_connections_only():
     host = FakeHost(SS_OUTPUT)
-    assert F.min_rtt_ms(host, "sender", 5301) == pytest.approx(45.597)      # the control connection is left out
+    assert connections.min_rtt_ms(host, "sender", 5301) == pytest.approx(45.597)      # the control connection is left out
     assert "dport = :5301" in host.argv
-    assert F.min_rtt_ms(host, "sender", 5301, min_bytes=1) == pytest.approx(45.420)
-    assert F.min_rtt_ms(FakeHost(""), "sender", 5301) is None
+    assert connections.min_rtt_ms(host, "sender", 5301, min_bytes=1) == pytest.approx(45.420)
+    assert connections.min_rtt_ms(FakeHost(""), "sender", 5301) is None
 
 
 @pytest.mark.parametrize("base, target, off", [(0.49, 0.4, False), (0.51, 0.4, True), (0.31, 0.4, False),
@@ -45,52 +45,52 @@ def test_min_rtt_reads_data_connections_only():
                                                (11.0, 11.8, False), (10.0, 11.8, True), (11.5, 11.8, True),
                                                (45.0, 45.6, False), (44.0, 45.6, True), (12.0, 11.8, True)])
 def test_rtt_tolerance_is_max_of_1_percent_and_0_1_ms(base, target, off):
-    assert F.rtt_off(base, target) is off
+    assert verdicts.rtt_off(base, target) is off
 
 
 def test_periodic_loss_must_be_exactly_one_in_n_up_to_one():
-    assert not F.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=10)
-    assert not F.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=11)
-    assert F.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=12)
-    assert F.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=0)
-    assert not F.loss_off("none", 0.0, 0, seen=5000, dropped=0)
+    assert not verdicts.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=10)
+    assert not verdicts.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=11)
+    assert verdicts.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=12)
+    assert verdicts.loss_off("periodic", 1 / 500, 500, seen=5000, dropped=0)
+    assert not verdicts.loss_off("none", 0.0, 0, seen=5000, dropped=0)
 
 
 def test_uniform_loss_within_the_binomial_interval():
     # p = 1e-3 over 10^6 packets: mean 1000, sd 31.6; the band is ±3.29 sd (+½)
-    assert not F.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1000)
-    assert not F.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1104)
-    assert F.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1106)
-    assert F.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=880)
+    assert not verdicts.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1000)
+    assert not verdicts.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1104)
+    assert verdicts.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=1106)
+    assert verdicts.loss_off("uniform", 1e-3, 0, seen=10**6, dropped=880)
 
 
 def test_engine_late_sums_directions_and_scales_with_tau():
     cols = {"engine_fwd_late_mean_us": 15.0, "engine_rev_late_mean_us": 4.0,
             "engine_fwd_late_max_us": 900.0, "engine_rev_late_max_us": 400.0}
-    assert not F.engine_late(cols, 0.4)                       # 0.019 ms added <= G/2 = 0.02 ms
-    assert F.engine_late({**cols, "engine_rev_late_mean_us": 6.0}, 0.4)
+    assert not verdicts.engine_late(cols, 0.4)                       # 0.019 ms added <= G/2 = 0.02 ms
+    assert verdicts.engine_late({**cols, "engine_rev_late_mean_us": 6.0}, 0.4)
     # measured at 10 Gbit/s, 0.4 ms, β = 0.5 MB (CUBIC n = 1, 9.0 Gbit/s): fwd +32 µs, rev −3.5 µs → late;
     # 5 Gbit/s at 0.8 ms, same β (4.90 of 4.95 Gbit/s): fwd +14.8, rev −5.7 → not; 11.8 ms: −13.6, −18.0
-    assert F.engine_late({**cols, "engine_fwd_late_mean_us": 32.3, "engine_rev_late_mean_us": -3.5}, 0.4)
-    assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 14.8, "engine_rev_late_mean_us": -5.7}, 0.8)
-    assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 100.0}, 11.8)          # 1 % of 11.8 = 0.118
-    assert F.engine_late({**cols, "engine_fwd_late_mean_us": 130.0}, 11.8)
-    assert not F.engine_late({**cols, "engine_fwd_late_mean_us": 2000.0}, 366.0)   # 1 % of 366 ms = 3.66
-    assert not F.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)   # the worst case: engine_stall
-    assert not F.engine_late({k: None for k in cols}, 11.8)
+    assert verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 32.3, "engine_rev_late_mean_us": -3.5}, 0.4)
+    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 14.8, "engine_rev_late_mean_us": -5.7}, 0.8)
+    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 100.0}, 11.8)          # 1 % of 11.8 = 0.118
+    assert verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 130.0}, 11.8)
+    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 2000.0}, 366.0)   # 1 % of 366 ms = 3.66
+    assert not verdicts.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)   # the worst case: engine_stall
+    assert not verdicts.engine_late({k: None for k in cols}, 11.8)
 
 
 def test_engine_stall_on_any_release_beyond_half_a_ms_or_one_percent_of_tau_capped_at_2_ms():
     cols = {"engine_fwd_late_mean_us": 15.0, "engine_rev_late_mean_us": 4.0,
             "engine_fwd_late_max_us": 400.0, "engine_rev_late_max_us": 100.0}
-    assert not F.engine_stall(cols, 11.8)                                       # 0.4 ms <= 0.5 ms
-    assert F.engine_stall({**cols, "engine_rev_late_max_us": 600.0}, 11.8)      # either direction
-    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 9300.0}, 91.6)     # issue 21: 9.3 ms at 11.8 ms
-    assert not F.engine_stall({**cols, "engine_fwd_late_max_us": 1800.0}, 183.0)  # 1 % of 183 ms = 1.83 ms
-    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 183.0)
-    assert F.engine_stall({**cols, "engine_fwd_late_max_us": 2100.0}, 366.0)      # capped at 2 ms, not 3.66
-    assert not F.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 366.0)
-    assert not F.engine_stall({k: None for k in cols}, 11.8)
+    assert not verdicts.engine_stall(cols, 11.8)                                       # 0.4 ms <= 0.5 ms
+    assert verdicts.engine_stall({**cols, "engine_rev_late_max_us": 600.0}, 11.8)      # either direction
+    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 9300.0}, 91.6)     # issue 21: 9.3 ms at 11.8 ms
+    assert not verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 1800.0}, 183.0)  # 1 % of 183 ms = 1.83 ms
+    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 183.0)
+    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 2100.0}, 366.0)      # capped at 2 ms, not 3.66
+    assert not verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 366.0)
+    assert not verdicts.engine_stall({k: None for k in cols}, 11.8)
 
 
 BUSY = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < {s}: pass\n"
@@ -108,27 +108,27 @@ def test_foreign_cores_leaves_out_our_tree_and_kernel_threads():
     before = {10: (1, 100, 0), 11: (10, 0, 0), 20: (1, 50, 0), 30: (2, 0, 1)}
     after = {10: (1, 200, 0), 11: (10, 300, 0), 12: (11, 400, 0), 20: (1, 150, 0), 21: (1, 50, 0), 30: (2, 999, 1)}
     # foreign: pid 20 (+100) and the new pid 21 (+50) = 150 jiffies over 1 s at 100 Hz
-    assert F.foreign_cores(before, after, root=10, hz=100, wall_s=1.0) == pytest.approx(1.5)
-    assert F.foreign_cores(before, before, root=10, hz=100, wall_s=1.0) == 0.0
+    assert host.foreign_cores(before, after, root=10, hz=100, wall_s=1.0) == pytest.approx(1.5)
+    assert host.foreign_cores(before, before, root=10, hz=100, wall_s=1.0) == 0.0
     # a remote run's own processes outside our tree (ownprocs: an engine, the server) are not foreign either
-    assert F.foreign_cores(before, after, root=10, hz=100, wall_s=1.0, own={20}) == pytest.approx(0.5)
+    assert host.foreign_cores(before, after, root=10, hz=100, wall_s=1.0, own={20}) == pytest.approx(0.5)
     # … themselves only: what such a process started (pid 22, 30 jiffies) is not known to be the run's
-    assert F.foreign_cores(before, {**after, 22: (20, 30, 0)}, root=10, hz=100, wall_s=1.0,
+    assert host.foreign_cores(before, {**after, 22: (20, 30, 0)}, root=10, hz=100, wall_s=1.0,
                            own={20}) == pytest.approx(0.8)
 
 
 def test_host_sampler_counts_foreign_cpu():
-    with F.HostSampler(interval_s=0.1) as other:
+    with host.HostSampler(interval_s=0.1) as other:
         _foreign_busy(1.5)
         time.sleep(1.2)
     load = other.result()
     assert load.foreign_cores > 0.5, load
-    assert "host_contended" in F.host_flags(load)
+    assert "host_contended" in verdicts.host_flags(load)
     assert 0.0 <= load.busy_share <= 1.0
 
 
 def test_host_sampler_result_only_after_the_block():
-    s = F.HostSampler()
+    s = host.HostSampler()
     with pytest.raises(RuntimeError):
         s.result()
 
@@ -136,20 +136,20 @@ def test_host_sampler_result_only_after_the_block():
 def test_our_own_load_is_not_contention():
     """A quiet host running only the link and iperf3 at 0.4 ms showed PSI pressure 0.48-0.53 and 0.005-
     0.014 foreign cores (reproduce --quick): not contended. Foreign processes are."""
-    quiet = F.HostLoad(busy_share=0.8, pressure_share=0.53, runqueue_max=8, foreign_cores=0.014, wall_s=8.0)
-    assert F.host_flags(quiet) == []
-    busy = F.HostLoad(busy_share=1.0, pressure_share=0.9, runqueue_max=6, foreign_cores=1.6, wall_s=8.0)
-    assert F.host_flags(busy) == ["host_contended"]
+    quiet = host.HostLoad(busy_share=0.8, pressure_share=0.53, runqueue_max=8, foreign_cores=0.014, wall_s=8.0)
+    assert verdicts.host_flags(quiet) == []
+    busy = host.HostLoad(busy_share=1.0, pressure_share=0.9, runqueue_max=6, foreign_cores=1.6, wall_s=8.0)
+    assert verdicts.host_flags(busy) == ["host_contended"]
 
 
 def test_a_frames_serialisation_is_part_of_the_wire():
     """At 1 Gbit/s and MTU 9000 a data frame takes 72 µs on the wire: 10.132 ms at τ = 10 ms is
     τ + frame + 0.06 ms, within tolerance; without the frame time it would not be."""
     frame_ms = (9000 + 38) * 8 / 1e9 * 1e3
-    assert F.rtt_off(10.132, 10.0)
-    assert not F.rtt_off(10.132, 10.0, frame_ms=frame_ms)
-    assert F.rtt_off(10.2, 10.0, frame_ms=frame_ms)
-    assert F.rtt_off(9.85, 10.0, frame_ms=frame_ms)      # the frame time never excuses a short wire
+    assert verdicts.rtt_off(10.132, 10.0)
+    assert not verdicts.rtt_off(10.132, 10.0, frame_ms=frame_ms)
+    assert verdicts.rtt_off(10.2, 10.0, frame_ms=frame_ms)
+    assert verdicts.rtt_off(9.85, 10.0, frame_ms=frame_ms)      # the frame time never excuses a short wire
 
 
 def test_an_engine_that_died_during_the_run_leaves_the_verdict_to_the_run():
@@ -180,7 +180,7 @@ def test_an_engine_that_died_during_the_run_leaves_the_verdict_to_the_run():
             return 0, 0
 
     link = DyingLink("")
-    with F.emulated_monitor(link)(5301) as fid:
+    with monitors.emulated_monitor(link)(5301) as fid:
         pass
     assert link.snapshots == 2
     assert all(fid.columns[f"engine_{d}_{k}"] is None for d in ("fwd", "rev")
@@ -213,7 +213,7 @@ SS_OUT = (  # `ss -tinH state established dport = :5201` (iproute2 6.1 format: p
 
 
 def test_parse_ss_reads_each_data_connection_and_its_chrono_counters():
-    conns = F.parse_ss(SS_OUT)
+    conns = connections.parse_ss(SS_OUT)
     assert [c.local for c in conns] == ["10.77.1.1:41002", "10.77.1.1:41004"]   # 4 kB control connection left out
     a, b = conns
     assert (a.busy_ms, a.rwnd_limited_ms, a.sndbuf_limited_ms, a.app_limited, a.min_rtt_ms) == \
@@ -223,20 +223,20 @@ def test_parse_ss_reads_each_data_connection_and_its_chrono_counters():
 
 
 def test_sender_limits_keep_each_connections_last_sample_and_classify():
-    first = F.parse_ss(SS_OUT)
+    first = connections.parse_ss(SS_OUT)
     later = [dataclasses.replace(c, busy_ms=c.busy_ms * 2, app_limited=False) for c in first]
-    lim = F.sender_limits(first + later)
+    lim = connections.sender_limits(first + later)
     assert (lim.busy_ms, lim.rwnd_limited_ms, lim.sndbuf_limited_ms) == (40000, 2000, 100)   # not summed twice
     assert lim.app_limited_share == 0.25                                                     # 1 of 4 samples
-    assert F.limited_by(lim, F.THRESHOLDS) == "network"          # rwnd 5.0 % of busy: not above 5 %
+    assert connections.limited_by(lim, thresholds.THRESHOLDS) == "network"          # rwnd 5.0 % of busy: not above 5 %
     rwnd = dataclasses.replace(lim, rwnd_limited_ms=2001)
-    assert F.limited_by(rwnd, F.THRESHOLDS) == "receive_window"
-    assert F.limited_by(dataclasses.replace(lim, sndbuf_limited_ms=2001), F.THRESHOLDS) == "send_buffer"
-    assert F.limited_by(dataclasses.replace(lim, app_limited_share=0.6), F.THRESHOLDS) == "application"
-    assert F.limited_by(None, F.THRESHOLDS) is None
+    assert connections.limited_by(rwnd, thresholds.THRESHOLDS) == "receive_window"
+    assert connections.limited_by(dataclasses.replace(lim, sndbuf_limited_ms=2001), thresholds.THRESHOLDS) == "send_buffer"
+    assert connections.limited_by(dataclasses.replace(lim, app_limited_share=0.6), thresholds.THRESHOLDS) == "application"
+    assert connections.limited_by(None, thresholds.THRESHOLDS) is None
     # flagged when the host chose the limit (autotuning), not when the run asked for a buffer (-w)
-    assert F.host_limited("receive_window", None) and not F.host_limited("receive_window", 1 << 20)
-    assert F.host_limited("application", 1 << 20) and not F.host_limited("network", None)
+    assert connections.host_limited("receive_window", None) and not connections.host_limited("receive_window", 1 << 20)
+    assert connections.host_limited("application", 1 << 20) and not connections.host_limited("network", None)
 
 
 def test_lateness_histogram_quantiles_bound_the_true_ones():
@@ -265,8 +265,8 @@ def test_lateness_histogram_quantiles_bound_the_true_ones():
 
 
 def test_loss_seed_is_the_run_ids_and_fits_a_bigint():
-    a, b = F.loss_seed("c1-0001"), F.loss_seed("c1-0002")
-    assert a == F.loss_seed("c1-0001") and a != b and 0 <= a < 2**63 and 0 <= b < 2**63
+    a, b = monitors.loss_seed("c1-0001"), monitors.loss_seed("c1-0002")
+    assert a == monitors.loss_seed("c1-0001") and a != b and 0 <= a < 2**63 and 0 <= b < 2**63
 
 
 SOCKSTAT = """sockets: used 13
@@ -276,8 +276,8 @@ UDP: inuse 0 mem 122
 
 
 def test_tcp_memory_reads_sockstat_and_the_pressure_threshold(monkeypatch):
-    assert F.tcp_memory(SOCKSTAT, "771364\t1542728\t3085457\n") == (1749297, 1542728)   # measured here
-    assert F.tcp_memory("sockets: used 1\n", "1 2 3") == (None, 2)
+    assert host.tcp_memory(SOCKSTAT, "771364\t1542728\t3085457\n") == (1749297, 1542728)   # measured here
+    assert host.tcp_memory("sockets: used 1\n", "1 2 3") == (None, 2)
     sampled = threading.Event()          # the sampler read sockstat once (a loaded host may start it late)
 
     def tcp_memory(sockstat, tcp_mem):
@@ -285,9 +285,9 @@ def test_tcp_memory_reads_sockstat_and_the_pressure_threshold(monkeypatch):
             sampled.set()                # the sampler stores the pages before it looks at its stop event
         return real(sockstat, tcp_mem)
 
-    real = F.tcp_memory
-    monkeypatch.setattr(F, "tcp_memory", tcp_memory)
-    with F.HostSampler(interval_s=0.01) as sampler:     # this host's own files parse
+    real = host.tcp_memory
+    monkeypatch.setattr(host, "tcp_memory", tcp_memory)
+    with host.HostSampler(interval_s=0.01) as sampler:     # this host's own files parse
         assert sampled.wait(10), "the host sampler never sampled"
     load = sampler.result()
     assert load.tcp_mem_pages_max is not None and load.tcp_mem_pressure_pages is not None
@@ -296,11 +296,11 @@ def test_tcp_memory_reads_sockstat_and_the_pressure_threshold(monkeypatch):
 
 def test_tcp_memory_at_the_pressure_threshold_flags_the_host():
     load = dict(busy_share=0.8, pressure_share=0.5, runqueue_max=2, foreign_cores=0.01, wall_s=100.0)
-    assert F.host_flags(F.HostLoad(**load, tcp_mem_pages_max=1749297, tcp_mem_pressure_pages=1542728)) \
+    assert verdicts.host_flags(host.HostLoad(**load, tcp_mem_pages_max=1749297, tcp_mem_pressure_pages=1542728)) \
         == ["host_tcp_memory"]
-    assert F.host_flags(F.HostLoad(**load, tcp_mem_pages_max=1542727, tcp_mem_pressure_pages=1542728)) == []
-    assert F.host_flags(F.HostLoad(**load)) == []                     # not sampled: no verdict
-    assert "host_tcp_memory" in F.RERUN_FLAGS
+    assert verdicts.host_flags(host.HostLoad(**load, tcp_mem_pages_max=1542727, tcp_mem_pressure_pages=1542728)) == []
+    assert verdicts.host_flags(host.HostLoad(**load)) == []                     # not sampled: no verdict
+    assert "host_tcp_memory" in thresholds.RERUN_FLAGS
 
 
 SERVER = """import socket, sys

@@ -1,4 +1,4 @@
-"""The emulated run monitor (fidelity.emulated_monitor) end to end on a fake link: engine snapshots, loss
+"""The emulated run monitor (fidelity.monitors.emulated_monitor) end to end on a fake link: engine snapshots, loss
 counters, the sender's tcp_info (fake `ss` output) and the host's load that stay just inside every
 threshold, on each side a threshold has, raise no flag, and each one pushed just past it raises exactly
 its flag; the per-direction columns are the deltas of the two snapshots, not
@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from tcpprofile import fidelity as F
+from tcpprofile.measure.fidelity import connections, host, monitors, thresholds
 from tcpprofile.testbed import LinkConfig
 from tcpprofile.testbed.engine import EngineStats
 
@@ -56,7 +56,7 @@ def after(fwd_late_us=60.0, rev_late_us=39.9, fwd_max_ms=0.49, rev_max_ms=0.49, 
 
 
 # The data connections' tcp_info in each `ss` sample: (busy, rwnd_limited, sndbuf_limited [ms], app_limited).
-# Just inside limited_by's thresholds (fidelity.THRESHOLDS): rwnd- and send-buffer-limited for exactly 5 % of
+# Just inside limited_by's thresholds (fidelity.thresholds.THRESHOLDS): rwnd- and send-buffer-limited for exactly 5 % of
 # the 10 000 ms busy, app_limited in exactly half the connection samples: the network set the rate.
 CONNS = [(5000, 250, 250, True), (5000, 250, 250, False)]
 # just past each: 501 ms of 10 000; 51 of 100 connection samples app_limited
@@ -103,7 +103,7 @@ class QuietHost:
     inside host_contended (foreign CPU not above 0.2 cores) and host_tcp_memory (a page below tcp_mem[1])."""
     load = {"foreign_cores": 0.2, "tcp_mem_pages_max": 999, "tcp_mem_pressure_pages": 1000}
 
-    def __init__(self, *, cpus=None):       # the application CPUs it would sample (fidelity.HostSampler)
+    def __init__(self, *, cpus=None):       # the application CPUs it would sample (fidelity.host.HostSampler)
         self.cpus = cpus
 
     def __enter__(self):
@@ -113,18 +113,18 @@ class QuietHost:
         pass
 
     def result(self):
-        return F.HostLoad(busy_share=0.5, pressure_share=0.2, runqueue_max=2, wall_s=4.0, **self.load)
+        return host.HostLoad(busy_share=0.5, pressure_share=0.2, runqueue_max=2, wall_s=4.0, **self.load)
 
 
 @pytest.fixture(autouse=True)
 def quick_quiet(monkeypatch):
-    monkeypatch.setattr(F, "HostSampler", QuietHost)
-    monkeypatch.setattr(F, "RTT_SAMPLE_S", 0.01)
-    monkeypatch.setattr(F.RttWatcher.__init__, "__defaults__", (0.01,))     # first_s: the first sample
+    monkeypatch.setattr(monitors, "HostSampler", QuietHost)
+    monkeypatch.setattr(connections, "RTT_SAMPLE_S", 0.01)
+    monkeypatch.setattr(connections.RttWatcher.__init__, "__defaults__", (0.01,))     # first_s: the first sample
 
 
-def monitored(link: FakeLink, run: dict | None = None) -> F.RunFidelity:
-    with F.emulated_monitor(link)(5301, run) as fid:
+def monitored(link: FakeLink, run: dict | None = None) -> monitors.RunFidelity:
+    with monitors.emulated_monitor(link)(5301, run) as fid:
         assert link.sampled_twice.wait(10), "the RTT watcher never sampled"
     return fid
 
@@ -233,7 +233,7 @@ def test_every_flag_at_once():
     fid = monitored(FakeLink(**healthy(closing=after(rev_late_us=45.0, fwd_drops=(0, 0, 3)), base_rtt_ms=BASE_OUT,
                                        loss_after=(LOSS_BEFORE[0] + SEEN, LOSS_BEFORE[1]))))
     assert sorted(fid.flags) == ["engine_dropped", "engine_late", "loss_off", "rtt_base_off"]
-    assert set(fid.flags) <= set(F.RERUN_FLAGS)          # each one makes the run run again on resume
+    assert set(fid.flags) <= set(thresholds.RERUN_FLAGS)          # each one makes the run run again on resume
     assert (fid.columns["engine_fwd_drops"], fid.columns["engine_rev_drops"]) == (3, 0)
 
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tcpprofile import campaign, importer, iperf, spec
+from tcpprofile import campaign, importer, spec
+from tcpprofile.measure import iperf
 from tcpprofile.store.db import Store
 
 DATA = Path(__file__).resolve().parent / "data" / "iperf3"

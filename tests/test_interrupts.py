@@ -12,7 +12,8 @@ import subprocess
 
 import pytest
 
-from tcpprofile import interrupts, iperf
+from tcpprofile import interrupts
+from tcpprofile.measure import iperf
 from tcpprofile.store.db import Store
 
 

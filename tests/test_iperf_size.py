@@ -11,7 +11,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from tcpprofile import iperf
+from tcpprofile.measure import iperf
 
 DATA = Path(__file__).parent / "data" / "iperf3"
 

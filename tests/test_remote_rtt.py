@@ -21,7 +21,7 @@ import pytest
 
 from conftest import import_or_require, require_or_skip
 
-from tcpprofile import fidelity
+from tcpprofile.measure.fidelity import thresholds
 from tcpprofile.store import Store
 from tcpprofile.testbed.netns import process_cpu_seconds
 from tcpprofile.tolerance import rtt_tolerance_ms
@@ -97,7 +97,7 @@ duration = "3s"
 
     engines = set(link.engine_pids().values())
     # were they counted as foreign, the link's engines and the server alone would flag the runs
-    assert own_cores > fidelity.THRESHOLDS.foreign_cores, own_cores
+    assert own_cores > thresholds.THRESHOLDS.foreign_cores, own_cores
     busy = []
     for run in runs:
         assert run["status"] == "ok"
@@ -107,7 +107,7 @@ duration = "3s"
         assert own["server"] == [server.pid], own             # the hand-started server: the far end
         assert not {pid for pid, _, _ in host["foreign_top"]} & (engines | {server.pid}), host["foreign_top"]
         contended = "host_contended" in (run["flags"] or "").split(",")
-        assert contended == (run["host_cpu_foreign"] > fidelity.THRESHOLDS.foreign_cores), run
+        assert contended == (run["host_cpu_foreign"] > thresholds.THRESHOLDS.foreign_cores), run
         print(f"\nown {own_cores:.3f} cores; foreign {run['host_cpu_foreign']:.3f} {host['foreign_top']}")
         if contended:
             busy.append(host["foreign_top"])

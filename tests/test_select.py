@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from synthetic_store import add_link, add_run, build, build_flagged
-from tcpprofile import ping, select as sel
+from tcpprofile.measure import ping
+from tcpprofile import select as sel
 from tcpprofile.cli import main
 from tcpprofile.errors import TcpProfileError, ValidationError
 from tcpprofile.store import Store

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tcpprofile import iperf, spec
+from tcpprofile.measure import iperf
+from tcpprofile import spec
 from tcpprofile.errors import ValidationError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""What a stall could cost a run (issue 33): fidelity.stall_effect_bound from the engines' records, the
+"""What a stall could cost a run (issue 33): fidelity.verdicts.stall_effect_bound from the engines' records, the
 graded flag (engine_stall only beyond the instrument's resolution, engine_stall_minor a note that
 --exclude-flagged does not honour), the per-direction columns, and the store's version 7."""
 
@@ -9,7 +9,7 @@ import dataclasses
 import duckdb
 import pytest
 
-from tcpprofile import fidelity as F
+from tcpprofile.measure.fidelity import monitors, thresholds, verdicts
 from tcpprofile.dimensions import FLAGGED_SQL, NOTE_FLAGS
 from tcpprofile.store import Store
 from tcpprofile.testbed.engine import EngineStats
@@ -21,23 +21,23 @@ def cols(fwd_ms=None, rev_ms=None, fwd_max_us=None, rev_max_us=None, bound=None)
 
 
 def test_the_bound_is_both_directions_excess_over_the_wall_time_times_the_amplification():
-    assert F.stall_effect_bound(cols(3.0, 1.0), 2.0) == pytest.approx(0.002)           # 4 ms of 2 s
-    assert F.stall_effect_bound(cols(3.0, None), 2.0) == pytest.approx(0.0015)
-    doubled = dataclasses.replace(F.THRESHOLDS, stall_amplification=2.5)
-    assert F.stall_effect_bound(cols(3.0, 1.0), 2.0, doubled) == pytest.approx(0.005)
-    assert F.stall_effect_bound(cols(0.0, 0.0), 2.0) == 0.0
-    assert F.stall_effect_bound(cols(3000.0, 0.0), 2.0) == 1.0        # Θ cannot fall by more than itself
-    assert F.stall_effect_bound(cols(), 2.0) is None                  # an engine built before issue 33
-    assert F.stall_effect_bound(cols(3.0, 1.0), 0.0) is None
+    assert verdicts.stall_effect_bound(cols(3.0, 1.0), 2.0) == pytest.approx(0.002)           # 4 ms of 2 s
+    assert verdicts.stall_effect_bound(cols(3.0, None), 2.0) == pytest.approx(0.0015)
+    doubled = dataclasses.replace(thresholds.THRESHOLDS, stall_amplification=2.5)
+    assert verdicts.stall_effect_bound(cols(3.0, 1.0), 2.0, doubled) == pytest.approx(0.005)
+    assert verdicts.stall_effect_bound(cols(0.0, 0.0), 2.0) == 0.0
+    assert verdicts.stall_effect_bound(cols(3000.0, 0.0), 2.0) == 1.0        # Θ cannot fall by more than itself
+    assert verdicts.stall_effect_bound(cols(), 2.0) is None                  # an engine built before issue 33
+    assert verdicts.stall_effect_bound(cols(3.0, 1.0), 0.0) is None
 
 
 def test_the_bound_counts_only_what_the_queue_did_not_cover_where_the_engines_recorded_it():
     c = {**cols(300.0, 100.0), "engine_fwd_stall_uncovered_ms": 6.0, "engine_rev_stall_uncovered_ms": 2.0}
-    assert F.stall_effect_bound(c, 2.0) == pytest.approx(0.004)       # 8 ms of 2 s, not 400 ms
+    assert verdicts.stall_effect_bound(c, 2.0) == pytest.approx(0.004)       # 8 ms of 2 s, not 400 ms
     c["engine_rev_stall_uncovered_ms"] = None                         # that engine's record predates it
-    assert F.stall_effect_bound(c, 2.0) == pytest.approx(0.053)       # (6 + its whole 100 ms) of 2 s
+    assert verdicts.stall_effect_bound(c, 2.0) == pytest.approx(0.053)       # (6 + its whole 100 ms) of 2 s
     c = {**cols(300.0, 100.0), "engine_fwd_stall_uncovered_ms": 0.0, "engine_rev_stall_uncovered_ms": 0.0}
-    assert F.stall_effect_bound(c, 2.0) == 0.0                        # every episode inside the queue's cover
+    assert verdicts.stall_effect_bound(c, 2.0) == 0.0                        # every episode inside the queue's cover
 
 
 # The resolution: 0.2 % (Thresholds.stall_resolution_rel); the stall threshold at τ = 45.6 ms: 0.5 ms.
@@ -52,13 +52,13 @@ def test_the_bound_counts_only_what_the_queue_did_not_cover_where_the_engines_re
 ], ids=["none", "minor-no-excess", "minor-just-inside", "material-just-beyond", "material-small-releases",
         "old-engine-stall", "old-engine-none"])
 def test_the_flag_is_material_only_beyond_the_resolution(c, flag):
-    assert F.stall_flag(c, 45.6) == flag
+    assert verdicts.stall_flag(c, 45.6) == flag
 
 
 def test_the_resolution_is_a_threshold_of_its_own():
-    coarse = dataclasses.replace(F.THRESHOLDS, stall_resolution_rel=0.01)
-    assert F.stall_flag(cols(fwd_max_us=30_000.0, bound=0.009), 45.6, coarse) == "engine_stall_minor"
-    assert F.stall_flag(cols(fwd_max_us=30_000.0, bound=0.011), 45.6, coarse) == "engine_stall"
+    coarse = dataclasses.replace(thresholds.THRESHOLDS, stall_resolution_rel=0.01)
+    assert verdicts.stall_flag(cols(fwd_max_us=30_000.0, bound=0.009), 45.6, coarse) == "engine_stall_minor"
+    assert verdicts.stall_flag(cols(fwd_max_us=30_000.0, bound=0.011), 45.6, coarse) == "engine_stall"
 
 
 def _flagged(flags: str | None) -> bool:
@@ -75,7 +75,7 @@ def test_exclude_flagged_honours_engine_stall_but_not_the_minor_note():
     assert not _flagged("intervals_receiver_side,engine_stall_minor")
     assert _flagged("engine_stall")
     assert _flagged("engine_stall_minor,host_limited")
-    assert "engine_stall_minor" not in F.rerun_flags("engine_stall_minor,engine_late")
+    assert "engine_stall_minor" not in thresholds.rerun_flags("engine_stall_minor,engine_late")
 
 
 def snapshot(**kw) -> EngineStats:
@@ -89,7 +89,7 @@ def test_the_columns_are_the_runs_deltas_and_name_the_injection_in_force():
     after = {"forward": snapshot(released=10, late_episodes=9, late_excess_ns=240_000_000, stall_holds=6,
                                  stall_every_ns=2_000_000_000, stall_hold_ns=50_000_000, late_uncovered_ns=70_500_000),
              "reverse": snapshot(released=10, late_episodes=1, late_excess_ns=1_000_000, late_uncovered_ns=1_000_000)}
-    c = F.engine_columns(before, after, 8.0)
+    c = monitors.engine_columns(before, after, 8.0)
     assert (c["engine_fwd_stall_episodes"], c["engine_fwd_stall_excess_ms"], c["engine_fwd_stall_injected_holds"]) == \
         (4, 200.0, 4)
     assert (c["engine_fwd_stall_inject_hold_ms"], c["engine_fwd_stall_inject_every_s"]) == (50.0, 2.0)
@@ -98,10 +98,10 @@ def test_the_columns_are_the_runs_deltas_and_name_the_injection_in_force():
     assert c["engine_rev_stall_inject_hold_ms"] is None and c["engine_rev_stall_inject_every_s"] is None
     assert (c["engine_fwd_stall_uncovered_ms"], c["engine_rev_stall_uncovered_ms"]) == (60.5, 0.0)
     schema7 = {k: dataclasses.replace(v, late_uncovered_ns=None) for k, v in after.items()}
-    c = F.engine_columns(before, schema7, 8.0)
+    c = monitors.engine_columns(before, schema7, 8.0)
     assert c["engine_fwd_stall_uncovered_ms"] is None and c["engine_fwd_stall_excess_ms"] == 200.0
     old = {k: dataclasses.replace(v, late_episodes=None, late_excess_ns=None, stall_holds=None) for k, v in after.items()}
-    c = F.engine_columns(before, old, 8.0)
+    c = monitors.engine_columns(before, old, 8.0)
     assert c["engine_fwd_stall_excess_ms"] is None and c["engine_rev_stall_injected_holds"] is None
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tcpprofile.errors import ValidationError
-from tcpprofile.trace import (
+from tcpprofile.measure.trace import (
     _EVENT_RE,
     CwndTracer,
     Events,
@@ -132,7 +132,7 @@ def test_instance_removed_when_the_body_raises():
 
 CRASHING_TRACER = """
 import sys
-from tcpprofile.trace import CwndTracer
+from tcpprofile.measure.trace import CwndTracer
 with CwndTracer(ports=[9], tag=sys.argv[1]):
     print("ready", flush=True)
     sys.stdin.read()
@@ -164,7 +164,7 @@ def test_remove_leftovers_removes_a_killed_tracers_instance_and_mount():
 def test_an_interrupt_just_after_each_step_of_setup_leaves_nothing(monkeypatch, step):
     """Ctrl-C lands just after the private mount or the instance is made, before anything else runs: the
     set-up's own tear-down removes both (the kill test's orphan: an instance with no record, its filter unset)."""
-    from tcpprofile import trace
+    from tcpprofile.measure import trace
     tag = f"t{secrets.token_hex(3)}"
     monkeypatch.setattr(trace, "_tracefs_mount", lambda: None)       # the private-mount path, as on CI
     real_run, real_mkdir = subprocess.run, Path.mkdir

@@ -230,7 +230,7 @@ def remote_race_spec():
 
 def issue_min_rtt(p) -> float:
     """The issue's path: TCP's min_rtt 45.6 ms, µs samples a little above it; BBR's read the 1 ms
-    timestamp tick below it (45.000, fidelity.rtt_off) in loss recovery."""
+    timestamp tick below it (45.000, fidelity.verdicts.rtt_off) in loss recovery."""
     return 45.0 if p.variant == "bbr" else 45.6 + 0.004 * p.repetition + 0.001 * p.streams
 
 

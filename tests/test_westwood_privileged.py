@@ -22,7 +22,7 @@ from tcpprofile import cc
 from tcpprofile.cc import bpf
 from tcpprofile.cc.westwood_check import Trace, exit_brackets, recovery_exits
 from tcpprofile.testbed import EmulatedLink, LinkConfig
-from tcpprofile.trace import CwndTracer, sender_streams, stream_series
+from tcpprofile.measure.trace import CwndTracer, sender_streams, stream_series
 
 pytestmark = pytest.mark.privileged
 

@@ -13,9 +13,9 @@ from .errors import ValidationError
 BUFFER_SQL = "coalesce(l.buffer_spec, CAST(l.buffer_bytes AS VARCHAR))"
 
 # Run flags that are notes, not reasons to leave a run out (the one list: every other flag is material, and
-# --exclude-flagged honours it): how the 1 s traces were assembled (tcpprofile.iperf.parse: they question no
+# --exclude-flagged honours it): how the 1 s traces were assembled (tcpprofile.measure.iperf.parse: they question no
 # throughput, and a remote server without -J raises intervals_sender_bytes on every run), and a stall whose
-# stall_effect_bound stays within the instrument's run-to-run resolution (fidelity.stall_flag, issue 33).
+# stall_effect_bound stays within the instrument's run-to-run resolution (fidelity.verdicts.stall_flag, issue 33).
 NOTE_FLAGS = ("intervals_receiver_side", "intervals_sender_bytes", "streams_matched_by_order", "engine_stall_minor")
 
 # A run is flagged (docs/analysis.md): its link missed calibration or carries flags, or the run carries a

@@ -37,7 +37,8 @@ from pathlib import Path
 
 import duckdb
 
-from . import formats, iperf
+from . import formats
+from .measure import iperf
 from .errors import IperfError, TcpProfileError
 from .formats.iperf3 import BIDIR_FLAG
 from .store.db import Store, dumps

@@ -1,4 +1,4 @@
-"""Which processes on this host work for the run being measured, so that host_contended (fidelity.py)
+"""Which processes on this host work for the run being measured, so that host_contended (measure/fidelity/)
 counts only the CPU of the others.
 
 A run's own processes, besides the measuring process and its descendants (iperf3 client; on an
@@ -13,7 +13,7 @@ emulated link also the engines and the server):
            are found by their ports in the process's own network namespace (/proc/PID/net/tcp{,6},
            proc(5)) and matched to its descriptors (/proc/PID/fd/N -> socket:[inode]); an iperf3 that
            serves someone else's test holds no such socket and stays foreign.
-Kernel threads are not foreign either (fidelity.foreign_cores): softirq work done for the run's packets.
+Kernel threads are not foreign either (fidelity.host.foreign_cores): softirq work done for the run's packets.
 """
 
 from __future__ import annotations

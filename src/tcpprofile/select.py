@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import decide, hostcheck, ping, units
+from . import decide, hostcheck, units
+from .measure import ping
 from .cc.registry import implementation_of
 from .hostcheck import probe, transport
 from .hostcheck.probe import read_sysctl

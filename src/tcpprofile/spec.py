@@ -149,7 +149,7 @@ class CampaignSpec:
     precision: float | None = None    # relative half-width of the confidence interval to reach
     min_repetitions: int | None = None
     confidence: float | None = None
-    # on resume, run again ok runs whose instrument was not faithful (fidelity.RERUN_FLAGS): how the
+    # on resume, run again ok runs whose instrument was not faithful (fidelity.thresholds.RERUN_FLAGS): how the
     # campaign executes, not what it measures, so not part of the campaign's identity
     rerun_flagged: bool = False
 

@@ -16,7 +16,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import ContextManager
 
-from .. import cc, fidelity, iperf, ping, trace
+from .. import cc
+from ..measure import iperf, ping, trace
+from ..measure.fidelity import monitors
 from ..errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from ..spec import LinkPoint
 from ..store.db import dumps
@@ -33,7 +35,7 @@ class Environment:
     link_row: dict                       # the links row (without link_id / campaign_id)
     flags: list[str] = field(default_factory=list)
     sysctls: dict = field(default_factory=dict)
-    monitor: fidelity.Monitor = fidelity.unmonitored   # per-run fidelity (fidelity.py)
+    monitor: monitors.Monitor = monitors.unmonitored   # per-run fidelity (measure/fidelity/)
     check: Callable[[], str | None] = lambda: None      # names a failed part of the link; None: healthy
 
 
@@ -60,7 +62,7 @@ def emulated(point: LinkPoint) -> Iterator[Environment]:
         }
         sysctls = {role: iperf.read_sysctls(link, role) for role in ("sender", "receiver")}
         yield Environment(link, link.receiver_addr, 5301 + int(tag[1:], 16) % 20000, True, row,
-                          [f"link_{f}" for f in cal.flags], sysctls, fidelity.emulated_monitor(link),
+                          [f"link_{f}" for f in cal.flags], sysctls, monitors.emulated_monitor(link),
                           check=_engines_check(link))
 
 
@@ -109,7 +111,7 @@ def remote(point: LinkPoint) -> Iterator[Environment]:
            "calibration_ok": bool(rtt), "flags": ",".join(flags) or None,
            "calibration_json": dumps({"ping": rtt, "rtt_source": RTT_FROM_PING})}
     sysctls = {"sender": iperf.read_sysctls(host, "sender")}
-    yield Environment(host, point.host, point.port, False, row, [], sysctls, fidelity.remote_monitor(host))
+    yield Environment(host, point.host, point.port, False, row, [], sysctls, monitors.remote_monitor(host))
 
 
 def ping_rtt(host: str, count: int = 10) -> dict:
@@ -129,13 +131,13 @@ RTT_FROM_TCP = "tcp_info min_rtt: the smallest over the link's ok runs"
 def tick_sample(ms: float) -> bool:
     """A whole number of milliseconds: a min_rtt taken from the timestamp option in loss recovery
     (tcp_rtt_tsopt_us in net/ipv4/tcp_input.c: TS ticks are 1 ms), which reads up to one tick below
-    the path's RTT (fidelity.rtt_off: 45.000 at 45.6 ms); a µs sample is whole by chance 1 in 1000."""
+    the path's RTT (fidelity.verdicts.rtt_off: 45.000 at 45.6 ms); a µs sample is whole by chance 1 in 1000."""
     return abs(ms - round(ms)) < 1e-9
 
 
 def path_rtt(ping_json: dict, run_min_rtts_ms: list[float | None]) -> dict | None:
     """A remote link's RTT columns from its runs: rtt_measured_ms = the smallest tcp_info min_rtt [ms]
-    of the runs (each run's is the smallest over its data connections, fidelity.RttWatcher: TCP's RTT
+    of the runs (each run's is the smallest over its data connections, fidelity.connections.RttWatcher: TCP's RTT
     samples, taken when the ACK is processed, net/ipv4/tcp_input.c tcp_update_rtt_min), whole-ms
     timestamp samples left out (tick_sample) unless no other exists; rtt_measured_mdev_ms = their
     population standard deviation (a spread, like ping's mdev). calibration_json keeps the ping and its

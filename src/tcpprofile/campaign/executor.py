@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .. import iperf
+from ..measure import iperf
 from ..spec import CampaignSpec, LinkPoint, RunPoint
 from ..store.db import dumps
 from .environments import (CongestionControl, Environment, EnvironmentFactory, cwnd_trace, emulated, port_taken,

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from ..spec import LinkPoint, RunPoint
 from ..framing import TCP_IP_HEADERS
-from ..iperf import size_request_bytes
+from ..measure.iperf import size_request_bytes
 
 LINK_SETUP_ESTIMATE_S = 15.0   # set-up plus calibration, for the ETA
 ASSUMED_RATE_BPS = 1e9         # remote mode without a nominal rate: for ETA and timeouts only

@@ -5,7 +5,7 @@ marker before each attempt; the run with its intervals and cwnd samples when it 
 the questions policies ask of what is recorded (which runs are finished, their throughputs).
 
 With rerun_flagged() (spec `rerun_flagged = true`), ok runs that carry an instrument flag
-(fidelity.rerun_flags) when this invocation starts do not count as finished until this invocation has
+(fidelity.thresholds.rerun_flags) when this invocation starts do not count as finished until this invocation has
 run them again (once: a run flagged again stays so until the next invocation); the new row replaces the
 old one and says so in failure_reason ("rerun_flagged: replaces an ok run flagged host_contended, 7.9
 Gbit/s [its failure_reason: …]"), so the reruns of a run stay on record, one note per replacement."""
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from ..fidelity import rerun_flags
+from ..measure.fidelity.thresholds import rerun_flags
 from ..spec import CampaignSpec, draw_seed
 from ..store.db import Store, dumps
 from .environments import path_rtt

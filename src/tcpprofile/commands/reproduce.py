@@ -51,7 +51,7 @@ def register(sub) -> None:
                    help="check the findings (and write the report) without the runs the instrument flagged")
     p.add_argument("--rerun-flagged", action="store_true",
                    help="run again, once, every stored ok run that carries an instrument flag (a busy host, a late "
-                        "engine: fidelity.RERUN_FLAGS) before the findings are judged; the new run replaces it and "
+                        "engine: fidelity.thresholds.RERUN_FLAGS) before the findings are judged; the new run replaces it and "
                         "its failure_reason says what it replaced")
     p.set_defaults(func=main)
 

@@ -19,9 +19,17 @@ from __future__ import annotations
 import datetime as dt
 import math
 
-from .. import iperf
+from ..measure import iperf
 from ..errors import IperfDocumentError
-from ..iperf_json import MAX_COUNT, MAX_RATE_BPS, MAX_RTT_US, MAX_STREAMS, MAX_TIME_S, TIME_ROUNDING_S, Sample
+from ..measure.iperf_json import (
+    MAX_COUNT,
+    MAX_RATE_BPS,
+    MAX_RTT_US,
+    MAX_STREAMS,
+    MAX_TIME_S,
+    TIME_ROUNDING_S,
+    Sample,
+)
 
 ROUNDED_REL_TOL = 0.005     # three printed significant digits: half a unit of the third is ≤ 0.5 %
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from .. import iperf
+from ..measure import iperf
 from ..errors import IperfDocumentError
 from .base import Reader
 from .common import build, sample

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import IperfDocumentError
-from ..iperf_json import Sample
+from ..measure.iperf_json import Sample
 from .common import sample
 
 SUM = "SUM"

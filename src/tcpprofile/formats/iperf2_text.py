@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from .. import iperf
+from ..measure import iperf
 from ..errors import IperfDocumentError, IperfError
 from .base import Reader
 from .common import ROUNDED_REL_TOL, build, sample

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..errors import ValidationError
-from ..iperf_json import MAX_COUNT, MAX_RATE_BPS, RATE_REL_TOL, TIME_ROUNDING_S, show
+from ..measure.iperf_json import MAX_COUNT, MAX_RATE_BPS, RATE_REL_TOL, TIME_ROUNDING_S, show
 
 STATUSES = ("ok", "failed", "running")
 NON_NEGATIVE = {

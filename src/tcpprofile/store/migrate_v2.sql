@@ -25,4 +25,4 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS host_cpu_busy          DOUBLE;   -- sh
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS host_cpu_foreign       DOUBLE;   -- cores used by other processes during the run
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS host_cpu_pressure      DOUBLE;   -- PSI cpu "some": stall time / wall time during the run
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS host_runqueue_max      DOUBLE;   -- runnable tasks (procs_running), max of samples
-ALTER TABLE runs ADD COLUMN IF NOT EXISTS fidelity_json          VARCHAR;  -- everything sampled (src/tcpprofile/fidelity.py, docs/testbed.md)
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS fidelity_json          VARCHAR;  -- everything sampled (src/tcpprofile/measure/fidelity/, docs/testbed.md)

@@ -8,7 +8,7 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_late_p999_us DOUBLE;   -- (
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_late_p99_us  DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_late_p999_us DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS limited_by              VARCHAR;  -- 'network' | 'receive_window' | 'send_buffer' |
-                                                                            -- 'application' (fidelity.limited_by)
+                                                                            -- 'application' (fidelity.connections.limited_by)
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS tcp_busy_ms             DOUBLE;   -- sender tcp_info chrono counters, summed over
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS tcp_rwnd_limited_ms     DOUBLE;   -- the data connections (last sample of each)
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS tcp_sndbuf_limited_ms   DOUBLE;

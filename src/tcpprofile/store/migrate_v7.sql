@@ -14,7 +14,7 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_fwd_stall_inject_every_s DOUBLE
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS engine_rev_stall_inject_every_s DOUBLE;
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS stall_effect_bound             DOUBLE;  -- the largest relative change in the
                                                                                   -- throughput those stalls could have
-                                                                                  -- caused (fidelity.stall_effect_bound)
+                                                                                  -- caused (fidelity.verdicts.stall_effect_bound)
 
 ALTER TABLE links ADD COLUMN IF NOT EXISTS stall_inject                  VARCHAR; -- injected stalls the link was set up
                                                                                   -- with, e.g. 'hold 10ms every 2s forward'

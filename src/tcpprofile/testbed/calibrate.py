@@ -1,7 +1,7 @@
 """Calibration of an emulated link: idle RTT and rate, measured end to end with the loss stage off.
 
 RTT: the idle RTT as TCP measures it, tcp_info min_rtt of a sparse iperf3 flow (kernel timestamps at
-both ends), the same measure as each run's base RTT under load (fidelity.py); `ping -U` (user to
+both ends), the same measure as each run's base RTT under load (measure/fidelity/); `ping -U` (user to
 user; plain ping is stamped before the reverse delay and misses it) is recorded beside it, and reads
 higher by ping's own wake-ups (0.05-0.15 ms here). ping runs SCHED_FIFO so that it measures the link
 rather than CPU contention. No compensation: the engines take arrival times from the kernel and aim
@@ -25,7 +25,7 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 
-from .. import ping
+from ..measure import ping
 from ..errors import TcpProfileError
 from ..tolerance import rtt_tolerance_s
 from .config import ETH_WIRE_OVERHEAD, LinkConfig
@@ -184,7 +184,7 @@ TCP_PROBE_SECONDS = 2
 def measure_tcp_rtt(link) -> float | None:
     """The idle RTT as TCP measures it [ms]: tcp_info min_rtt of a sparse iperf3 flow (kernel
     timestamps at both ends, no user-space wake-ups: the same measure as a run's base RTT)."""
-    from ..fidelity import min_rtt_ms
+    from ..measure.fidelity.connections import min_rtt_ms
     server = link.popen("receiver", ["iperf3", "-s", "-1", "-p", str(IPERF_PORT)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     best = None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from .errors import EnvironmentNotReady, TcpProfileError
+from ..errors import EnvironmentNotReady, TcpProfileError
 
 _SUMMARY = re.compile(r"=\s*([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+)\s*ms")
 

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from .testbed import state
-from .errors import EnvironmentNotReady, TcpProfileError, ValidationError
-from .paths import PREFIX
+from ..testbed import state
+from ..errors import EnvironmentNotReady, TcpProfileError, ValidationError
+from ..paths import PREFIX
 
 _EVENT_RE = re.compile(
     rb" (\d+\.\d+): tcp_probe: family=\S+ src=\S*:(\d+) dest=\S*:(\d+) mark=\S+ data_len=(\d+)"

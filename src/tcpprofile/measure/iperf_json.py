@@ -38,7 +38,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from .errors import IperfDocumentError, IperfError
+from ..errors import IperfDocumentError, IperfError
 
 MAX_RATE_BPS = 1e15              # a petabit per second: above any interface iperf3 can drive
 MAX_COUNT = 2**63 - 1            # the store's BIGINT

@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from . import interrupts, iperf_json
-from .errors import IperfDocumentError, IperfError
+from .. import interrupts
+from . import iperf_json
+from ..errors import IperfDocumentError, IperfError
 
 SYSCTLS = (
     "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_mem", "net.core.rmem_max",
