@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tcpprofile import decide
+from tcpprofile.choose import decide
 from tcpprofile.campaign.priors import Prior, prior_for
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules import confirm, model
-from tcpprofile.select import Config
+from tcpprofile.choose.select import Config
 
 DATA = Path(__file__).parent / "data"
 POOL = ("models-validation-runs.csv", "models-validation-2-runs.csv", "models-validation-3-runs.csv")

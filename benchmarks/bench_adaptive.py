@@ -45,13 +45,13 @@ from pathlib import Path
 
 import numpy as np
 
-from tcpprofile import decide
+from tcpprofile.choose import decide
 from tcpprofile.campaign.policies.adaptive import stop_reason
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules import confirm
 from tcpprofile.campaign.rules.paired import replay
 from tcpprofile.cc.registry import implementation_of
-from tcpprofile.select import Config
+from tcpprofile.choose.select import Config
 from tcpprofile.store import Store
 
 G = 1e9

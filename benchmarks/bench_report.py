@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from bench_analysis import build
-from tcpprofile import select as sel
+from tcpprofile.choose import select as sel
 from tcpprofile.report import build_report, common, dynamics, findings, models, operator, papers, profiles, tables
 from tcpprofile.report.data import ReportData
 from tcpprofile.store import Store, reads

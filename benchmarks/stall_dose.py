@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tcpprofile.decide import MIN_INTERVAL_RUNS, difference, mean_of
+from tcpprofile.choose.decide import MIN_INTERVAL_RUNS, difference, mean_of
 
 RTT = "20ms"
 QUICK = {"rates": "1", "holds": "10,100", "reps": 3}

@@ -31,7 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tcpprofile.decide import t_interval  # noqa: E402
+from tcpprofile.choose.decide import t_interval  # noqa: E402
 from tcpprofile.store.db import Store  # noqa: E402
 
 SQL = """

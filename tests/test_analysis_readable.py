@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from synthetic_store import RATE, add_link, add_run
-from tcpprofile import analysis, select as sel
+from tcpprofile import analysis
+from tcpprofile.choose import select as sel
 from tcpprofile.cli import main
 from tcpprofile.report import profiles as report_profiles
 from tcpprofile.report.data import ReportData

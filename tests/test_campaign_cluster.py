@@ -178,7 +178,7 @@ def test_tune_spreads_each_round_over_both_nodes_unless_the_link_is_shared(clust
     """tune races on one link configuration: with a copy of the link per node (emulated) each round is
     split so that both nodes measure; a shared one (a remote server) is measured by one node at a time.
     Every candidate gets exactly one run per round either way."""
-    from tcpprofile import tune
+    from tcpprofile.choose import tune
     from tcpprofile.campaign.cluster import RayExecutor
     from tcpprofile.campaign.executor import Settings
     ensure_two_nodes(cluster)

@@ -24,7 +24,7 @@ def test_every_policy_module_is_registered_with_every_hook():
 
 
 def test_every_rule_module_is_registered_and_tune_reads_it():
-    from tcpprofile import tune
+    from tcpprofile.choose import tune
     assert set(RULES) == {"confirm", "model", "paired"} and DEFAULT_RULE in RULES
     for name, rule in RULES.items():
         assert rule.NAME == name and rule.DESCRIPTION and rule.FIRST >= 2

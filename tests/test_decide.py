@@ -1,4 +1,4 @@
-"""Honest decisions (tcpprofile.decide, select): small-sample intervals that cover the truth at the
+"""Honest decisions (tcpprofile.choose.decide, select): small-sample intervals that cover the truth at the
 nominal rate, the indifference margin, and no bootstrap floor standing in for significance."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tcpprofile import decide
+from tcpprofile.choose import decide
 from tcpprofile.errors import ValidationError
 
 G = 1e9
@@ -83,7 +83,7 @@ def test_ties_within_margin():
 
 def test_physical_clips_a_throughput_interval_to_zero_and_the_link_rate():
     """decide.physical: [0, C] and whether it clipped (missing before: select printed −32…44 Gbit/s)."""
-    from tcpprofile.decide import physical
+    from tcpprofile.choose.decide import physical
     assert physical((-1e9, 5e9), 10e9) == (0.0, 5e9, True)
     assert physical((1e9, 12e9), 10e9) == (1e9, 10e9, True)
     assert physical((1e9, 5e9), 10e9) == (1e9, 5e9, False)

@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from tcpprofile import decide, select
+from tcpprofile.choose import decide, select
 from tcpprofile.cc import registry
 from tcpprofile.reproduce import stats
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tcpprofile"
 # The modules that choose, report and reproduce: they ask cc/ rather than restate its table.
-CONSUMERS = [SRC / "select.py", *sorted((SRC / "report").rglob("*.py")), *sorted((SRC / "reproduce").rglob("*.py"))]
+CONSUMERS = [SRC / "choose" / "select.py", *sorted((SRC / "report").rglob("*.py")),
+             *sorted((SRC / "reproduce").rglob("*.py"))]
 KERNEL_ONLY = {"reno", "cubic", "bbr"}   # the variants with no port in bpf/ (tests/test_cc_registry.py)
 
 

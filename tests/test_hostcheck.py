@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from synthetic_store import add_link, add_run
-from tcpprofile import select as sel
+from tcpprofile.choose import select as sel
 from tcpprofile.cli import main
 from tcpprofile.hostcheck import rules, transport
 from tcpprofile.store import Store
@@ -256,7 +256,7 @@ def test_hostcheck_raises_small_limits_and_leaves_a_tuned_host(fake_sysctl, caps
 def test_tune_prints_its_winner_through_the_same_code(tmp_path, fake_sysctl, monkeypatch, capsys):
     """tune's settings block is select's: a BPF winner gets the BPF-port step and no Globus line; a host tuned
     above keeps its values (the race itself is stood in for: its result is the only input)."""
-    from tcpprofile import tune
+    from tcpprofile.choose import tune
     from tcpprofile.store import reads
 
     chosen = {"variant": "htcp", "streams": 4, "socket_buffer_bytes": None, "mean_bps": 9e9, "ci_low_bps": 8.9e9,

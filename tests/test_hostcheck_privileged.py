@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from tcpprofile import select as sel
+from tcpprofile.choose import select as sel
 from tcpprofile.cli import main
+from tcpprofile.hostcheck import apply, probe
 
 MIB = 1 << 20
 pytestmark = pytest.mark.privileged
@@ -38,13 +39,13 @@ def test_small_namespace_limits_get_raising_advice(netns, capsys):
     assert rows["net.ipv4.tcp_wmem"]["value"] == f"4096 16384 {239 * MIB}"
     assert rows["net.ipv4.tcp_mtu_probing"]["value"] == "1" and rows["net.ipv4.tcp_no_metrics_save"]["value"] == "1"
     # tcp_mem is not visible inside the namespace on this kernel: the host's value is the one that applies
-    assert rows["net.ipv4.tcp_mem"]["current"] == sel.read_sysctl("net.ipv4.tcp_mem")
+    assert rows["net.ipv4.tcp_mem"]["current"] == probe.read_sysctl("net.ipv4.tcp_mem")
     assert rows["net.ipv4.tcp_mem"]["host_wide"] and rows["net.core.rmem_max"]["host_wide"]
     if rows["net.core.rmem_max"]["status"] == "raise":
         i = doc["snippet"].index(f"net.core.rmem_max = {239 * MIB}")
         assert doc["snippet"][i - 1].endswith("[host-wide: set it on the host, not inside the namespace]")
     # hostcheck only reads
-    assert sel.read_sysctl("net.ipv4.tcp_rmem", netns=netns) == "4096 131072 1048576"
+    assert probe.read_sysctl("net.ipv4.tcp_rmem", netns=netns) == "4096 131072 1048576"
 
 
 def test_namespace_tuned_above_gets_no_lowering_line(netns, capsys):
@@ -65,11 +66,11 @@ def test_apply_in_namespace_never_lowers(netns):
     _set(netns, tcp_rmem=f"4096 131072 {1 << 30}", tcp_wmem="4096 16384 1048576")
     cfg = sel.Config("reno", "builtin", 2, None)
     est = sel.Estimate(cfg, 9e9, 8.9e9, 9.1e9, "exact", [11.8], [1.0], [3], 3, None, kernel_name="reno")
-    applied = sel.apply_settings(sel.host_settings(est, 11.8, 10e9), netns=netns)
-    assert sel.read_sysctl("net.ipv4.tcp_rmem", netns=netns) == f"4096 131072 {1 << 30}"     # kept
+    applied = apply.apply_settings(sel.host_settings(est, 11.8, 10e9), netns=netns)
+    assert probe.read_sysctl("net.ipv4.tcp_rmem", netns=netns) == f"4096 131072 {1 << 30}"     # kept
     assert "never lowered" in applied["skipped"]["net.ipv4.tcp_rmem"]
     # 2 x BDP(11.8 ms) = 29.5 MB -> 29 MiB: the small one is raised, field by field
-    assert sel.read_sysctl("net.ipv4.tcp_wmem", netns=netns) == f"4096 16384 {29 * MIB}"
+    assert probe.read_sysctl("net.ipv4.tcp_wmem", netns=netns) == f"4096 16384 {29 * MIB}"
     assert applied["sysctls"]["net.ipv4.tcp_wmem"] == {"before": "4096 16384 1048576",
                                                        "after": f"4096 16384 {29 * MIB}"}
     assert {"net.core.rmem_max", "net.ipv4.tcp_mem"} <= set(applied["skipped"])

@@ -28,11 +28,11 @@ def nothing_runs(monkeypatch):
     """Every command here must stop at its arguments: were one accepted (the old code took `tune --budget 20`),
     no race starts and no link comes up."""
     import tcpprofile.testbed
-    import tcpprofile.tune
+    import tcpprofile.choose.tune
 
     def refuse(*args, **kwargs):
         raise AssertionError("the arguments were accepted: a race or a link would have started")
-    monkeypatch.setattr(tcpprofile.tune, "tune", refuse)
+    monkeypatch.setattr(tcpprofile.choose.tune, "tune", refuse)
     monkeypatch.setattr(tcpprofile.testbed, "EmulatedLink", refuse)
 
 

@@ -123,7 +123,7 @@ def test_run_counts_are_computed(report, full_store):
 
 
 def test_selection_table_matches_select(report, full_store):
-    from tcpprofile import select as sel
+    from tcpprofile.choose import select as sel
     table = next(i for s in report.sections for i in s.items if isinstance(i, Table) and i.id.startswith("selection"))
     with Store.open(full_store, read_only=True) as s:
         ps = sel.load_profiles(s, conditions=table_conditions(s))
@@ -134,7 +134,7 @@ def test_selection_table_matches_select(report, full_store):
 
 
 def table_conditions(store):
-    from tcpprofile import select as sel
+    from tcpprofile.choose import select as sel
     key = max(sel.condition_groups(store).items(), key=lambda kv: kv[1])[0]
     return dict(zip(sel.CONDITION_FIELDS, key))
 

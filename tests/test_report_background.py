@@ -8,7 +8,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from tcpprofile import select as sel
+from tcpprofile.choose import select as sel
 from tcpprofile.report import common, profiles
 
 RTTS = [0.4, 11.8, 22.6, 45.6, 91.6, 183.0, 366.0]

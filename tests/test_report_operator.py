@@ -18,7 +18,7 @@ from scipy import stats
 
 from synthetic_store import add_link, add_run, build
 from test_report import CHROMIUM, _artifacts, chromium_page
-from tcpprofile import select as sel
+from tcpprofile.choose import select as sel
 from tcpprofile.report import Code, Figure, Note, Table, build_report, operator
 from tcpprofile.report.data import ReportData
 from tcpprofile.store import Store

@@ -11,8 +11,9 @@ import pytest
 
 from synthetic_store import add_link, add_run, build, build_flagged
 from tcpprofile.measure import ping
-from tcpprofile import select as sel
+from tcpprofile.choose import select as sel
 from tcpprofile.cli import main
+from tcpprofile.hostcheck import apply, probe
 from tcpprofile.errors import TcpProfileError, ValidationError
 from tcpprofile.store import Store
 
@@ -275,39 +276,39 @@ echo "rtt min/avg/max/mdev = {min_ms:.3f}/{min_ms + 1:.3f}/{min_ms + 2:.3f}/1.00
 
 @pytest.mark.privileged
 def test_apply_in_namespace_reads_back(db, netns, capsys):
-    before_cc = sel.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns)
-    host_rmem = sel.read_sysctl("net.ipv4.tcp_rmem")
+    before_cc = probe.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns)
+    host_rmem = probe.read_sysctl("net.ipv4.tcp_rmem")
     assert main(["select", "--db", db, "--rtt", "45.6ms", "--variants", "reno", "--json", "--boot", "200",
                  "--apply", "--netns", netns]) == 0
     doc = json.loads(capsys.readouterr().out)
     want = doc["settings"]["sysctls"]
     applied = doc["applied"]
     assert applied["target"] == f"netns:{netns}"
-    assert sel.read_sysctl("net.ipv4.tcp_rmem", netns=netns) == want["net.ipv4.tcp_rmem"]
+    assert probe.read_sysctl("net.ipv4.tcp_rmem", netns=netns) == want["net.ipv4.tcp_rmem"]
     assert applied["sysctls"]["net.ipv4.tcp_wmem"]["after"] == want["net.ipv4.tcp_wmem"]
     assert set(applied["skipped"]) >= {"net.core.rmem_max", "net.core.wmem_max"}
     # reno is always allowed (tcp_reno.flags = TCP_CONG_NON_RESTRICTED, net/ipv4/tcp_cong.c): it is set
-    assert "reno" in sel.read_sysctl("net.ipv4.tcp_allowed_congestion_control", netns=netns).split()
-    assert sel.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns) == "reno"
+    assert "reno" in probe.read_sysctl("net.ipv4.tcp_allowed_congestion_control", netns=netns).split()
+    assert probe.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns) == "reno"
     assert applied["sysctls"]["net.ipv4.tcp_congestion_control"] == {"before": before_cc, "after": "reno"}
-    assert sel.read_sysctl("net.ipv4.tcp_rmem") == host_rmem     # the host is untouched
+    assert probe.read_sysctl("net.ipv4.tcp_rmem") == host_rmem     # the host is untouched
 
 
 @pytest.mark.privileged
 def test_apply_never_sets_bpf_default(netns):
     bpf = _select(_store_from({("htcp", 2, None, "bpf"): {10.0: [9 * G] * 2}}), 10.0).best
-    before = sel.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns)
-    applied = sel.apply_settings(sel.host_settings(bpf, 10.0, 10e9), netns=netns)
+    before = probe.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns)
+    applied = apply.apply_settings(sel.host_settings(bpf, 10.0, 10e9), netns=netns)
     assert "net.ipv4.tcp_congestion_control" not in applied["sysctls"]
-    assert sel.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns) == before
+    assert probe.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns) == before
 
 
 def test_apply_validates_target():
     st = sel.Settings({}, {}, [])
     with pytest.raises(ValidationError, match="--apply"):
-        sel.apply_settings(st)
+        apply.apply_settings(st)
     with pytest.raises(ValidationError, match="--netns"):
-        sel.apply_settings(st, netns="tcpp-none-such")
+        apply.apply_settings(st, netns="tcpp-none-such")
 
 
 def test_extrapolation_without_a_model_is_refused():

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from synthetic_store import RATE, add_link, add_run
-from tcpprofile import select as sel
+from tcpprofile.choose import select as sel
 from tcpprofile.cli import main
 from tcpprofile.store import Store
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from synthetic_store import add_link, add_run
 from tcpprofile import models
-from tcpprofile import select as sel
+from tcpprofile.choose import select as sel
 from tcpprofile.cli import main
 from tcpprofile.models.configurations import DEFAULT_CONFIGURATION, configuration, model_parameters
 from tcpprofile.store import Store

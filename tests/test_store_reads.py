@@ -7,7 +7,7 @@ import pytest
 from synthetic_store import add_link, add_run, ensure_campaign
 from tcpprofile.store import Store
 from tcpprofile.store.reads import flagged_ok_runs
-from tcpprofile.tune import flagged_runs
+from tcpprofile.choose.tune import flagged_runs
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fake_executor import FakeExecutor
-from tcpprofile import select as sel, tune
+from tcpprofile.choose import select as sel, tune
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules.paired import replay
 from tcpprofile.cli import main

@@ -11,7 +11,7 @@ import pytest
 
 import race_drive
 from fake_executor import FakeExecutor
-from tcpprofile import tune
+from tcpprofile.choose import tune
 from tcpprofile.campaign.priors import AUTOTUNING_CEILING, prediction_error, predict_bps, priors_for_points
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules import RULES, confirm, model

@@ -307,7 +307,7 @@ def _adaptive(c: dict) -> tuple[float | None, int | None, float | None]:
         if adaptive_keys:
             raise ValidationError(f"campaign.{adaptive_keys[0]}", "only with campaign.precision (adaptive repetitions)")
         return None, None, None
-    from .decide import check_confidence, parse_fraction
+    from .choose.decide import check_confidence, parse_fraction
     precision = parse_fraction("campaign.precision", c["precision"])
     if "repetitions" in c:
         raise ValidationError("campaign.repetitions",

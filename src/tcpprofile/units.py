@@ -124,3 +124,18 @@ def size_bytes(field: str, value, allowed: Range = NON_NEGATIVE) -> int:
 def seconds(field: str, value, allowed: Range = NON_NEGATIVE) -> float:
     """'91.6ms' -> 0.0916 seconds."""
     return _parse(field, value, TIME, allowed)
+
+
+# -- formatting for people (select, tune, analyze and the report print sizes this way) ---------------
+def fmt_buffer(b: int | None) -> str:
+    """A socket buffer: 'auto' (kernel autotuning) for None, else fmt_bytes."""
+    return "auto" if b is None else fmt_bytes(b)
+
+
+def fmt_bytes(n: float) -> str:
+    """268435456 -> '256MiB'."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:g}{unit}" if v == int(v) else f"{v:.1f}{unit}"
+    return f"{int(n)}B"

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from ..decide import MIN_INTERVAL_RUNS
+from ..choose.decide import MIN_INTERVAL_RUNS
 from ..errors import ValidationError
 
 READINGS = ("covering", "printed")

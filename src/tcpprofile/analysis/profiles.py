@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..decide import MIN_INTERVAL_RUNS
+from ..choose.decide import MIN_INTERVAL_RUNS
 from ..errors import ValidationError
 from .confidence import bootstrap_ci
 

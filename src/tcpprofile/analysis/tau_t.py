@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
-from ..decide import MIN_INTERVAL_RUNS
+from ..choose.decide import MIN_INTERVAL_RUNS
 from .censoring import ABOVE, BELOW, MEASURED, TauT, side_of, tau_t_of  # noqa: F401 (re-exported)
 from .sigmoid import Transition, transition_rtt
 

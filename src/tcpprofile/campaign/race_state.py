@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import decide
+from ..choose import decide
 
 
 @dataclass

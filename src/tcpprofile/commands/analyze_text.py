@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from ..select import fmt_buffer, fmt_bytes
+from ..units import fmt_buffer, fmt_bytes
 
 # Columns holding a throughput [bit/s]: printed /1e9 under "NAME (Gbit/s)" (profiles, regions, dynamics,
 # transition, lyapunov rows).

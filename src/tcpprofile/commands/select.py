@@ -120,7 +120,7 @@ def _buffers(values):
 
 
 def validate(args) -> None:
-    from .. import decide, select as sel      # numpy and scipy load only for this command
+    from ..choose import decide, select as sel      # numpy and scipy load only for this command
 
     if (args.rtt is None) == (args.host is None):
         raise ValidationError("--rtt", "give exactly one of --rtt RTT or --host HOST")
@@ -138,7 +138,8 @@ def validate(args) -> None:
 
 
 def run(args) -> int:
-    from .. import select as sel
+    from ..choose import select as sel
+    from ..hostcheck import apply
     from ..store import Store, reads
 
     validate(args)
@@ -158,8 +159,8 @@ def run(args) -> int:
                                  host=args.host)
     applied = None
     if args.apply:
-        applied = sel.apply_settings(settings, netns=args.netns, host=args.host_settings)
-    rows = sel.current_rows(settings, netns=args.netns)
+        applied = apply.apply_settings(settings, netns=args.netns, host=args.host_settings)
+    rows = apply.current_rows(settings, netns=args.netns)
     if args.json:
         doc = {**choice.to_json(), "rtt_source": "ping" if ping else "given", "ping": ping,
                "ranking": choice.to_json()["ranking"][:args.top],
@@ -185,7 +186,7 @@ def _value(e) -> str:
 
 
 def print_text(choice, settings, applied, ping, top: int, rows, netns=None) -> None:
-    from .. import select as sel
+    from ..choose import select as sel
 
     src = f"ping -U {ping['host']}: min of {ping['count']}" if ping else "given"
     print(f"RTT {choice.rtt_ms:.3f} ms ({src}); runs: {sel.describe_conditions(choice.conditions)}")
@@ -250,8 +251,8 @@ def interval_cell(e) -> str:
 def insufficient(choice) -> str:
     """Best vs runner-up when either has fewer than decide.MIN_INTERVAL_RUNS runs at an RTT used: no
     interval, and the repetitions of each that would decide (select.runs_to_decide)."""
-    from ..decide import MIN_INTERVAL_RUNS
-    from ..select import MAX_RUNS_TO_DECIDE
+    from ..choose.decide import MIN_INTERVAL_RUNS
+    from ..choose.select import MAX_RUNS_TO_DECIDE
 
     c, best, second = choice.comparison, choice.best, choice.ranking[1]
     now = min(min(best.repetitions), min(second.repetitions))
@@ -284,7 +285,7 @@ def verdict(choice) -> str:
         return f"{said}; the difference lies on the margin's edge, where no number of runs decides"
     would = "show them within the margin" if c.decides_as == "tie" else "separate them"
     if c.runs_to_decide is None:
-        from ..select import MAX_RUNS_TO_DECIDE
+        from ..choose.select import MAX_RUNS_TO_DECIDE
         return (f"{said}; more than {MAX_RUNS_TO_DECIDE} repetitions of each would be needed to "
                 f"{would} (the difference is that close to the margin's edge)")
     return (f"{said}; about {c.runs_to_decide} repetitions of each (now {now}) would {would}, "

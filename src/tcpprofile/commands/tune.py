@@ -46,8 +46,10 @@ def register(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .. import decide, select as sel, spec as specs, tune, units
+    from ..choose import decide, select as sel, tune
+    from .. import spec as specs, units
     from ..errors import ValidationError
+    from ..hostcheck import apply
     from ..store import Store, reads
     from .options import cluster_executor
     from .settings_text import print_settings, settings_json
@@ -86,8 +88,8 @@ def main(args: argparse.Namespace) -> int:
                                kernel_name=kernel["k"])
             settings = sel.host_settings(est, rtt_ms, s.links[0].rate_bps, host=args.host)
             if args.apply:
-                applied = sel.apply_settings(settings, netns=args.netns, host=args.host_settings)
-            rows = sel.current_rows(settings, netns=args.netns)
+                applied = apply.apply_settings(settings, netns=args.netns, host=args.host_settings)
+            rows = apply.current_rows(settings, netns=args.netns)
     if args.json:
         json.dump({**res.to_json(), "margin": margin, "confidence": confidence,
                    "settings": settings_json(settings, rows, args.netns) if settings else None, "applied": applied},

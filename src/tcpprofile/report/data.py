@@ -8,7 +8,7 @@ from functools import cached_property
 import numpy as np
 
 from .. import analysis
-from .. import select as sel
+from ..choose import select as sel
 from ..store import Store, reads
 
 

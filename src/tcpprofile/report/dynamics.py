@@ -15,7 +15,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .. import select as sel
+from .. import units
 from .. import analysis
 from .common import G, Figure, Note, Section, Table, label, pick, runs_phrase, save, subplots
 from .data import Group, ReportData
@@ -36,7 +36,7 @@ class Reference:
 
     @property
     def label(self) -> str:
-        return f"{self.variant}, B={sel.fmt_buffer(self.buffer_bytes)}"
+        return f"{self.variant}, B={units.fmt_buffer(self.buffer_bytes)}"
 
     def all_runs(self) -> list[str]:
         return [r for by_n in self.runs.values() for ids in by_n.values() for r in ids]

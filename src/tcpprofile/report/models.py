@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import models
-from .. import select as sel
+from .. import units
 from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, subplots
 from .data import ReportData
 
@@ -45,13 +45,13 @@ def model_curve(fit, rows: dict, n: int, points: int = 80):
 def link_buffer(key) -> str:
     """The bottleneck buffer as the spec wrote it ("BDP") or, for a byte count, in bytes."""
     b = str(key.get("buffer"))
-    return sel.fmt_bytes(int(b)) if b.isdigit() else b
+    return units.fmt_bytes(int(b)) if b.isdigit() else b
 
 
 def _beta(fit, key) -> str:
     if fit.buffer_multiple is not None:
         return f"β={fit.buffer_multiple:.3g}×{link_buffer(key)}"
-    return f"β={sel.fmt_bytes(fit.model.buffer_bytes_)}"
+    return f"β={units.fmt_bytes(fit.model.buffer_bytes_)}"
 
 
 def _verdict(fit) -> str:
@@ -87,7 +87,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
             tau, measured, grid, pred = model_curve(fit, rows, s)
             ax.plot(tau, measured / G, "o", color=f"C{k}", ms=4, label=f"n={s} measured")
             ax.plot(grid, pred / G, "-", color=f"C{k}", lw=1, label=f"model, E={fit.errors[s]:.1f} %")
-        sock = sel.fmt_buffer(None if key.get("socket_buffer_bytes") is None
+        sock = units.fmt_buffer(None if key.get("socket_buffer_bytes") is None
                               or key["socket_buffer_bytes"] != key["socket_buffer_bytes"]
                               else int(key["socket_buffer_bytes"]))
         label(ax, f"{key['variant']}, B={sock}, link β={link_buffer(key)}" + (" — FLAGGED" if fit.flags else ""),
@@ -95,7 +95,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
         ax.legend(fontsize=6)
         d = fit.as_dict()
         errors.append(f"{key['variant']} B={sock}: E={d['E_mean_percent']:.1f} % (fitted {_beta(fit, key)}, "
-                      f"W_max={sel.fmt_bytes(d['wmax_bytes_fit'])}; {_verdict(fit)})")
+                      f"W_max={units.fmt_bytes(d['wmax_bytes_fit'])}; {_verdict(fit)})")
     name = "models"
     left = len(candidates) - len(chosen)
     caption = (f"Mean measured throughput (points) against the variant's first-principles model (lines, "

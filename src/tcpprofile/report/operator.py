@@ -17,7 +17,8 @@ import matplotlib
 import numpy as np
 from matplotlib.collections import LineCollection
 
-from .. import decide, select as sel
+from ..choose import decide, select as sel
+from .. import units
 from ..hostcheck import rules as hostcheck_rules
 from ..errors import TcpProfileError
 from ..store import reads
@@ -153,7 +154,7 @@ def configurations_figure(path: OpPath, out: Path) -> Figure | Note:
         ax.minorticks_off()      # log axes' minor ticks: unlabelled, and most of the figure's drawing time
         label(ax, v, "RTT (ms, log scale)", "throughput (Gbit/s" + (", log)" if log_y else ")"), zero=not log_y)
     proxies = [axes[0].plot([], [], "-", color=colour[n], label=f"n={n}")[0] for n in streams]
-    proxies += [axes[0].plot([], [], marker[b], color="grey", ls="none", label=f"B={sel.fmt_buffer(b)}")[0]
+    proxies += [axes[0].plot([], [], marker[b], color="grey", ls="none", label=f"B={units.fmt_buffer(b)}")[0]
                 for b in buffers]
     axes[0].legend(handles=proxies, fontsize=7, ncol=2)
     name = f"operator-{slug(path.id)}-configurations"

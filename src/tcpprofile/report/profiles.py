@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 from matplotlib.collections import LineCollection
 
-from .. import select as sel
+from ..choose import select as sel
+from .. import units
 from .. import analysis
 from ..errors import ValidationError
 from .common import G, Figure, Note, Section, label, pick, runs_phrase, save, slug, spans_decades, subplots
@@ -48,7 +49,7 @@ def mean_profiles(data: ReportData, out: Path) -> Section:
             for ax, b in zip(axes, bufs):
                 for p in sorted((p for p in profs if p.config.buffer_bytes == b), key=lambda p: p.config.streams):
                     ax.plot(p.rtts_ms, p.means / G, "o-", ms=4, label=f"n={p.config.streams}")
-                label(ax, f"{v}, B={sel.fmt_buffer(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
+                label(ax, f"{v}, B={units.fmt_buffer(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
                 ax.legend(fontsize=7, ncol=2)
             runs = sum(p.runs for p in profs)
             rtts = sorted({t for p in profs for t in p.rtts_ms})
@@ -56,7 +57,7 @@ def mean_profiles(data: ReportData, out: Path) -> Section:
             items.append(Figure(name, f"Mean throughput profiles: {v} ({g.label})",
                                 f"Mean throughput vs RTT for {v}, one line per stream count n "
                                 f"({', '.join(str(n) for n in sorted({p.config.streams for p in profs}))}), one "
-                                f"panel per socket buffer B ({', '.join(sel.fmt_buffer(b) for b in bufs)}); runs with "
+                                f"panel per socket buffer B ({', '.join(units.fmt_buffer(b) for b in bufs)}); runs with "
                                 f"{g.label}. {runs_phrase(runs)} at {len(rtts)} RTTs, {_reps(profs)} repetitions "
                                 f"per point.", runs, save(fig, out, name)))
     return Section("profiles", "Throughput profiles", "HPDC'17 Figs. 3–6", items)
@@ -92,7 +93,7 @@ def box_plots_of(groups: list[Group], out: Path) -> Section:
                         few += 1
                         ax.plot(np.full(s.size, k), s / G, "o", ms=4, mfc="white", color="C3")
                 ax.set_xticks(range(len(p.samples)), [f"{t:g}" for t in p.rtts_ms], rotation=45, fontsize=7)
-                label(ax, f"{v}, n={n}, B={sel.fmt_buffer(b)}", "RTT (ms)", "throughput (Gbit/s)", zero=True)
+                label(ax, f"{v}, n={n}, B={units.fmt_buffer(b)}", "RTT (ms)", "throughput (Gbit/s)", zero=True)
             runs = sum(p.runs for p in shown)
             name = f"box-g{gi}-{slug(v)}"
             points = (f" {few} RTT(s) with fewer than {MIN_BOX_RUNS} runs: no box, the runs as red open circles."
@@ -212,7 +213,7 @@ def sigmoid_fits(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
                 tau = fits.transition(p).tau_T      # analysis.tau_t: "137 ms", or censored "> 366 ms"
                 ax.axvline(tau.bound_ms, color="r", lw=1, ls="-" if not tau.censored else ":",
                            label=rf"$\tau_T$ {'' if tau.censored else '= '}{tau.text()} ({f.kind})")
-                label(ax, f"{v}, n={n}, B={sel.fmt_buffer(p.config.buffer_bytes)}", "RTT (ms)", "scaled throughput")
+                label(ax, f"{v}, n={n}, B={units.fmt_buffer(p.config.buffer_bytes)}", "RTT (ms)", "scaled throughput")
                 ax.set_ylim(0, 1.05)
                 ax.legend(fontsize=7)
             runs = sum(p.runs for p in chosen)
@@ -241,7 +242,7 @@ def transition_rtts(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
             for b in _buffers(ps):
                 trs = sorted(((p.config.streams, fits.transition(p)) for p in ps if p.config.buffer_bytes == b),
                              key=lambda x: x[0])
-                censored += _draw_tau_line(ax, trs, f"B={sel.fmt_buffer(b)}")
+                censored += _draw_tau_line(ax, trs, f"B={units.fmt_buffer(b)}")
             label(ax, v, "streams n", r"$\tau_T$ (ms)")
             ax.legend(fontsize=7)
             runs += sum(p.runs for p in ps)
@@ -295,7 +296,7 @@ def loss_profiles(data: ReportData, out: Path) -> Section:
                     if p.config.variant == v:
                         counts[(p.config.streams, p.config.buffer_bytes)] += p.runs
             n, b = max(counts, key=counts.get)
-            configs.append(f"{v} n={n} B={sel.fmt_buffer(b)}")
+            configs.append(f"{v} n={n} B={units.fmt_buffer(b)}")
             for g in sorted(groups, key=lambda g: (g.conditions["loss_mode"] != "none", g.conditions["loss_rate"])):
                 p = next((p for p in g.profiles if (p.config.variant, p.config.streams, p.config.buffer_bytes)
                           == (v, n, b)), None)

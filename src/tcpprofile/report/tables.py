@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .. import decide, select as sel
+from ..choose import decide, select as sel
+from .. import units
 from ..errors import TcpProfileError
 from .common import G, Note, Section, Table, runs_phrase
 from .data import ReportData
@@ -74,7 +75,7 @@ def calibration(data: ReportData) -> Section:
         bad = l["calibration_ok"] is False or bool(l["flags"])
         rows.append([l["link_id"], l["kind"], l["host"] or "", _ms(l["rtt_ms"]), _ms(l["rtt_measured_ms"]),
                      _g(l["rate_bps"]), _g(l["rate_measured_bps"]),
-                     "" if l["buffer_bytes"] is None else sel.fmt_bytes(l["buffer_bytes"]),
+                     "" if l["buffer_bytes"] is None else units.fmt_bytes(l["buffer_bytes"]),
                      "none" if (l["loss_mode"] or "none") == "none" else f"{l['loss_mode']} {l['loss_rate']:g}",
                      {True: "ok", False: "MISSED", None: "–"}[l["calibration_ok"]], l["flags"] or "",
                      str(l["ok_runs"]), str(l["flagged_runs"]), str(l["failed_runs"])])

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from ..decide import t_interval
+from ..choose.decide import t_interval
 
 MIN_REPS = 3
 LEVEL = 0.95

@@ -43,6 +43,12 @@ def sysctl(ns: str, settings: dict[str, str]) -> None:
     sh(in_ns(ns, ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in settings.items())]))
 
 
+def write_sysctl(key: str, value: str, *, netns: str | None = None) -> subprocess.CompletedProcess:
+    """`sysctl -w key=value` on the host, or inside namespace netns; the caller judges the result."""
+    argv = ["sysctl", "-w", f"{key}={value}"]
+    return subprocess.run(in_ns(netns, argv) if netns else argv, capture_output=True, text=True)
+
+
 def iptables(ns: str, args: list[str]) -> None:
     sh(in_ns(ns, ["iptables", "-w", *args]))
 

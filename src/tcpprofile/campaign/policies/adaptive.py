@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ... import decide
+from ...choose import decide
 from ...spec import CampaignSpec, RunPoint
 from ..executor import Block
 from ..policy import BasePolicy, blocks_of, config_key

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import decide
+from ...choose import decide
 from ...spec import CampaignSpec, RunPoint
 from ..executor import Block, RunDone
 from ..policy import BasePolicy, blocks_of, config_key
@@ -23,12 +23,12 @@ NAME = "racing"
 
 def simplicity(p: RunPoint) -> tuple:
     """select's tie-break (fewest streams, smallest buffer, builtin variant, name) for a run point."""
-    from ...select import Config
+    from ...choose.select import Config
     return Config(p.variant, "", p.streams, p.socket_buffer_bytes).simplicity()
 
 
 def label(p: RunPoint) -> str:
-    from ...select import fmt_buffer
+    from ...units import fmt_buffer
     return f"{p.variant} n={p.streams} B={fmt_buffer(p.socket_buffer_bytes)}"
 
 

@@ -37,7 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ... import decide
+from ...choose import decide
 from ..race_state import RaceState
 
 NAME = "confirm"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ... import decide
+from ...choose import decide
 from ..race_state import RaceState, mean_or_minus_inf
 
 NAME = "paired"

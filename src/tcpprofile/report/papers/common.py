@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ... import select as sel
+from ... import units
 from ..common import G, Note, Table
 from ..data import Group
 
@@ -76,7 +76,7 @@ def buffer_text(b: int | None) -> str:
     name = paper_buffer(b)
     if b is None:
         return "auto (autotuning: not a Table 1 buffer)"
-    return f"{sel.fmt_bytes(b)} (Table 1: {name})" if name else sel.fmt_bytes(b)
+    return f"{units.fmt_bytes(b)} (Table 1: {name})" if name else units.fmt_bytes(b)
 
 
 def size_text(size: int) -> str:

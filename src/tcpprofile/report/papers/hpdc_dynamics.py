@@ -14,7 +14,7 @@ import numpy as np
 from scipy import stats
 
 from ... import analysis
-from ... import select as sel
+from ... import units
 from ..common import Figure, Table, label, runs_phrase, save, subplots
 from ..data import ReportData
 from ..profiles import SigmoidFits
@@ -106,7 +106,7 @@ def exponents(data: ReportData, out: Path) -> list:
             ax.boxplot([L for _, L in keep], positions=range(len(keep)), widths=0.6, showfliers=False)
             ax.set_xticks(range(len(keep)), [str(n) for n, _ in keep])
         ax.axhline(0, color="r", lw=0.8)
-        label(ax, f"{v}, B={sel.fmt_buffer(b)}, {rtt:g} ms", "streams n", r"local exponent ln|dM/dX|")
+        label(ax, f"{v}, B={units.fmt_buffer(b)}, {rtt:g} ms", "streams n", r"local exponent ln|dM/dX|")
     name = "papers-fig13"
     cond = conditions(g, variant=v, B=buffer_text(b), n=ns_text(ns),
                       RTTs=f"{lo:g} and {hi:g} ms", traces=f"{_range(seconds)} intervals of 1 s")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from ... import select as sel
+from ...choose import select as sel
+from ... import units
 from ..common import G, Figure, Table, label, pick, runs_phrase, save, subplots
 from ..data import Group, ReportData
 from ..profiles import TRANSITION_BOOT, SigmoidFits
@@ -147,14 +148,14 @@ def transitions(data: ReportData, out: Path, fits: SigmoidFits) -> list:
                              str(p.runs), tau_text(tr.fit, p.rtts_ms), interval_text(tr, p.rtts_ms), tr.fit.kind,
                              _paper_cubic(name, p.config.streams) if v == "cubic" else "–"])
                 classes.append("flagged" if side else "")
-            color = ax.plot(n_in, t_in, "o-", ms=5, label=f"B={sel.fmt_buffer(b)}")[0].get_color()
+            color = ax.plot(n_in, t_in, "o-", ms=5, label=f"B={units.fmt_buffer(b)}")[0].get_color()
             top, bottom = max(max(p.rtts_ms) for p in line), min(min(p.rtts_ms) for p in line)
             if n_hi:
                 ax.plot(n_hi, [top] * len(n_hi), "^", ms=8, color=color, mfc="none",
-                        label=f"B={sel.fmt_buffer(b)}: τ_T > {top:g} ms (censored)")
+                        label=f"B={units.fmt_buffer(b)}: τ_T > {top:g} ms (censored)")
             if n_lo:
                 ax.plot(n_lo, [bottom] * len(n_lo), "v", ms=8, color=color, mfc="none",
-                        label=f"B={sel.fmt_buffer(b)}: τ_T < {bottom:g} ms (censored)")
+                        label=f"B={units.fmt_buffer(b)}: τ_T < {bottom:g} ms (censored)")
         label(ax, v, "streams n", r"$\tau_T$ (ms)")
         ax.legend(fontsize=6)
     name = "papers-fig10"

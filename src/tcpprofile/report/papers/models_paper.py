@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ... import select as sel
+from ... import units
 from ..common import G, Figure, Table, label, pick, runs_phrase, save, subplots
 from ..data import ReportData
 from ..models import link_buffer, model_curve
@@ -57,7 +57,7 @@ def variants_by_streams(data: ReportData, out: Path) -> list:
             if v in by_n[n]:
                 p = by_n[n][v]
                 ax.plot(p.rtts_ms, p.means / G, "o-", ms=4, label=v)
-        label(ax, f"n={n}, B={sel.fmt_buffer(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
+        label(ax, f"n={n}, B={units.fmt_buffer(b)}", "RTT (ms)", "mean throughput (Gbit/s)", zero=True)
         ax.legend(fontsize=7)
     rows, runs = [], 0
     ratio: dict[int, dict[str, float]] = {}
@@ -74,7 +74,7 @@ def variants_by_streams(data: ReportData, out: Path) -> list:
                      *(f"{ratio[n][v]:.3f}" if v in ratio[n] else "–" for v in ("cubic", "htcp")),
                      str(sum(p.runs for p in vs.values()))])
     name = "papers-models-fig3"
-    cond = conditions(g, variants=", ".join(sorted({v for vs in by_n.values() for v in vs})), B=sel.fmt_buffer(b),
+    cond = conditions(g, variants=", ".join(sorted({v for vs in by_n.values() for v in vs})), B=units.fmt_buffer(b),
                       n=ns_text(by_n))
     figure = Figure(name, "Models paper Fig. 3 from this store: CUBIC, H-TCP and STCP per stream count",
                     f"Mean throughput vs RTT per variant, one panel per stream count (up to 4 shown; all in the "
@@ -142,7 +142,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> list:
         size = key.get("transfer_bytes")
         sock = key.get("socket_buffer_bytes")
         conds.append(f"{v}: {n_runs} runs, n = {ns_text(measured)}, B = "
-                     f"{sel.fmt_buffer(None if sock is None or sock != sock else int(sock))}, "   # nan: autotuned
+                     f"{units.fmt_buffer(None if sock is None or sock != sock else int(sock))}, "   # nan: autotuned
                      + (f"F = {size_text(size)}" if size is not None and size == size
                         else f"{float(key['duration_target_s']):g} s runs")
                      + f", C = {float(key['rate_bps']) / 1e9:g} Gbit/s, link β = {link_buffer(key)}, loss-free")

@@ -7,8 +7,9 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from ... import decide
-from ... import select as sel
+from ...choose import decide
+from ... import units
+from ...choose import select as sel
 from ..common import G, Figure, Table, label, runs_phrase, save, subplots
 from ..data import Group, ReportData
 from ..profiles import SigmoidFits
@@ -75,14 +76,14 @@ def groups_vs_bbr(data: ReportData, out: Path) -> list:
             verdict[v] = (gname, signs)
             ax.errorbar(ts, ds, yerr=errs, fmt="o-", ms=4, capsize=3, label=v)
         ax.axhline(0, color="black", lw=0.8)
-        label(ax, f"{gname} − BBR, n={n}, B={sel.fmt_buffer(b)}", "RTT (ms)", "Θ_V − Θ_BBR (Gbit/s)")
+        label(ax, f"{gname} − BBR, n={n}, B={units.fmt_buffer(b)}", "RTT (ms)", "Θ_V − Θ_BBR (Gbit/s)")
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7)
     name = "papers-slides-groups"
-    cond = conditions(g, n=n, B=sel.fmt_buffer(b), variants="bbr, " + ", ".join(others),
+    cond = conditions(g, n=n, B=units.fmt_buffer(b), variants="bbr, " + ", ".join(others),
                       RTTs=rtts_text(bbr.rtts_ms))
     figure = Figure(name, "Slides' Group 1 and Group 2 against BBR, from this store",
-                    f"Θ_V(τ) − Θ_BBR(τ) per variant with its 95 % Welch interval (tcpprofile.decide), one panel per "
+                    f"Θ_V(τ) − Θ_BBR(τ) per variant with its 95 % Welch interval (tcpprofile.choose.decide), one panel per "
                     f"group of the slides. {cond}. {runs_phrase(runs)}.", runs, save(fig, out, name))
     table = Table("papers-slides-groups-data", "Group 1 / Group 2 data: profile differences to BBR",
                   f"Per variant and RTT: means (Gbit/s), their difference and 95 % Welch interval; 'above': the "
@@ -174,7 +175,7 @@ def losses(data: ReportData, out: Path, fits: SigmoidFits) -> list:
             rows.append([_loss_key(g), p.config.variant, rtts_text(p.rtts_ms), str(p.runs),
                          gbit(p.samples[0].mean()), gbit(p.samples[-1].mean()), shape])
     name = "papers-slides-losses"
-    cond = conditions(lossy[0], varies="loss=", n=n, B=sel.fmt_buffer(b),
+    cond = conditions(lossy[0], varies="loss=", n=n, B=units.fmt_buffer(b),
                       loss_settings=", ".join(dict.fromkeys(_loss_key(g) for g in groups)))
     figure = Figure(name, "Slides' profiles under external loss, from this store",
                     f"Mean throughput vs RTT, one panel per loss rate (solid: periodic 1 in N, dashed: uniform p, "

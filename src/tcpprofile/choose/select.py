@@ -9,7 +9,7 @@ repetitions at each RTT used, combined with the same interpolation weights, Welc
 clipped to the physical [0, C] and never from fewer than 3 runs (then: the runs that would decide);
 candidates within the indifference margin of the best go to the simplest; best and runner-up are
 "separated" when the difference's interval lies above the margin, a "tie" only when it lies within
-±margin, and "not separated" otherwise, with the repetitions that would decide (tcpprofile.decide,
+±margin, and "not separated" otherwise, with the repetitions that would decide (tcpprofile.choose.decide,
 docs/select.md).
 """
 
@@ -17,21 +17,20 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import decide, hostcheck, units
-from .measure import ping
-from .cc.registry import implementation_of
-from .hostcheck import probe, transport
-from .hostcheck.probe import read_sysctl
-from .errors import TcpProfileError, ValidationError
-from .store import Store, reads
-from .tolerance import rtt_tolerance_ms
-from .testbed.netns import in_ns, netns_list
+from . import decide
+from .. import hostcheck, units
+from ..measure import ping
+from ..cc.registry import implementation_of
+from ..hostcheck import probe, transport
+from ..errors import TcpProfileError, ValidationError
+from ..store import Store, reads
+from ..tolerance import rtt_tolerance_ms
+from ..units import fmt_buffer, fmt_bytes
 
 MAX_RUNS_TO_DECIDE = 1000   # beyond: "more than this" (the difference sits at the margin's edge)
 # The link buffer β is a condition as the spec wrote it (link_buffer: "BDP", "50MB"): with "BDP" its byte
@@ -272,7 +271,7 @@ def link_buffer_at(label: str | None, rate_bps: float):
     """τ [ms] → the link's configured buffer β [bytes] from its label as the spec wrote it (spec.py, link.buffer:
     '<k>xBDP' = k·C·τ/8 with C the link rate, a size such as '50MB', or the byte count of a link without a
     spec); None when the label is missing or not one of these (the model then fits β)."""
-    from .spec import KBDP   # the spec's own pattern for 'BDP' and '<k>xBDP'
+    from ..spec import KBDP   # the spec's own pattern for 'BDP' and '<k>xBDP'
 
     if not label:
         return None
@@ -301,10 +300,10 @@ def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float, config
     a fitted parameter at the end of its range, residuals with structure over τ); a flagged value is shown
     as such, never as a plain number.
     """
-    from . import models     # scipy-heavy; only --extrapolate needs it
-    from .models.configurations import DEFAULT_CONFIGURATION, SUMMARY
-    from .models.extrapolate import extrapolate
-    from .models.fit import fit_flags
+    from .. import models     # scipy-heavy; only --extrapolate needs it
+    from ..models.configurations import DEFAULT_CONFIGURATION, SUMMARY
+    from ..models.extrapolate import extrapolate
+    from ..models.fit import fit_flags
 
     config = config or DEFAULT_CONFIGURATION
     cfg = profile.config
@@ -667,64 +666,3 @@ def host_settings(est: Estimate, rtt_ms: float, rate_bps: float | None, *, host:
                                                     "as the default every tool inherits")
     commands = cc.pop("commands")
     return Settings({k: t.text() for k, t in wanted.items()}, cc, commands, wanted)
-
-
-def current_rows(settings: Settings, *, netns: str | None = None) -> list[hostcheck.Row]:
-    """The settings' targets against the values read here (this host, or namespace `netns`)."""
-    host_wide = {k for k, t in settings.targets.items() if t.host_wide}
-    current = probe.read_values(settings.targets, netns=netns, host_wide=host_wide)
-    return hostcheck.check(current, settings.targets)
-
-
-def apply_settings(settings: Settings, *, netns: str | None = None, host: bool = False) -> dict:
-    """Raise the sysctls inside namespace `netns` (ip netns exec) or, with host=True, on the host; never lower.
-
-    Returns {key: {before, after}} for what was written and {key: reason} for what was skipped: a key
-    already at or above its target (each field is max(current, target): nothing is ever lowered);
-    host-wide keys (net.core.{r,w}mem_max, tcp_mem, default_qdisc) inside a namespace; a congestion
-    control that is not in tcp_allowed_congestion_control there; BPF variants are never a default.
-    """
-    if (netns is None) == (not host):
-        raise ValidationError("--apply", "give exactly one target: --netns NS or --host-settings")
-    if netns is not None and netns not in netns_list():
-        raise ValidationError("--netns", f"no network namespace named {netns!r} (see `ip netns list`)")
-    changed, skipped = {}, {}
-    for key, target in settings.targets.items():
-        if netns and target.host_wide:
-            skipped[key] = "host-wide; not writable inside a namespace"
-            continue
-        if key == transport.CC_KEY and netns:
-            allowed = read_sysctl("net.ipv4.tcp_allowed_congestion_control", netns=netns).split()
-            if target.minimum not in allowed:
-                skipped[key] = (f"{target.minimum} is not in tcp_allowed_congestion_control ({' '.join(allowed)}); "
-                                f"select it per socket instead")
-                continue
-        before = read_sysctl(key, netns=netns)
-        r = hostcheck.row(target, before)
-        if r.value is None:
-            skipped[key] = f"already {before} (at or above {target.text()}): never lowered"
-            continue
-        out = subprocess.run(_sysctl_w(netns, key, r.value), capture_output=True, text=True)
-        if out.returncode != 0:
-            raise TcpProfileError(f"setting {key}={r.value} failed: {out.stderr.strip()}")
-        changed[key] = {"before": before, "after": read_sysctl(key, netns=netns)}
-    return {"target": f"netns:{netns}" if netns else "host", "sysctls": changed, "skipped": skipped}
-
-
-def _sysctl_w(netns: str | None, key: str, value: str) -> list[str]:
-    argv = ["sysctl", "-w", f"{key}={value}"]
-    return in_ns(netns, argv) if netns else argv
-
-
-def fmt_buffer(b: int | None) -> str:
-    """A socket buffer: 'auto' (kernel autotuning) for None, else fmt_bytes."""
-    return "auto" if b is None else fmt_bytes(b)
-
-
-def fmt_bytes(n: float) -> str:
-    """268435456 -> '256MiB'."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            v = n / size
-            return f"{v:g}{unit}" if v == int(v) else f"{v:.1f}{unit}"
-    return f"{int(n)}B"

@@ -12,15 +12,16 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from . import decide, spec as specs
-from .campaign import run_campaign
-from .campaign.environments import path_rtt_notes
-from .campaign.policies.racing import Racing
-from .campaign.rules import DEFAULT_RULE, RULES
-from .campaign.recorder import Recorder
-from .errors import ValidationError
-from .store import Store
-from .store.reads import flagged_ok_runs
+from . import decide
+from .. import spec as specs
+from ..campaign import run_campaign
+from ..campaign.environments import path_rtt_notes
+from ..campaign.policies.racing import Racing
+from ..campaign.rules import DEFAULT_RULE, RULES
+from ..campaign.recorder import Recorder
+from ..errors import ValidationError
+from ..store import Store
+from ..store.reads import flagged_ok_runs
 
 FLAGS = {"link.rtt": "--rtt", "link.rate": "--rate", "link.buffer": "--link-buffer", "link.mtu": "--mtu",
          "remote.host": "--host", "remote.port": "--port", "transfer.variant": "--variants",
@@ -141,5 +142,5 @@ def format_result(res: TuneResult, *, margin: float, confidence: float) -> str:
 
 
 def _label(r: dict) -> str:
-    from .select import fmt_buffer
+    from ..units import fmt_buffer
     return f"{r['variant']} n={r['streams']} B={fmt_buffer(r['socket_buffer_bytes'])}"

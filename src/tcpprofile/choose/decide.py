@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special   # Student t by its special functions: scipy.stats costs ~1 s to import
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 DEFAULT_MARGIN = 0.01
 DEFAULT_CONFIDENCE = 0.95
