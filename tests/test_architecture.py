@@ -2,7 +2,7 @@
 command importing another command.
 
 A unit is a package or a top-level module of src/tcpprofile ("" is the package's own __init__), or a module
-or subpackage of a stage package (measure/, choose/) whose parts sit at different layers: a module belongs to the
+or subpackage of a stage package (measure/, choose/, store/) whose parts sit at different layers: a module belongs to the
 longest unit its name starts with, and a stage package's own __init__ (its docstring) is a foundation. LAYERS
 orders every unit, lowest first; a unit imports only units of lower layers (the units of one layer are
 independent of each other). Imports inside functions count as well (they are still dependencies); the
@@ -22,9 +22,9 @@ LAYERS: list[tuple[str, set[str]]] = [
     ("foundations", {"", "errors", "paths", "framing", "tolerance", "interrupts", "measure", "choose"}),
     ("units and plain helpers", {"units", "choose.decide", "dimensions", "measure.iperf_json", "measure.ping"}),
     # the engine and the store import nothing that drives them
-    ("engine, store, iperf3", {"testbed", "store", "measure.iperf"}),
-    ("kernel and host access, result formats", {"ownprocs", "cc", "measure.trace", "formats", "export"}),
-    ("checks, spec, import, models, analysis", {"measure.fidelity", "hostcheck", "spec", "importer", "models",
+    ("engine, store (export too), iperf3", {"testbed", "store", "measure.iperf"}),
+    ("kernel and host access, result formats", {"ownprocs", "cc", "measure.trace", "store.formats"}),
+    ("checks, spec, import, models, analysis", {"measure.fidelity", "hostcheck", "spec", "store.importer", "models",
                                                 "analysis"}),
     ("selection", {"choose.select"}),
     ("campaigns", {"campaign"}),

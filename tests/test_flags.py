@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tcpprofile import campaign, importer, spec
+from tcpprofile import campaign, spec
+from tcpprofile.store import importer
 from tcpprofile.measure import iperf
 from tcpprofile.store.db import Store
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from tcpprofile import export, importer
+from tcpprofile.store import export, importer
 from tcpprofile.measure import iperf, iperf_json
 from tcpprofile.cli import main as cli
 from tcpprofile.store.db import Store

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tcpprofile import export, formats, importer
+from tcpprofile.store import export, formats, importer
 from tcpprofile.store.db import Store
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 import iperf_mutations as im
 import spec_mutations as sm
-from tcpprofile import importer, spec
+from tcpprofile.store import importer
+from tcpprofile import spec
 from tcpprofile.measure import iperf
 from tcpprofile.errors import IperfDocumentError, TcpProfileError, ValidationError
 from tcpprofile.store.checks import check_row

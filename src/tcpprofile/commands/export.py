@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import export as exp
+from ..store import export as exp
 
 
 def register(sub) -> None:

@@ -37,7 +37,7 @@ def register(sub) -> None:
 
 
 def overrides(args: argparse.Namespace):
-    from .. import importer           # duckdb loads only for this command
+    from ..store import importer     # duckdb loads only for this command
 
     if args.repetition is not None and args.repetition < 0:
         raise ValidationError("--repetition", f"{args.repetition}: must be 0 or more")
@@ -51,7 +51,7 @@ def overrides(args: argparse.Namespace):
 
 
 def main(args: argparse.Namespace) -> int:
-    from .. import importer
+    from ..store import importer
     from ..store.db import Store
 
     ov = overrides(args)

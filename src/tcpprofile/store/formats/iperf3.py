@@ -9,7 +9,7 @@ tcpi_min_rtt where the kernel has it)."""
 
 from __future__ import annotations
 
-from ..measure import iperf, iperf_json
+from ...measure import iperf, iperf_json
 from .base import Reader
 from .common import text_field
 

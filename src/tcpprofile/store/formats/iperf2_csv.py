@@ -21,8 +21,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from ..measure import iperf
-from ..errors import IperfDocumentError
+from ...measure import iperf
+from ...errors import IperfDocumentError
 from .base import Reader
 from .common import build, sample
 from .iperf2_lines import SUM, Line, assemble

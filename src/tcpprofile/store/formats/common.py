@@ -19,9 +19,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 
-from ..measure import iperf
-from ..errors import IperfDocumentError
-from ..measure.iperf_json import (
+from ...measure import iperf
+from ...errors import IperfDocumentError
+from ...measure.iperf_json import (
     MAX_COUNT,
     MAX_RATE_BPS,
     MAX_RTT_US,

@@ -13,10 +13,10 @@ import datetime as dt
 import json
 from typing import TYPE_CHECKING, TextIO
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 if TYPE_CHECKING:
-    from .store.db import Store
+    from .db import Store
 
 WHAT = ("runs", "intervals", "links", "cwnd", "campaigns")
 FORMATS = ("jsonl", "csv", "parquet")

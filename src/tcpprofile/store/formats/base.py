@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..measure import iperf
+from ...measure import iperf
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import IperfDocumentError
-from ..measure.iperf_json import Sample
+from ...errors import IperfDocumentError
+from ...measure.iperf_json import Sample
 from .common import sample
 
 SUM = "SUM"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from ..measure import iperf
-from ..errors import IperfError
+from ...measure import iperf
+from ...errors import IperfError
 from . import iperf2_csv, iperf2_text, iperf3, pscheduler
 from .base import Reader
 

@@ -27,9 +27,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from ..measure import iperf
-from ..errors import IperfDocumentError, IperfError
-from ..measure.iperf_json import MAX_RATE_BPS, MAX_RTT_US
+from ...measure import iperf
+from ...errors import IperfDocumentError, IperfError
+from ...measure.iperf_json import MAX_RATE_BPS, MAX_RTT_US
 from .base import Reader
 from .common import ROUNDED_REL_TOL, build, count, number, sample, text_field
 

@@ -38,11 +38,11 @@ from pathlib import Path
 import duckdb
 
 from . import formats
-from .measure import iperf
-from .errors import IperfError, TcpProfileError
+from ..measure import iperf
+from ..errors import IperfError, TcpProfileError
 from .formats.iperf3 import BIDIR_FLAG
-from .store.db import Store, dumps
-from .tolerance import rtt_tolerance_ms
+from .db import Store, dumps
+from ..tolerance import rtt_tolerance_ms
 
 LOADED_RTT_NOTE = ("rtt_measured_ms is the file's smallest RTT (iperf3's min_rtt: the smallest smoothed RTT "
                    "sampled under load; pScheduler's per-interval rtt; iperf2's handshake irtt), else the sender's "

@@ -25,8 +25,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from ..measure import iperf
-from ..errors import IperfDocumentError, IperfError
+from ...measure import iperf
+from ...errors import IperfDocumentError, IperfError
 from .base import Reader
 from .common import ROUNDED_REL_TOL, build, sample
 from .iperf2_lines import SUM, Line, assemble
