@@ -34,7 +34,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from scipy import stats as sps
 
-from tcpprofile.analysis.load import Runs
+from tcpprofile.analysis.runs import Runs
 from tcpprofile.reproduce import findings, stats
 from tcpprofile.reproduce.campaigns import DYNAMICS_LOOKS, LOOKS, PAPER_RTTS
 from tcpprofile.reproduce.standard import LEVEL

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from tcpprofile.dimensions import FLAGGED_SQL  # noqa: E402
+from tcpprofile.store.grouping import FLAGGED_SQL  # noqa: E402
 from tcpprofile.store.db import Store  # noqa: E402
 
 SPEC = ROOT / "benchmarks" / "data" / "contention-pair.toml"

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from tcpprofile import spec  # noqa: E402
-from tcpprofile.framing import TCP_IP_HEADERS  # noqa: E402
+from tcpprofile.packet_overhead import TCP_IP_HEADERS  # noqa: E402
 from tcpprofile.models import make_model  # noqa: E402
 from tcpprofile.models.configurations import DEFAULT_CONFIGURATION, configuration, model_parameters  # noqa: E402
 from tcpprofile.models.novelty import cells_of_spec, development_cells, too_close  # noqa: E402

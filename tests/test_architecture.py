@@ -19,10 +19,10 @@ from tcpprofile.cli import COMMANDS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tcpprofile"
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundations", {"", "errors", "paths", "framing", "tolerance", "interrupts", "measure", "choose"}),
-    ("units and plain helpers", {"units", "choose.decide", "dimensions", "measure.iperf_json", "measure.ping"}),
+    ("foundations", {"", "errors", "paths", "packet_overhead", "same_rtt", "interrupts", "measure", "choose"}),
+    ("units and plain helpers", {"units", "choose.decide", "measure.iperf_json", "measure.ping"}),
     # the engine and the store import nothing that drives them
-    ("engine, store (export too), iperf3", {"testbed", "store", "measure.iperf"}),
+    ("engine, store (its SQL, grouping, export), iperf3", {"testbed", "store", "measure.iperf"}),
     ("kernel and host access, result formats", {"ownprocs", "cc", "measure.trace", "store.formats"}),
     ("checks, spec, import, models, analysis", {"measure.fidelity", "hostcheck", "spec", "store.importer", "models",
                                                 "analysis"}),

@@ -218,7 +218,7 @@ def test_flags_and_effective_buffer(store):
     # --get-server-output), so every run's 1 s bytes are the sender's count, and say so
     assert {r["flags"] for r in rows if r["variant"] == "bbr"} == {"intervals_sender_bytes,cc_mismatch"}
     assert {r["flags"] for r in rows if r["variant"] == "cubic"} == {"intervals_sender_bytes"}
-    assert summary.flagged == 4          # cc_mismatch; intervals_sender_bytes is a note (dimensions.NOTE_FLAGS)
+    assert summary.flagged == 4          # cc_mismatch; intervals_sender_bytes is a note (grouping.NOTE_FLAGS)
     # default socket buffer: the sender's autotuning ceiling (receiver unknown here -> None)
     assert {r["effective_socket_buffer_bytes"] for r in rows} == {None}
 

@@ -80,7 +80,7 @@ def test_a_given_rtt_is_checked_against_the_files_smallest(tmp_path, capsys):
     out = capsys.readouterr().out
     assert (f"warning  {ONE}: --rtt 45.600 ms disagrees with the file's RTT {min_rtt:.3f} ms (iperf3 min_rtt) "
             f"by more than max(1 %, 0.1 ms)") in out
-    # within the 0.1 ms floor of tolerance.py: one RTT, no warning
+    # within the 0.1 ms floor of same_rtt.py: one RTT, no warning
     assert cli(["import", str(ONE), "--db", db, "--rtt", f"{min_rtt + 0.09:.3f}ms"]) == 0
     assert "warning" not in capsys.readouterr().out
     enhanced = DATA / "iperf2" / "enhanced.txt"         # irtt=30 µs on its connection line

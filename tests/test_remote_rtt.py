@@ -24,7 +24,7 @@ from conftest import import_or_require, require_or_skip
 from tcpprofile.measure.fidelity import thresholds
 from tcpprofile.store import Store
 from tcpprofile.testbed.netns import process_cpu_seconds
-from tcpprofile.tolerance import rtt_tolerance_ms
+from tcpprofile.same_rtt import rtt_tolerance_ms
 
 pytestmark = pytest.mark.privileged
 

@@ -15,7 +15,7 @@ from fake_executor import FakeExecutor
 from synthetic_store import add_link, add_profile, add_run, ensure_campaign, logistic_trace
 from tcpprofile.analysis.dynamics import ramp_up
 from tcpprofile.campaign import LinkUp, run_campaign
-from tcpprofile.analysis.load import load_traces
+from tcpprofile.analysis.runs import load_traces
 from tcpprofile.analysis.lyapunov import default_min_tsep
 from tcpprofile.analysis.poincare import neighbour_exponents
 from tcpprofile.reproduce import campaigns, findings, standard, stats

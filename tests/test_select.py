@@ -395,7 +395,7 @@ def test_cli_margin_is_validated(db, capsys):
     assert "--margin" in capsys.readouterr().err
 
 
-# -- flagged runs (dimensions.FLAGGED_SQL: one definition for analyze, select and report) ------------
+# -- flagged runs (grouping.FLAGGED_SQL: one definition for analyze, select and report) ------------
 def _flagged_store(path=":memory:") -> Store:
     s = Store.open(path)
     build_flagged(s)

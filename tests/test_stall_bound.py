@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from tcpprofile.measure.fidelity import monitors, thresholds, verdicts
-from tcpprofile.dimensions import FLAGGED_SQL, NOTE_FLAGS
+from tcpprofile.store.grouping import FLAGGED_SQL, NOTE_FLAGS
 from tcpprofile.store import Store
 from tcpprofile.testbed.engine import EngineStats
 

@@ -141,7 +141,7 @@ with CwndTracer(ports=[9], tag=sys.argv[1]):
 
 @pytest.mark.privileged
 def test_remove_leftovers_removes_a_killed_tracers_instance_and_mount():
-    from tcpprofile.campaign.leftovers import remove_leftovers
+    from tcpprofile.campaign.crash_cleanup import remove_leftovers
     tag = f"t{secrets.token_hex(3)}"
     child = subprocess.Popen([sys.executable, "-c", CRASHING_TRACER, tag], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True)

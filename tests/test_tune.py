@@ -16,7 +16,7 @@ from tcpprofile.campaign.rules.paired import replay
 from tcpprofile.cli import main
 from tcpprofile.errors import ValidationError
 from tcpprofile.store import Store
-from tcpprofile.tolerance import rtt_tolerance_ms
+from tcpprofile.same_rtt import rtt_tolerance_ms
 
 G = 1e9
 RULE = dict(first=3, max_rounds=10, margin=0.01, confidence=0.95)

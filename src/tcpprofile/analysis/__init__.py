@@ -52,13 +52,13 @@ Store (con: Store or DuckDB connection; by: dimensions from DIMENSIONS, default 
   bounds_from_store(con, *, by, eps=0.1, alpha=0.05, exclude_flagged) -> list[dict]
 """
 
-from ..dimensions import DEFAULT_BY, DIMENSIONS
+from ..store.grouping import DEFAULT_BY, DIMENSIONS
 from .confidence import bootstrap_ci, log_vc_bound, samples_needed, vc_bound
 from .dynamics import (RampUp, Relation, TraceDynamics, dynamics_many, poincare_points, poincare_spread,
                        ramp_up, throughput_vs_lyapunov, trace_dynamics)
 from .fromstore import (RunDynamics, bounds_from_store, dynamics_from_store, profiles_from_store,
                         relations_from_store, transitions_from_store)
-from .load import Runs, Trace, load_runs, load_traces
+from .runs import Runs, Trace, load_runs, load_traces
 from .lyapunov import Divergence, local_lyapunov, lyap_rosenstein, min_length, rosenstein, rosenstein_many
 from .profiles import BoxStats, Profile, box_stats, profile
 from .regions import Regions, classify_regions, regions_of

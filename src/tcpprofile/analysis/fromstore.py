@@ -1,6 +1,6 @@
 """The analyses applied to a store: one call per result table (`con` is a Store or DuckDB connection).
 
-Grouping: `by` names the configuration dimensions that define a profile (see tcpprofile.dimensions); runs
+Grouping: `by` names the configuration dimensions that define a profile (see tcpprofile.store.grouping); runs
 that differ only in dimensions left out are pooled. τ is always the profile's axis. Seeds: one master
 seed; each group gets an independent stream spawned from it in sorted-key order.
 """
@@ -14,8 +14,8 @@ import numpy as np
 
 from .confidence import samples_needed, vc_bound
 from .dynamics import Relation, TraceDynamics, dynamics_many, throughput_vs_lyapunov
-from ..dimensions import DEFAULT_BY
-from .load import load_runs, load_traces
+from ..store.grouping import DEFAULT_BY
+from .runs import load_runs, load_traces
 from .profiles import Profile, profile
 from .sigmoid import Transition
 from .tau_t import capacity_of, transition

@@ -120,7 +120,7 @@ class TestbedNode:
 
     def _clean(self) -> None:
         if self.environments is emulated:
-            from .leftovers import remove_leftovers
+            from .crash_cleanup import remove_leftovers
             remove_leftovers()
 
 
@@ -128,7 +128,7 @@ def sweep(owner_pid: int) -> list[str]:
     """On a node whose actor was killed mid-run: once that process is gone, remove what its link left
     (iperf3 and delayd run in their own sessions; remove_leftovers removes dead owners' things only)."""
     from ..testbed.calibrate import wait_until
-    from .leftovers import remove_leftovers
+    from .crash_cleanup import remove_leftovers
     from ..testbed.netns import process_start_time
     wait_until(lambda: process_start_time(owner_pid) is None, timeout=CLOSE_TIMEOUT_S,   # gone, or a zombie
                what=f"the killed actor {owner_pid} to exit")

@@ -22,7 +22,7 @@ from ..measure.fidelity import monitors
 from ..errors import EnvironmentNotReady, TcpProfileError, ValidationError
 from ..spec import LinkPoint
 from ..store.db import dumps
-from ..tolerance import rtt_tolerance_ms
+from ..same_rtt import rtt_tolerance_ms
 
 
 @dataclass
@@ -141,7 +141,7 @@ def path_rtt(ping_json: dict, run_min_rtts_ms: list[float | None]) -> dict | Non
     samples, taken when the ACK is processed, net/ipv4/tcp_input.c tcp_update_rtt_min), whole-ms
     timestamp samples left out (tick_sample) unless no other exists; rtt_measured_mdev_ms = their
     population standard deviation (a spread, like ping's mdev). calibration_json keeps the ping and its
-    cross-check: ping's min within rtt_tolerance_ms of TCP's (max(1 %, 0.1 ms), tolerance.py); a path
+    cross-check: ping's min within rtt_tolerance_ms of TCP's (max(1 %, 0.1 ms), same_rtt.py); a path
     that does not answer ping (ICMP filtered) is measured now: calibration_ok, no rtt_unmeasured. None
     when no run measured a min_rtt (the ping stays, and the link stays flagged without one)."""
     seen = [v for v in run_min_rtts_ms if v is not None]

@@ -5,7 +5,7 @@ DEFAULT_CONFIGURATION), with the model's prediction error E for its variant × n
 From configuration alone (docs/models.md, "Model configurations"): β is the link's configured buffer
 (PHYSICAL_BUFFER), W_max per flow half the socket buffer (-w) or half the kernel's autotuning ceiling
 (models/fit.py, _known_wmax: at least half of a receive buffer is window), C the link's payload ceiling
-rate × MSS/(MTU + 38) (framing.py; fit.py's capacity_bps), the start-up lag a constant (below). A
+rate × MSS/(MTU + 38) (packet_overhead.py; fit.py's capacity_bps), the start-up lag a constant (below). A
 candidate gets no prior (None) where the models have no validated error: a variant without a model (BBR,
 a BPF variant other than the modelled ones), Reno (modelled, not validated), a remote link (β unknown).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..framing import ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
+from ..packet_overhead import ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
 
 # E [%] per variant × n: ss-trains (the default configuration) held out by RTT on the third sealed store,
 # benchmarks/data/models-validation-3-table.txt (column "rtt"; 10 GB, β 0.1/0.3/1 × BDP, 11.8–366 ms)
@@ -53,7 +53,7 @@ def predict_bps(variant: str, streams: int, *, rtt_s: float, rate_bps: float, bu
     params, per_variant = configuration(config or DEFAULT_CONFIGURATION)
     kd = {"variant": variant, "loss_mode": "periodic" if loss > 0 else "none", "loss_rate": loss}
     params = model_parameters(params_for(kd, params, per_variant))
-    mss = mtu - TCP_IP_HEADERS                                       # bytes (framing.py)
+    mss = mtu - TCP_IP_HEADERS                                       # bytes (packet_overhead.py)
     capacity = rate_bps * mss / (mtu + ETH_WIRE_OVERHEAD)            # payload ceiling [bit/s]
     model = make_model(variant, capacity_bps=capacity, queue_fill=True, receiver_report=True,
                        startup_rtts=STARTUP_RTTS, mss_bytes=mss, **params)

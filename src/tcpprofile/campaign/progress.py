@@ -7,7 +7,7 @@ import time
 from typing import TextIO
 
 from ..spec import LinkPoint, RunPoint
-from ..framing import TCP_IP_HEADERS
+from ..packet_overhead import TCP_IP_HEADERS
 from ..measure.iperf import size_request_bytes
 
 LINK_SETUP_ESTIMATE_S = 15.0   # set-up plus calibration, for the ETA

@@ -60,7 +60,7 @@ def run_campaign(spec: CampaignSpec, store: Store, *, out: TextIO = sys.stderr,
         if spec.mode == "emulated" and environments is emulated:
             for link in spec.links:
                 link_config(link)
-            from .leftovers import remove_leftovers
+            from .crash_cleanup import remove_leftovers
             remove_leftovers()
         executor = LocalExecutor(Settings.of(spec, campaign_id), environments)
 

@@ -29,12 +29,12 @@ from ..cc.registry import implementation_of
 from ..hostcheck import probe, transport
 from ..errors import TcpProfileError, ValidationError
 from ..store import Store, reads
-from ..tolerance import rtt_tolerance_ms
+from ..same_rtt import rtt_tolerance_ms
 from ..units import fmt_buffer, fmt_bytes
 
 MAX_RUNS_TO_DECIDE = 1000   # beyond: "more than this" (the difference sits at the margin's edge)
 # The link buffer β is a condition as the spec wrote it (link_buffer: "BDP", "50MB"): with "BDP" its byte
-# count varies along the profile like τ itself (tcpprofile.dimensions.BUFFER_SQL).
+# count varies along the profile like τ itself (tcpprofile.store.grouping.BUFFER_SQL).
 CONDITION_FIELDS = ("transfer_bytes", "duration_s", "loss_mode", "loss_rate", "rate_bps", "link_buffer", "reverse",
                     "link_kind")
 TIE_BREAK = "fewest streams, then smallest socket buffer (autotuning first), then builtin variant"
@@ -75,7 +75,7 @@ class Profile:
     run_ids: list[list[str]] = field(default_factory=list)   # per RTT, aligned with samples
     transfer_bytes: int | None = None
     duration_s: float | None = None
-    flagged: list[np.ndarray] = field(default_factory=list)  # per RTT, bool per run (dimensions.FLAGGED_SQL)
+    flagged: list[np.ndarray] = field(default_factory=list)  # per RTT, bool per run (grouping.FLAGGED_SQL)
     link_buffer: str | None = None   # the link's β as the spec wrote it ('BDP', '50MB') or its byte count
     loss_rate: float = 0.0           # the link's external loss (drop probability; periodic 1 in N: 1/N)
 
@@ -163,7 +163,7 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
 
     `conditions` fixes some of CONDITION_FIELDS; when the remaining runs still span several groups
     (different F, duration, loss, C or direction) the choice is refused with the list of groups.
-    Flagged runs (dimensions.FLAGGED_SQL) are included and counted per RTT (Profile.flagged), or
+    Flagged runs (grouping.FLAGGED_SQL) are included and counted per RTT (Profile.flagged), or
     left out with exclude_flagged (counted in ProfileSet.flagged_left_out).
     """
     rows = reads.profile_runs(store)

@@ -13,7 +13,7 @@ import math
 import sys
 
 from . import analyze_text
-from ..dimensions import DEFAULT_BY, DIMENSIONS, check_by
+from ..store.grouping import DEFAULT_BY, DIMENSIONS, check_by
 from ..errors import ValidationError
 
 WHAT = ("profiles", "regions", "transition", "dynamics", "lyapunov", "bound")

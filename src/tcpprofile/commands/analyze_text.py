@@ -34,7 +34,7 @@ def _link_buffer(v) -> str:
 
 
 def key_words(key: dict) -> dict[str, str]:
-    """A configuration's dimensions (tcpprofile.dimensions) in words, in the order given; dimensions
+    """A configuration's dimensions (tcpprofile.store.grouping) in words, in the order given; dimensions
     not named here keep their store name."""
     out: dict[str, str] = {}
     for name, v in key.items():

@@ -293,7 +293,7 @@ def verdict(choice) -> str:
 
 
 def flagged_line(choice) -> str:
-    """Whether flagged runs count, and how many (dimensions.FLAGGED_SQL)."""
+    """Whether flagged runs count, and how many (grouping.FLAGGED_SQL)."""
     if choice.exclude_flagged:
         return f"Flagged runs left out (--exclude-flagged): {choice.flagged_left_out}."
     n = sum(e.runs_flagged for e in choice.ranking)

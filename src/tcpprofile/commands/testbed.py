@@ -71,7 +71,7 @@ def link_config(args):
 
 
 def _down(args) -> int:
-    from ..campaign.leftovers import remove_leftovers
+    from ..campaign.crash_cleanup import remove_leftovers
 
     removed = remove_leftovers()
     for item in removed:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ValidationError
-from ..framing import TCP_IP_HEADERS
+from ..packet_overhead import TCP_IP_HEADERS
 from ..store.reads import fit_table
 from .diagnostics import at_bound, flags_of, residual_structure
 from .framework import SEND_BACKLOG, FirstPrinciplesModel

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .diagnostics import short
-from ..framing import TCP_IP_HEADERS
+from ..packet_overhead import TCP_IP_HEADERS
 from ..store import reads
 from .fit import (DATASET_KEYS, float_column, is_missing, configuration, params_for,
                   positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,

@@ -37,7 +37,7 @@ SECTION_ORDER = ("operator", "verdicts", "selection", "mean_profiles", "box_plot
 
 
 def build_report(store: Store, out_dir: str | Path, *, exclude_flagged: bool = False) -> Report:
-    """exclude_flagged: leave flagged runs out of every figure and table (dimensions.FLAGGED_SQL);
+    """exclude_flagged: leave flagged runs out of every figure and table (grouping.FLAGGED_SQL);
     the header says whether they were left out and how many."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

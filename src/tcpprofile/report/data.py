@@ -44,7 +44,7 @@ class ReportData:
     store: Store
     groups: list[Group]
     exclude_flagged: bool = False
-    flagged: int = 0             # flagged runs (dimensions.FLAGGED_SQL) the report could draw on
+    flagged: int = 0             # flagged runs (grouping.FLAGGED_SQL) the report could draw on
     candidates: int = 0          # ok runs with a throughput and an RTT, flagged or not
     model_configuration: str = ""   # the model figures' configuration (models/configurations.py); "": the default
     _model_fits: dict = field(default_factory=dict, init=False, repr=False)   # model_fit's, by row indices

@@ -31,7 +31,7 @@ import numpy as np
 from scipy import stats as sps
 
 from ..analysis.dynamics import ramp_up
-from ..analysis.load import Runs, load_runs, load_traces
+from ..analysis.runs import Runs, load_runs, load_traces
 from ..analysis.censoring import ABOVE, BELOW, MEASURED
 from ..cc.registry import spellings
 from ..store import reads

@@ -12,7 +12,7 @@ numbered as repetitions 0, 1, … in timestamp order unless a repetition is give
 
 A given --rtt is compared with the smallest RTT the file holds (iperf3's min_rtt, iperf2 -e's irtt,
 else the smallest smoothed RTT sampled at an interval's end: which one is said); beyond the tolerance
-of tolerance.py the file's result carries a warning. A loaded mean RTT includes queueing: it is never
+of same_rtt.py the file's result carries a warning. A loaded mean RTT includes queueing: it is never
 the one compared.
 
 A --bidir result holds two directions measured at once: each is stored as its own run, the
@@ -42,7 +42,7 @@ from ..measure import iperf
 from ..errors import IperfError, TcpProfileError
 from .formats.iperf3 import BIDIR_FLAG
 from .db import Store, dumps
-from ..tolerance import rtt_tolerance_ms
+from ..same_rtt import rtt_tolerance_ms
 
 LOADED_RTT_NOTE = ("rtt_measured_ms is the file's smallest RTT (iperf3's min_rtt: the smallest smoothed RTT "
                    "sampled under load; pScheduler's per-interval rtt; iperf2's handshake irtt), else the sender's "
@@ -151,7 +151,7 @@ def store_files(store: Store, read: list[ReadFile], overrides: Overrides = Overr
 
 def _rtt_warnings(runs: list[iperf.Parsed], overrides: Overrides) -> list[str]:
     """A given --rtt against the smallest RTT the file holds: a warning beyond max(1 %, 0.1 ms)
-    (tolerance.py). The loaded mean RTT includes queueing and is never compared."""
+    (same_rtt.py). The loaded mean RTT includes queueing and is never compared."""
     if overrides.rtt_s is None:
         return []
     given = overrides.rtt_s * 1e3

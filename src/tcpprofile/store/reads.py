@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..dimensions import BUFFER_SQL, DIMENSIONS, FLAGGED_SQL, NOTE_FLAGS
+from .grouping import BUFFER_SQL, DIMENSIONS, FLAGGED_SQL, NOTE_FLAGS
 from ..errors import ValidationError
 from .expressions import TAU_MS_SQL
 
@@ -24,7 +24,7 @@ def _dicts(con, sql: str, params: list | None = None) -> list[dict]:
 
 
 def flagged_ok_runs(con, campaign_ids: Sequence[str]) -> list[dict]:
-    """The ok runs of these campaigns that the instrument flagged (dimensions.FLAGGED_SQL): variant, streams,
+    """The ok runs of these campaigns that the instrument flagged (grouping.FLAGGED_SQL): variant, streams,
     socket_buffer_bytes and `flags`, the run's and its link's flags without the notes (NOTE_FLAGS)."""
     rows = _con(con).execute(
         f"SELECT r.variant, r.streams, r.socket_buffer_bytes, coalesce(r.flags, '') || ',' || coalesce(l.flags, '') "
@@ -98,9 +98,9 @@ def fit_table(con, *, campaigns=None, exclude_flagged: bool = False, initial_win
               default_mss: int) -> dict[str, np.ndarray]:
     """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
     rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
-    wrote it, see tcpprofile.dimensions.BUFFER_SQL). campaigns: only runs of the campaigns whose name or
+    wrote it, see tcpprofile.store.grouping.BUFFER_SQL). campaigns: only runs of the campaigns whose name or
     id matches one of these SQL LIKE patterns (store only); exclude_flagged: leave out flagged runs
-    (tcpprofile.dimensions.FLAGGED_SQL). Rows need τ and C (a model does). Columns returned: the configuration,
+    (tcpprofile.store.grouping.FLAGGED_SQL). Rows need τ and C (a model does). Columns returned: the configuration,
     transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, window_limit_bytes
     (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count),
     delivered_share (the share of the runs timed by their delivery of F: iperf.parse)."""
@@ -145,11 +145,11 @@ def run_interval_lists(con, *, campaigns=None, exclude_flagged: bool = False) ->
     return con.execute(sql, [list(campaigns)] if campaigns else []).fetchall()
 
 
-# -- analysis (analysis/load.py) ------------------------------------------------------------------------
+# -- analysis (analysis/runs.py) ------------------------------------------------------------------------
 def analysed_runs(con) -> list[tuple]:
     """The ok runs with a throughput and a τ, in run_id order, one tuple each: run_id, τ [ms] (TAU_MS_SQL),
     throughput [bit/s], capacity [bit/s] (the link's goodput ceiling if measured, else its configured rate),
-    flagged (FLAGGED_SQL), then the grouping dimensions in dimensions.DIMENSIONS order."""
+    flagged (FLAGGED_SQL), then the grouping dimensions in grouping.DIMENSIONS order."""
     dims = ", ".join(f"{sql} AS {name}" for name, sql in DIMENSIONS.items())
     return _con(con).execute(f"""
         SELECT r.run_id, {TAU_MS_SQL}, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..measure import ping
 from ..errors import TcpProfileError
-from ..tolerance import rtt_tolerance_s
+from ..same_rtt import rtt_tolerance_s
 from .config import ETH_WIRE_OVERHEAD, LinkConfig
 
 PINGS = 80

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 
 from .. import units
 from ..errors import ValidationError
-from ..framing import ETH_HEADER, ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
+from ..packet_overhead import ETH_HEADER, ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
 from . import cpuplan
 from .inject import StallInject
 

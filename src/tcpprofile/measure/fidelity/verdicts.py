@@ -85,7 +85,7 @@ def stall_flag(cols: dict, target_ms: float, t: Thresholds = THRESHOLDS) -> str 
     """'engine_stall' where the run's stall_effect_bound (cols) exceeds the instrument's resolution
     (t.stall_resolution_rel): the stalls could have changed Θ by more than runs differ anyway;
     'engine_stall_minor' where a release was later than stall_threshold_ms but the bound stays within
-    the resolution (recorded, not a reason to leave the run out: dimensions.NOTE_FLAGS); None without a
+    the resolution (recorded, not a reason to leave the run out: grouping.NOTE_FLAGS); None without a
     stall. Without the engines' record (bound None) every stall is 'engine_stall', as before issue 33."""
     bound = cols.get("stall_effect_bound")
     if bound is not None and bound > t.stall_resolution_rel:

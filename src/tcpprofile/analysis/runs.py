@@ -3,8 +3,8 @@
 Only runs with status = 'ok' and a link with an RTT τ (configured, else measured: store.TAU_MS_SQL, the
 definition every reader shares) are analysed. A run is *flagged* when its
 link failed calibration (calibration_ok false or link flags set) or the run carries flags other than the
-trace-assembly notes (dimensions.NOTE_FLAGS); flagged runs are included and counted (Profile.n_flagged)
-unless exclude_flagged=True. dimensions.FLAGGED_SQL is that definition, the one `analyze`, `select`,
+trace-assembly notes (grouping.NOTE_FLAGS); flagged runs are included and counted (Profile.n_flagged)
+unless exclude_flagged=True. grouping.FLAGGED_SQL is that definition, the one `analyze`, `select`,
 `report` and the campaign summary share.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dimensions import DIMENSIONS, check_by
+from ..store.grouping import DIMENSIONS, check_by
 from ..store import reads
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 # The bottleneck buffer as the spec wrote it ("BDP" means a different byte count at every τ, and one
 # profile); imported or older links without it fall back to the byte count.
