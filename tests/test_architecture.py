@@ -198,7 +198,11 @@ def test_the_checks_see_a_circle_and_an_upward_arrow():
                         ("tcpprofile.reproduce.findings", "tcpprofile.cli"),
                         ("tcpprofile.testbed.link", "tcpprofile.measure.trace"),
                         ("tcpprofile.store.db", "tcpprofile.testbed.netns"),
-                        ("tcpprofile.cc", "tcpprofile.measure.trace")]:     # a sibling of the same layer
+                        ("tcpprofile.cc", "tcpprofile.measure.trace"),      # a sibling of the same layer
+                        # the stage packages: measuring does not choose, the store's core does not import
+                        ("tcpprofile.measure.iperf", "tcpprofile.choose.select"),
+                        ("tcpprofile.store.db", "tcpprofile.store.importer"),
+                        ("tcpprofile.choose.decide", "tcpprofile.choose.select")]:
         edges = import_graph()
         edges[mod].add(target)
         assert upward(edges) == [f"{mod} -> {target}"]
