@@ -1,10 +1,10 @@
 """The import graph of src/tcpprofile: no circle, no arrow from a lower layer up to a higher one, and no
 command importing another command.
 
-A unit is a package or a top-level module of src/tcpprofile ("" is the package's own __init__), or a module
-or subpackage of a stage package (measure/, choose/, store/) whose parts sit at different layers: a module belongs to the
-longest unit its name starts with, and a stage package's own __init__ (its docstring) is a foundation. LAYERS
-orders every unit, lowest first; a unit imports only units of lower layers (the units of one layer are
+A unit is a package or a top-level module of src/tcpprofile ("" is the package's own __init__), or a part
+of a stage package (measure/, choose/, store/) whose parts sit at different layers: a module belongs to the
+longest unit its name starts with (measure's and choose's own __init__, docstrings only, are foundations).
+LAYERS orders every unit, lowest first; a unit imports only units of lower layers (the units of one layer are
 independent of each other). Imports inside functions count as well (they are still dependencies); the
 registries that find their modules at run time (cli.COMMANDS, campaign/registry.py) are checked by their
 own tests.
@@ -182,6 +182,24 @@ def test_no_import_from_a_lower_layer_to_a_higher_one():
 def test_no_command_imports_another_command():
     assert COMMAND_MODULES <= set(_modules())       # cli.COMMANDS names real modules
     assert command_to_command(import_graph()) == []
+
+
+def unresolved_imports() -> list[str]:
+    """`from M import …` / `import M` of a tcpprofile module M that is not in the tree (a stale name after a
+    move, where only a function imports it, is invisible to the graph above)."""
+    mods = _modules()
+    out = [f"{mod}: {target}" for mod, package, node in _import_nodes()
+           if (target := _target(package, node)).split(".")[0] == "tcpprofile" and target not in mods]
+    for mod, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                out += [f"{mod}: {a.name}" for a in node.names
+                        if a.name.split(".")[0] == "tcpprofile" and a.name not in mods]
+    return sorted(out)
+
+
+def test_every_import_names_a_module_of_the_tree():
+    assert unresolved_imports() == []
 
 
 def test_no_module_imports_another_modules_private_names():
