@@ -4,7 +4,8 @@ import json
 import subprocess
 import sys
 
-from tcpprofile.cli import COMMANDS, build_parser
+from tcpprofile.cli import build_parser
+from tcpprofile.commands import COMMANDS
 
 
 def test_every_registered_command_has_a_parser():

@@ -16,6 +16,10 @@ import sys
 from .. import units
 from ..errors import ValidationError
 
+NAME = "model"
+HELP = "predict throughput from the TCP models, or fit them to a store"
+ORDER = 80            # its place in `tcpprofile --help`
+
 COLUMNS = (  # component, header, scale (value / scale is printed)
     ("throughput", "Θ Gbit/s", 1e9), ("case", "case", 1), ("subcase", "sub", 1), ("T_s", "T_s s", 1),
     ("N_s", "N_s MB", 8e6), ("W_m", "W_m MB", 8e6), ("T_a", "T_a s", 1), ("N_a", "N_a MB", 8e6), ("k", "k", 1),
@@ -26,8 +30,7 @@ def register(subparsers) -> None:
     from ..models.configurations import CONFIGURATIONS, DEFAULT_CONFIGURATION, SUMMARY
     from ..models.registry import MODELS
 
-    p = subparsers.add_parser("model", help="predict throughput from the TCP models, or fit them to a store",
-                              description=__doc__)
+    p = subparsers.add_parser(NAME, help=HELP, description=__doc__)
     p.add_argument("action", nargs="?", choices=("predict", "fit", "validate"), default="predict",
                    help="predict (default), fit, or validate (the validation protocol's table)")
     p.add_argument("--variant", help=f"congestion control: {', '.join(MODELS)}")

@@ -1,0 +1,76 @@
+"""One registry pattern (tcpprofile/registry.py): a package's modules that declare NAME are its entries.
+Each test here fails when a module of a registry's package lacks its declaration (the mutation used: delete
+`NAME = "run"` from commands/run.py; `NAME = ...` from models/htcp.py; `NAME = ...` from report/tables.py's
+section module), so nothing can be left out of a registry silently."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import pytest
+
+from tcpprofile import commands
+from tcpprofile.cli import build_parser
+from tcpprofile.commands import COMMANDS
+from tcpprofile.registry import declared, modules_of
+
+
+def _modules(package) -> dict[str, object]:
+    return {info.name: importlib.import_module(f"{package.__name__}.{info.name}")
+            for info in pkgutil.iter_modules(package.__path__) if not info.ispkg}
+
+
+def test_every_command_module_is_a_registered_command_and_every_other_a_helper():
+    """A module of commands/ with register() is a command: it declares NAME, HELP and ORDER and is in
+    COMMANDS under NAME; a module without register() is a helper some command imports."""
+    modules = _modules(commands)
+    commands_here = {m.NAME if hasattr(m, "NAME") else f"<{name} without NAME>": m
+                     for name, m in modules.items() if hasattr(m, "register")}
+    assert {n: m.__name__ for n, m in commands_here.items()} == COMMANDS
+    helpers = {name for name, m in modules.items() if not hasattr(m, "register")}
+    assert helpers == {"analyze_text", "options", "settings_text"}
+    assert all(not hasattr(modules[h], "NAME") for h in helpers)
+    sources = " ".join(importlib.util.find_spec(m).origin and open(importlib.util.find_spec(m).origin).read()
+                       for m in COMMANDS.values())
+    assert all(f"from .{h} import" in sources or f"from . import {h}" in sources for h in helpers)
+
+
+def test_help_lists_every_command_with_its_declared_help_in_order():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert list(sub.choices) == list(COMMANDS)
+    helps = {c.dest: c.help for c in sub._choices_actions}
+    for name, module in COMMANDS.items():
+        m = importlib.import_module(module)
+        assert helps[name] == m.HELP and m.NAME == name
+    orders = [importlib.import_module(m).ORDER for m in COMMANDS.values()]
+    assert orders == sorted(orders)
+    assert list(COMMANDS)[:3] == ["run", "import", "export"]       # measuring first, as the pipeline
+
+
+def test_declared_reads_without_importing_and_refuses_a_missing_or_repeated_order(tmp_path, monkeypatch):
+    pkg = tmp_path / "fakecmds"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "beta.py").write_text("NAME = 'beta'\nORDER = 1\nraise ImportError('imported')\n")
+    (pkg / "alpha.py").write_text("NAME = 'alpha'  # the entry\nORDER = 2\n")
+    (pkg / "helper.py").write_text("def f():\n    NAME = 'not top level'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fakecmds
+    try:
+        assert declared("fakecmds", fakecmds.__path__, order=True) == {"beta": "fakecmds.beta",
+                                                                       "alpha": "fakecmds.alpha"}
+        assert list(declared("fakecmds", fakecmds.__path__)) == ["alpha", "beta"]       # by NAME
+        assert "fakecmds.beta" not in sys.modules                                       # never imported
+        with pytest.raises(ImportError, match="imported"):
+            modules_of("fakecmds", fakecmds.__path__)
+        (pkg / "beta.py").write_text("NAME = 'beta'\nORDER = 2\n")
+        with pytest.raises(RuntimeError, match="both declare ORDER 2"):
+            declared("fakecmds", fakecmds.__path__, order=True)
+        (pkg / "beta.py").write_text("NAME = 'beta'\n")
+        with pytest.raises(RuntimeError, match="fakecmds.beta: declares NAME 'beta' but no ORDER"):
+            declared("fakecmds", fakecmds.__path__, order=True)
+    finally:
+        for m in [m for m in sys.modules if m.startswith("fakecmds")]:
+            del sys.modules[m]
