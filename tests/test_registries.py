@@ -74,3 +74,60 @@ def test_declared_reads_without_importing_and_refuses_a_missing_or_repeated_orde
     finally:
         for m in [m for m in sys.modules if m.startswith("fakecmds")]:
             del sys.modules[m]
+
+
+# --- models: one file per variant ---------------------------------------------------------------------------
+
+def test_every_model_module_is_registered_under_its_cc_name():
+    """A module of models/ that defines a FirstPrinciplesModel subclass is a variant's: it declares NAME (a
+    usual name of cc/registry.py), ORDER and MODEL, and models/registry.py has it; MODELS spells each variant
+    as cc does (the papers' alias first), nothing more."""
+    from tcpprofile import models
+    from tcpprofile.cc.registry import NAMES, spellings
+    from tcpprofile.models.framework import FirstPrinciplesModel
+    from tcpprofile.models.registry import MODELS, VARIANTS
+
+    defining = {}
+    for name, module in _modules(models).items():
+        classes = sorted({c for c in vars(module).values() if isinstance(c, type) and issubclass(c, FirstPrinciplesModel)
+                          and c is not FirstPrinciplesModel and c.__module__ == module.__name__}, key=str)
+        if classes:
+            defining[getattr(module, "NAME", f"<{name} without NAME>")] = (module, classes)
+    assert set(defining) == set(VARIANTS) == {"scalable", "cubic", "htcp", "reno"}
+    for name, (module, classes) in defining.items():
+        assert VARIANTS[name] is module and classes == [module.MODEL] and name in NAMES
+    assert list(MODELS) == ["stcp", "scalable", "cubic", "htcp", "reno"]        # `model --help`'s order
+    assert {s for n in VARIANTS for s in spellings(n)} == set(MODELS)
+    assert all(MODELS[s] is VARIANTS[n].MODEL for n in VARIANTS for s in spellings(n))
+
+
+def test_each_variants_settings_are_its_own_parameters_of_named_configurations():
+    import inspect
+
+    from tcpprofile.models.configurations import CONFIGURATIONS, UNMODELLED_WITH_LOSS
+    from tcpprofile.models.registry import VARIANTS
+
+    for name, module in VARIANTS.items():
+        accepted = set(inspect.signature(module.MODEL).parameters)
+        for config, params in getattr(module, "SETTINGS", {}).items():
+            assert config in CONFIGURATIONS and set(params) <= accepted, (name, config)
+            assert set(params) <= set(CONFIGURATIONS[config][1][name])     # and the configuration has them
+        assert set(UNMODELLED_WITH_LOSS.get(name, ())) <= accepted
+    assert UNMODELLED_WITH_LOSS == {"htcp": ("rtt_scaling",)}
+    # a configuration has no variant's settings but those its variants' modules declare, for it or one it extends
+    assert CONFIGURATIONS["paper"][1] == {} and set(CONFIGURATIONS["single-flow"][1]) == {"htcp", "reno", "cubic"}
+
+
+def test_configurations_py_names_no_variant():
+    """H-TCP's, Reno's and CUBIC's settings live in their model files: configurations.py spells no variant
+    (fails with the old `_SECOND_CUT = {"htcp": {...}, "reno": {...}}`)."""
+    import ast
+    from pathlib import Path
+
+    from tcpprofile.cc.registry import ALIASES, NAMES
+    from tcpprofile.models import configurations
+
+    source = Path(configurations.__file__).read_text()
+    named = [node.value for node in ast.walk(ast.parse(source))
+             if isinstance(node, ast.Constant) and node.value in {*NAMES, *ALIASES}]
+    assert named == []

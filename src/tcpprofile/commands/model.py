@@ -227,14 +227,15 @@ def _config(args) -> str:
 
 def _with_trajectory(args) -> bool:
     """Whether the selected configuration models the trajectory after slow start."""
-    from ..models.fit import configuration
+    from ..models.configurations import configuration
 
     return bool(configuration(_config(args))[0].get("trajectory"))
 
 
 def _fit(args) -> int:
     from ..models import fit_profiles
-    from ..models.fit import configuration, describe_configuration, physical_buffer_missing
+    from ..models.configurations import configuration, describe_configuration
+    from ..models.fit import physical_buffer_missing
     from ..models.diagnostics import BOUND_REL, LEVEL, short
 
     if _with_trajectory(args) and args.eq8:
@@ -308,7 +309,7 @@ def _params(p: dict) -> str:
 
 
 def _validate(args) -> int:
-    from ..models.fit import describe_configuration
+    from ..models.configurations import describe_configuration
     from ..models.validation import validate
 
     if args.eq8 or args.queue_fill:
@@ -363,7 +364,7 @@ BASELINE = "baseline"   # the generic ramp-up/sustainment model of HPDC'17 §3 (
 def _by_novelty(args, config: str) -> int:
     """`model validate --by-novelty FILE…`: E per (variant, n, novelty group) in the validation's three modes, for
     the configuration, `paper` and the baseline (docs/models.md, "New-condition validation")."""
-    from ..models.fit import describe_configuration
+    from ..models.configurations import describe_configuration
     from ..models.novelty import development_cells
     from ..models.validation import MODES, by_novelty, validate
     from ..spec import load
