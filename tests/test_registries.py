@@ -1,7 +1,8 @@
-"""One registry pattern (tcpprofile/registry.py): a package's modules that declare NAME are its entries.
-Each test here fails when a module of a registry's package lacks its declaration (the mutation used: delete
-`NAME = "run"` from commands/run.py; `NAME = ...` from models/htcp.py; `NAME = ...` from report/tables.py's
-section module), so nothing can be left out of a registry silently."""
+"""One registry pattern (tcpprofile/registry.py): a package's modules that declare themselves are its entries
+(NAME: commands, models; SECTIONS: the report's sections, several to a module). Each test here fails when a
+module of a registry's package lacks its declaration (the mutations used: delete `NAME = "run"` from
+commands/run.py; `NAME = "htcp"` from models/htcp.py; SECTIONS from report/tables.py), so nothing can be left
+out of a registry silently."""
 
 from __future__ import annotations
 
@@ -131,3 +132,50 @@ def test_configurations_py_names_no_variant():
     named = [node.value for node in ast.walk(ast.parse(source))
              if isinstance(node, ast.Constant) and node.value in {*NAMES, *ALIASES}]
     assert named == []
+
+
+# --- report sections: each section module declares its own ---------------------------------------------------
+
+def test_every_report_section_function_is_registered_in_the_reports_order():
+    """Every function of report/ that returns a Section is declared by its module (SECTIONS, or IN_WORKER for
+    the worker's version of one); fails when SECTIONS is deleted from report/tables.py."""
+    import inspect
+
+    from tcpprofile import report
+
+    defined, registered = set(), set()
+    for info in pkgutil.walk_packages(report.__path__, "tcpprofile.report."):
+        module = importlib.import_module(info.name)
+        defined |= {f"{module.__name__}.{n}" for n, fn in vars(module).items() if inspect.isfunction(fn)
+                    and fn.__module__ == module.__name__ and fn.__annotations__.get("return") == "Section"}
+        registered |= {f"{fn.__module__}.{fn.__name__}" for _, fn in getattr(module, "SECTIONS", {}).values()}
+        registered |= {f"{fn.__module__}.{fn.__name__}" for fn in getattr(module, "IN_WORKER", {}).values()}
+    assert defined == registered and len(defined) == 17
+    assert list(report.SECTIONS) == [
+        "operator", "verdicts", "selection", "mean_profiles", "box_plots", "sigmoid_fits", "transition_rtts",
+        "traces", "poincare", "lyapunov", "throughput_vs_lyapunov", "model_vs_measurement", "loss_profiles",
+        "cwnd_traces", "side_by_side", "calibration"]
+    assert set(report.IN_WORKER) <= set(report.SECTIONS)
+    inputs = {"data", "out", "store", "exclude_flagged", "refs", "fits"}      # what build_report passes
+    for id_, fn in report.SECTIONS.items():
+        params = inspect.signature(fn).parameters.values()
+        assert {p.name for p in params if p.default is inspect.Parameter.empty} <= inputs, id_
+
+
+def test_modules_declaring_finds_modules_and_subpackages_by_their_assignment(tmp_path, monkeypatch):
+    from tcpprofile.registry import modules_declaring
+
+    pkg = tmp_path / "fakereport"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("def f():\n    return 1\n\n\nSECTIONS = {\"a\": (1, f)}\n")
+    (pkg / "b.py").write_text("SECTIONS_NOTE = 1\n# SECTIONS = {}\ndef g():\n    SECTIONS = 2\n")
+    (pkg / "sub" / "__init__.py").write_text("SECTIONS: dict = {}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import fakereport
+    try:
+        assert [m.__name__ for m in modules_declaring("fakereport", fakereport.__path__, "SECTIONS")] == [
+            "fakereport.a", "fakereport.sub"]
+    finally:
+        for m in [m for m in sys.modules if m.startswith("fakereport")]:
+            del sys.modules[m]

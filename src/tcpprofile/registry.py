@@ -17,16 +17,31 @@ from pathlib import Path
 from types import ModuleType
 
 
+def _target(line: str) -> str | None:
+    """The name a top-level assignment line assigns (`NAME = …`, `NAME: type = …`), else None."""
+    if line[:1].isspace() or "=" not in line:
+        return None
+    target = line.split("=", 1)[0].split(":", 1)[0].strip()
+    return target if target.isidentifier() else None
+
+
 def _literals(source: str, names: tuple[str, ...]) -> dict:
     """The values of the one-line top-level assignments `NAME = <literal>` in `source` whose target is in
     `names` (only those lines are parsed: reading a command's declaration costs no parse of the module)."""
     found = {}
     for line in source.splitlines():
-        if line.split("=", 1)[0].strip() in names and not line[:1].isspace():
+        if _target(line) in names:
             node = ast.parse(line).body[0]
             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
                 found[node.targets[0].id] = ast.literal_eval(node.value)
     return found
+
+
+def _sources(path):
+    """(module name, its source file) of every module and subpackage in `path` (a package's __path__)."""
+    for info in pkgutil.iter_modules(path):
+        folder = Path(info.module_finder.path)
+        yield info.name, (folder / info.name / "__init__.py" if info.ispkg else folder / f"{info.name}.py")
 
 
 def declared(package: str, path, *, order: bool = False) -> dict[str, str]:
@@ -34,14 +49,11 @@ def declared(package: str, path, *, order: bool = False) -> dict[str, str]:
     importing: sorted by NAME, or by each module's ORDER with `order` (ORDER required, no two alike)."""
     found: dict[str, tuple[str, object]] = {}
     seen_order: dict[object, str] = {}
-    for info in pkgutil.iter_modules(path):
-        if info.ispkg:
-            continue
-        file = Path(info.module_finder.path) / f"{info.name}.py"
+    for stem, file in _sources(path):
         values = _literals(file.read_text(encoding="utf-8"), ("NAME", "ORDER"))
         if "NAME" not in values:
             continue
-        name, module = values["NAME"], f"{package}.{info.name}"
+        name, module = values["NAME"], f"{package}.{stem}"
         if name in found:
             raise RuntimeError(f"{package}: {found[name][0]} and {module} both declare NAME {name!r}")
         if order:
@@ -60,3 +72,11 @@ def modules_of(package: str, path, *, order: bool = False) -> dict[str, ModuleTy
     """NAME -> module, for every module of `package` (its __path__) that declares NAME, imported; in the
     order of `declared`."""
     return {name: importlib.import_module(module) for name, module in declared(package, path, order=order).items()}
+
+
+def modules_declaring(package: str, path, attr: str) -> list[ModuleType]:
+    """The modules and subpackages of `package` (its __path__) that assign `attr` at their top level (a
+    declaration that names the module's functions, so it cannot be read without importing), imported, by
+    module name."""
+    return [importlib.import_module(f"{package}.{stem}") for stem, file in _sources(path)
+            if any(_target(line) == attr for line in file.read_text(encoding="utf-8").splitlines())]

@@ -147,6 +147,7 @@ def _predict(args) -> int:
     import numpy as np
 
     from ..models import model_class
+    from ..models.registry import printed_name
 
     if not args.variant:
         raise ValidationError("--variant", "required for predict")
@@ -170,6 +171,7 @@ def _predict(args) -> int:
     tau = np.array([units.seconds("--rtt", r, units.RTT_S) for r in args.rtt])
     n = np.array(args.streams, dtype=float)
     comp = model.components(tau[:, None], n=n[None, :], loss=args.loss)
+    name = printed_name(type(model))     # the papers' spelling: stcp
     rows = []
     for i, t in enumerate(tau):
         for j, s in enumerate(n):
@@ -177,12 +179,12 @@ def _predict(args) -> int:
             row.update({k: _clean(v[i, j]) for k, v in comp.items()})
             rows.append(row)
     if args.json:
-        json.dump({"variant": model.name, "params": {k: _clean(v) for k, v in model.get_params().items()},
+        json.dump({"variant": name, "params": {k: _clean(v) for k, v in model.get_params().items()},
                    "units": {"T_*": "s", "N_*, W_*, thresh": "bits", "S, throughput": "bit/s"},
                    "rows": rows}, sys.stdout, indent=1)
         print()
         return 0
-    print(f"{model.name}: C = {model.capacity_bps / 1e9:g} Gbit/s, β = {model.buffer_bytes / 1e6:g} MB, "
+    print(f"{name}: C = {model.capacity_bps / 1e9:g} Gbit/s, β = {model.buffer_bytes / 1e6:g} MB, "
           f"W_max = {model.wmax_bytes / 1e6:g} MB/flow, F = {model.size_bytes / 1e9:g} GB")
     head = ["RTT ms", "n"] + [h for _, h, _ in COLUMNS]
     print("  ".join(f"{h:>10}" for h in head))

@@ -151,12 +151,6 @@ class FirstPrinciplesModel(Model):
     """Base class of the first-principles variants. Learned by ``fit``: ``buffer_bytes_``, ``wmax_bytes_``
     (and ``residuals_``); ``predict`` uses them when present, else the constructor's values."""
 
-    @property
-    def name(self) -> str:
-        """The variant's name as `tcpprofile model` prints it (models/registry.py: the papers' spelling)."""
-        from .registry import printed_name       # the registry imports this module: its variants subclass it
-        return printed_name(type(self))
-
     # -- variant interface -------------------------------------------------------------------------
     def _prepare(self, r: Rows) -> None:
         """Add per-row variant constants to r (default: none)."""
