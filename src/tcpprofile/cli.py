@@ -24,10 +24,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                     "connections, and choose the transport (variant, streams, buffer) with a stated confidence.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     named = next((a for a in argv or () if not a.startswith("-")), None)
-    for name, modname in COMMANDS.items():
-        if named in COMMANDS and name != named:
-            continue
-        importlib.import_module(modname).register(sub)
+    for name in [named] if named in COMMANDS else COMMANDS:
+        importlib.import_module(COMMANDS[name]).register(sub)
     return parser
 
 
