@@ -114,3 +114,26 @@ def test_a_ctrl_c_at_commit_keeps_the_row_and_the_store(tmp_path):
         with s.transaction():                           # usable afterwards
             s.con.execute("INSERT INTO t VALUES (2)")
         assert s.con.execute("SELECT x FROM t ORDER BY x").fetchall() == [(1,), (2,)]
+
+
+class _InterruptsWhenRead:
+    """A value DuckDB converts through Python (str): SIGINT arrives while the INSERT scans its column."""
+
+    def __str__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        return "read"
+
+
+def test_a_ctrl_c_while_duckdb_reads_the_inserted_columns_is_an_interrupt(tmp_path):
+    # CI (the 20-kill test): SIGINT inside put_run's INSERT reached the link's handler inside DuckDB's scan
+    # and came out as duckdb.Error (exit 1); DuckDB's own check gives RuntimeError "Query interrupted"
+    with Store.open(tmp_path / "s.duckdb") as s:
+        s.con.execute("CREATE TABLE t (a VARCHAR)")
+        s._columns["t"] = ["a"]
+        with pytest.raises(KeyboardInterrupt):
+            with s.transaction():
+                # past DuckDB's first vector of rows the interrupt surfaces as duckdb.Error, not KeyboardInterrupt
+                s.insert_columns("t", {"a": ["x"] * 200_000 + [_InterruptsWhenRead(), "y"]})
+        assert s.con.execute("SELECT count(*) FROM t").fetchall() == [(0,)]   # rolled back
+        s.insert_columns("t", {"a": ["z"]})                                  # usable afterwards
+        assert s.con.execute("SELECT a FROM t").fetchall() == [("z",)]

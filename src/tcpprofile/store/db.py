@@ -197,7 +197,10 @@ class Store:
         cols = ", ".join(arrays)
         self.con.register(name, arrays)
         try:
-            self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {name}")
+            # DuckDB reads object columns through Python: a Ctrl-C handled there becomes DuckDB's own error
+            # ("Query interrupted", or a KeyboardInterrupt's text wrapped in duckdb.Error), no longer an interrupt
+            with interrupts.held():
+                self.con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {name}")
         finally:
             try:
                 self.con.unregister(name)
