@@ -110,8 +110,8 @@ def test_remote_mode_end_to_end(remote_pair, tmp_path):
 
 def test_remote_size_mode_asks_for_what_makes_the_receiver_read_F(remote_pair, tmp_path):
     """-n with 2 streams of 100 KB buffers (within a fresh host's net.core.wmem_max): iperf3 alone ends
-    when 300 MB are written, up to 400 KB before they arrive; asked for F + n·2w (iperf.size_request_bytes)
-    the receiver reads all of F. This
+    when 300 MB are written, up to 400 KB before they arrive and 400 KB more before the server reads them;
+    asked for F + n·(2w + 2w) (iperf.size_request_bytes) the receiver reads all of F. This
     remote server runs without -J (no receiver intervals): the rate stays iperf3's receiver rate, untimed
     (the emulated link's server gives intervals: tests/test_iperf_size.py times the delivery on them)."""
     spec_path = tmp_path / "size.toml"
@@ -126,7 +126,7 @@ def test_remote_size_mode_asks_for_what_makes_the_receiver_read_F(remote_pair, t
     with Store.open(db, read_only=True) as s:
         run = s.query("SELECT * FROM runs")[0]
         doc = json.loads(run["raw_json"])
-        assert doc["start"]["test_start"]["bytes"] == 300 * 10**6 + 2 * 2 * 100_000   # what was asked of iperf3
+        assert doc["start"]["test_start"]["bytes"] == 300 * 10**6 + 2 * 4 * 100_000   # what was asked of iperf3
         assert run["transfer_bytes"] == 300 * 10**6 and run["bytes_transferred"] >= 300 * 10**6
         assert run["size_delivered_s"] is None and "size_undelivered" not in (run["flags"] or "")
         assert run["throughput_bps"] == pytest.approx(doc["end"]["sum_received"]["bits_per_second"])

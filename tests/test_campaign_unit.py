@@ -245,8 +245,9 @@ def test_expected_and_timeout_durations():
     e = {(p.link.loss.mode, p.socket_buffer_bytes): campaign.expected_seconds(p) for p in s.sweep()}
     # no loss, autotuned: 8 s at 0.9 Gbit/s plus ten RTTs and a second
     assert e[("none", None)] == pytest.approx(8e9 / 0.9e9 + 1 + 1)
-    # 1 MB window at 100 ms: 80 Mbit/s, for F and the 2 MB its send buffer may hold (iperf.size_request_bytes)
-    assert e[("none", 10**6)] == pytest.approx((1e9 + 2e6) * 8 / 80e6 + 2)
+    # 1 MB window at 100 ms: 80 Mbit/s, for F and the 2 + 2 MB its send and receive buffers may hold
+    # (iperf.size_request_bytes)
+    assert e[("none", 10**6)] == pytest.approx((1e9 + 4e6) * 8 / 80e6 + 2)
     # Mathis at p = 1e-4, MSS 8948 B: 8948·8/0.1·√15000 ≈ 87.7 Mbit/s
     assert e[("uniform", None)] == pytest.approx(8e9 / (8948 * 8 / 0.1 * (1.5e4) ** 0.5) + 2)
     for p in s.sweep():

@@ -16,13 +16,14 @@ from tcpprofile.measure import iperf
 DATA = Path(__file__).parent / "data" / "iperf3"
 
 
-def test_the_request_adds_what_the_send_buffers_can_hold():
-    # Linux grants twice the -w request per socket (net/core/sock.c): 10 streams × 2 × 128 MiB
-    assert iperf.size_request_bytes(10**9, 10, 128 * 2**20) == 10**9 + 10 * 2 * 128 * 2**20
+def test_the_request_adds_what_the_send_and_receive_buffers_can_hold():
+    # Linux grants twice the -w request per socket (net/core/sock.c), and iperf3 sets -w on both ends:
+    # 10 streams × (2 + 2) × 128 MiB
+    assert iperf.size_request_bytes(10**9, 10, 128 * 2**20) == 10**9 + 10 * (2 + 2) * 128 * 2**20  # sndbuf + rcvbuf
     assert iperf.size_request_bytes(10**9, 1, None) == 10**9          # autotuned: no bound, F asked for
     argv = iperf.client_argv("10.0.0.2", 5201, cc="cubic", streams=2, socket_buffer=1000, transfer_bytes=10**6,
                              duration_s=None, reverse=False)
-    assert argv[argv.index("-n") + 1] == str(10**6 + 4000) and argv[argv.index("-i") + 1] == "0.1"
+    assert argv[argv.index("-n") + 1] == str(10**6 + 8000) and argv[argv.index("-i") + 1] == "0.1"
     argv = iperf.client_argv("10.0.0.2", 5201, cc="cubic", streams=2, socket_buffer=None, transfer_bytes=None,
                              duration_s=8, reverse=False)
     assert argv[argv.index("-i") + 1] == "1" and "-n" not in argv

@@ -286,9 +286,12 @@ def size_request_bytes(transfer_bytes: int, streams: int, socket_buffer: int | N
     more than a 1 GB transfer (measured: the receiver read 3.2 MB of 1 GB at 366 ms). A socket's
     unacknowledged and unsent bytes fit in its send buffer, granted at twice the -w request
     (net/core/sock.c: sk_sndbuf = max(val * 2, SOCK_MIN_SNDBUF)), so after F + n·2w written at least F
-    are acknowledged, i.e. received. Autotuned buffers (no -w) have no such bound: F is asked for, and a
+    are acknowledged; acknowledged bytes the server has not read yet sit in its receive buffer, which -w
+    sets too (iperf_tcp.c: SO_RCVBUF on both ends; sk_rcvbuf = 2·w) and which the server drops unread at
+    TEST_END (seen: 53 KB of 300 MB short with 2 streams of 100 KB). After F + n·(2w + 2w) written the
+    server has read at least F. Autotuned buffers (no -w) have no such bound: F is asked for, and a
     transfer whose receiver did not read F is flagged (parse)."""
-    return transfer_bytes + (streams * 2 * socket_buffer if socket_buffer else 0)
+    return transfer_bytes + (streams * (2 + 2) * socket_buffer if socket_buffer else 0)   # send + receive buffer
 
 
 def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: int | None,
