@@ -79,8 +79,8 @@ def test_extrapolation_refused_then_model_backed_and_flagged():
     from tcpprofile.models.configurations import DEFAULT_CONFIGURATION
     from tcpprofile.models.extrapolate import extrapolate
     (p,) = sel.load_profiles(store).profiles     # τ as the store gives it (TAU_MS_SQL)
-    ex = extrapolate("cubic", 10e9, p.rtts_ms, p.means, 120.0, streams=1, duration_s=10.0, buffer_at=lambda t: 50e6,
-                     config=DEFAULT_CONFIGURATION, level=0.95)
+    ex = extrapolate("cubic", 10e9, np.asarray(p.rtts_ms) / 1e3, p.means, 120.0 / 1e3, streams=1, duration_s=10.0,
+                     buffer_at=lambda t: 50e6, config=DEFAULT_CONFIGURATION, level=0.95)
     assert est.throughput_bps == pytest.approx(ex.value_bps, rel=1e-9)
     assert f"model configuration {DEFAULT_CONFIGURATION}" in est.model and ex.fit.multiple == 1.0
     assert 0 < est.ci_low_bps <= est.throughput_bps <= est.ci_high_bps <= 10e9

@@ -268,7 +268,7 @@ def _same(a, b) -> bool:
 
 # -- statistics ------------------------------------------------------------------------------
 def link_buffer_at(label: str | None, rate_bps: float):
-    """τ [ms] → the link's configured buffer β [bytes] from its label as the spec wrote it (spec.py, link.buffer:
+    """τ [s] → the link's configured buffer β [bytes] from its label as the spec wrote it (spec.py, link.buffer:
     '<k>xBDP' = k·C·τ/8 with C the link rate, a size such as '50MB', or the byte count of a link without a
     spec); None when the label is missing or not one of these (the model then fits β)."""
     from ..spec import KBDP   # the spec's own pattern for 'BDP' and '<k>xBDP'
@@ -278,13 +278,13 @@ def link_buffer_at(label: str | None, rate_bps: float):
     m = KBDP.fullmatch(label.strip())
     if m:
         k = float(m.group(1) or 1)
-        return lambda t_ms: k * rate_bps * t_ms / 1e3 / 8   # BDP = C·τ/8 [bytes] (spec.py)
+        return lambda t_s: k * rate_bps * t_s / 8   # BDP = C·τ/8 [bytes] (spec.py), τ [s]
     try:   # digits: a byte count (BUFFER_SQL's fallback, as describe_conditions reads it)
         size = float(label) if label.strip().isdigit() else float(units.size_bytes("link_buffer", label,
                                                                                     units.POSITIVE))
     except ValidationError:
         return None
-    return lambda t_ms: size
+    return lambda t_s: size
 
 
 def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float, config: str | None = None
@@ -317,7 +317,7 @@ def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float, config
         raise TcpProfileError(f"{cfg.label()}: neither transfer size nor duration known; a model needs one")
     tau = np.asarray(profile.rtts_ms, float) / 1e3
     buffer_at = link_buffer_at(profile.link_buffer, float(profile.rate_bps))
-    ex = extrapolate(cfg.variant.lower(), float(profile.rate_bps), profile.rtts_ms, profile.means, rtt_ms,
+    ex = extrapolate(cfg.variant.lower(), float(profile.rate_bps), tau, profile.means, rtt_ms / 1e3,
                      streams=cfg.streams, transfer_bytes=profile.transfer_bytes or None,
                      duration_s=None if profile.transfer_bytes else profile.duration_s, loss=profile.loss_rate,
                      buffer_at=buffer_at, config=config, level=confidence)
