@@ -184,7 +184,7 @@ SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name
        r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
        coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
        l.rate_bps, {BUFFER_SQL} AS link_buffer, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
-       {TAU_MS_SQL} AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
+       {TAU_S_SQL} AS rtt_s, r.throughput_bps, {FLAGGED_SQL} AS flagged
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
   AND {TAU_MS_SQL} IS NOT NULL
@@ -195,7 +195,7 @@ ORDER BY r.run_id
 def profile_runs(con) -> list[dict]:
     """The ok runs with a throughput and a τ, in run_id order, as dicts: the configuration (variant, cc_impl,
     cc_kernel_name, streams, buffer_bytes: the socket buffer), the conditions (transfer_bytes, duration_s,
-    loss_mode, loss_rate, rate_bps, link_buffer as the spec wrote it, reverse, link_kind), rtt_ms (TAU_MS_SQL),
+    loss_mode, loss_rate, rate_bps, link_buffer as the spec wrote it, reverse, link_kind), rtt_s [s] (TAU_S_SQL),
     throughput_bps and flagged (FLAGGED_SQL)."""
     return _dicts(con, PROFILE_RUNS_SQL)
 
@@ -250,11 +250,11 @@ def cwnd_samples(con, run_id: str) -> list[tuple]:
 
 
 def run_summary(con, run_id: str) -> dict:
-    """One run's run_id, variant, streams, socket_buffer_bytes, throughput_bps, repetition and rtt_ms
-    (TAU_MS_SQL)."""
+    """One run's run_id, variant, streams, socket_buffer_bytes, throughput_bps, repetition and rtt_s [s]
+    (TAU_S_SQL)."""
     return _dicts(
         con, "SELECT r.run_id, r.variant, r.streams, r.socket_buffer_bytes, r.throughput_bps, r.repetition, "
-        f"{TAU_MS_SQL} AS rtt_ms FROM runs r LEFT JOIN links l USING (link_id) "
+        f"{TAU_S_SQL} AS rtt_s FROM runs r LEFT JOIN links l USING (link_id) "
         "WHERE r.run_id = ?", [run_id])[0]
 
 
@@ -330,6 +330,6 @@ def variant_kernel(con, campaign_id: str, variant: str) -> dict:
                        "WHERE campaign_id = ? AND variant = ?", [campaign_id, variant])[0]
 
 
-def mean_measured_rtt_ms(con, campaign_id: str) -> float | None:
-    """The mean measured RTT [ms] of a campaign's links (links.rtt_measured_ms); None without one."""
-    return _dicts(con, "SELECT avg(rtt_measured_ms) AS r FROM links WHERE campaign_id = ?", [campaign_id])[0]["r"]
+def mean_measured_rtt_s(con, campaign_id: str) -> float | None:
+    """The mean measured RTT [s] of a campaign's links (links.rtt_measured_ms [ms]); None without one."""
+    return _dicts(con, "SELECT avg(rtt_measured_ms) / 1e3 AS r FROM links WHERE campaign_id = ?", [campaign_id])[0]["r"]
