@@ -148,12 +148,12 @@ def run_interval_lists(con, *, campaigns=None, exclude_flagged: bool = False) ->
 
 # -- analysis (analysis/runs.py) ------------------------------------------------------------------------
 def analysed_runs(con) -> list[tuple]:
-    """The ok runs with a throughput and a τ, in run_id order, one tuple each: run_id, τ [ms] (TAU_MS_SQL),
+    """The ok runs with a throughput and a τ, in run_id order, one tuple each: run_id, τ [s] (TAU_S_SQL),
     throughput [bit/s], capacity [bit/s] (the link's goodput ceiling if measured, else its configured rate),
     flagged (FLAGGED_SQL), then the grouping dimensions in grouping.DIMENSIONS order."""
     dims = ", ".join(f"{sql} AS {name}" for name, sql in DIMENSIONS.items())
     return _con(con).execute(f"""
-        SELECT r.run_id, {TAU_MS_SQL}, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
+        SELECT r.run_id, {TAU_S_SQL}, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
                {FLAGGED_SQL},
                {dims}
         FROM runs r JOIN links l USING (link_id)
