@@ -73,7 +73,8 @@ def _perturbed(table, traces, rows):
     return t, tr
 
 
-@pytest.mark.parametrize("mode,held", [("rtt", 183.0 / 1e3), ("buffer", "0.3xBDP"), ("rtt", 11.8 / 1e3), ("buffer", "1xBDP")])
+@pytest.mark.parametrize("mode,held", [("rtt", 183.0 / 1e3), ("buffer", "0.3xBDP"), ("rtt", 11.8 / 1e3),
+                                       ("buffer", "1xBDP")])
 def test_heldout_predictions_read_nothing_of_what_they_hold_out(stores, mode, held):
     """Change every measurement at the held-out τ (or buffer setting): the held-out predictions there,
     of the first-principles model and of the baseline, stay the same to 1e-9. The start-up lags are

@@ -2,11 +2,11 @@
 
 Only runs with status = 'ok' and a link with an RTT τ (configured, else measured: store.TAU_MS_SQL, the
 definition every reader shares) are analysed. The reader gives τ in seconds (tau_s); the analyses (profiles,
-sigmoid fits, τ_T, regions) work on tau_ms, the same τ in ms with the store's digits (units.to_ms). A run is *flagged* when its
-link failed calibration (calibration_ok false or link flags set) or the run carries flags other than the
-trace-assembly notes (grouping.NOTE_FLAGS); flagged runs are included and counted (Profile.n_flagged)
-unless exclude_flagged=True. grouping.FLAGGED_SQL is that definition, the one `analyze`, `select`,
-`report` and the campaign summary share.
+sigmoid fits, τ_T, regions) work on tau_ms, the same τ in ms with the store's digits (units.to_ms).
+A run is *flagged* when its link failed calibration (calibration_ok false or link flags set) or the run
+carries flags other than the trace-assembly notes (grouping.NOTE_FLAGS); flagged runs are included and
+counted (Profile.n_flagged) unless exclude_flagged=True. grouping.FLAGGED_SQL is that definition, the one
+`analyze`, `select`, `report` and the campaign summary share.
 """
 
 from __future__ import annotations

@@ -445,7 +445,8 @@ def estimate(profile: Profile, rtt_s: float, *, extrapolate: bool, n_boot: int, 
     elif not extrapolate:
         raise TcpProfileError(
             f"{profile.config.label()}: {to_ms(rtt_s):g} ms is outside the measured RTTs "
-            f"{to_ms(tau[0]):g}–{to_ms(tau[-1]):g} ms (measure there, or pass --extrapolate for a model-backed estimate)")
+            f"{to_ms(tau[0]):g}–{to_ms(tau[-1]):g} ms "
+            "(measure there, or pass --extrapolate for a model-backed estimate)")
     else:
         used, weights, method = list(range(len(tau))), [], "extrapolated"
     counts = [len(profile.samples[k]) for k in used]

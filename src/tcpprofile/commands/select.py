@@ -148,7 +148,8 @@ def run(args) -> int:
     ping = None
     if rtt_s is None:
         ping = sel.ping_rtt(args.host, count=args.ping_count)
-        rtt_s = ping["min_ms"] / 1e3     # ping's ms [s]: a base RTT, as the profiles' (configured τ, remote: TCP's min_rtt)
+        # ping's ms -> s: a base RTT, as the profiles' (configured τ, remote: TCP's min_rtt)
+        rtt_s = ping["min_ms"] / 1e3
     with Store.open(args.db, read_only=True) as store:
         variants = args.variants and resolve_variants(args.variants, {r["variant"] for r in reads.profile_runs(store)})
         profiles = sel.load_profiles(store, variants=variants, streams=args.streams,

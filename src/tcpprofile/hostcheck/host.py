@@ -19,7 +19,8 @@ def examine(rtt_s: tuple[float, float], rate_bps: float, *, streams: int = 1, bu
     ccs = probe.congestion_controls()
     return {
         "scope": f"netns:{netns}" if netns else "host",
-        "path": {"rate_bps": rate_bps, "rtt_ms": [to_ms(lo), to_ms(hi)], "streams": streams, "buffer_bytes": buffer_bytes,
+        "path": {"rate_bps": rate_bps, "rtt_ms": [to_ms(lo), to_ms(hi)], "streams": streams,
+                 "buffer_bytes": buffer_bytes,
                  "bdp_bytes": [rules.bdp_bytes(rate_bps, lo), rules.bdp_bytes(rate_bps, hi)],
                  "buffer_target_bytes": rules.buffer_target(hi, rate_bps, buffer_bytes)},
         "sysctls": [r.to_json() for r in rows],

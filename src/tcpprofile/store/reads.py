@@ -38,7 +38,8 @@ def flagged_ok_runs(con, campaign_ids: Sequence[str]) -> list[dict]:
 
 # -- the models' fits (models/fit.py, model fit, the report, model validate) ---------------------------
 # A flat table keeps τ in ms (docs/models.md) as the store does; the readers return τ in s (rtt_s).
-_RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms / 1e3 AS rtt_s, rate_bps,
+_RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms / 1e3 AS rtt_s,
+    rate_bps,
     CAST(buffer_bytes AS VARCHAR) AS buffer, buffer_bytes AS configured_buffer_bytes, throughput_bps, status,
     CAST(NULL AS DOUBLE) AS window_limit_bytes, false AS flagged, CAST(NULL AS DOUBLE) AS startup_rtts_run,
     {flat_extra} FROM runs{where}"""
@@ -102,9 +103,9 @@ def fit_table(con, *, campaigns=None, exclude_flagged: bool = False, initial_win
     wrote it, see tcpprofile.store.grouping.BUFFER_SQL). campaigns: only runs of the campaigns whose name or
     id matches one of these SQL LIKE patterns (store only); exclude_flagged: leave out flagged runs
     (tcpprofile.store.grouping.FLAGGED_SQL). Rows need τ and C (a model does). Columns returned: the configuration
-    (τ as rtt_s [s]), transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, window_limit_bytes
-    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count),
-    delivered_share (the share of the runs timed by their delivery of F: iperf.parse)."""
+    (τ as rtt_s [s]), transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes,
+    window_limit_bytes (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean),
+    std_bps, runs (count), delivered_share (the share of the runs timed by their delivery of F: iperf.parse)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
     flat = "rtt_ms" in run_cols
     params: list = []
