@@ -79,17 +79,16 @@ def load_store_pool(path: str, campaign: str) -> tuple[dict, list[str]]:
     """The pool from a store's campaign (e.g. benchmarks/data/adaptive-1g-multirtt.toml measured): its ok
     runs, one race per link. A candidate short of the campaign's repetitions (a failed run) is said and
     left with fewer: the replays draw orders of the smallest count (run_pool)."""
-    from tcpprofile.store import Store
-    with Store.open(path, read_only=True) as store:
-        rows = store.query(
-            "SELECT l.rtt_ms, l.buffer_bytes, l.rate_bps, l.mtu, r.transfer_bytes, r.variant, r.streams, "
-            "r.throughput_bps, r.duration_s FROM runs r JOIN links l USING (link_id) JOIN campaigns c "
-            "USING (campaign_id) WHERE c.name = ? AND r.status = 'ok' AND r.transfer_bytes IS NOT NULL",
-            [campaign])
+    if path.endswith(".csv"):      # the store's runs as STORE_CSV_COLUMNS (benchmarks/data/adaptive-1g-multirtt-runs.csv)
+        with open(path, newline="") as f:
+            rows = [r for r in csv.DictReader(f) if r["campaign"] == campaign]
+    else:
+        rows = store_rows(path, campaign)
     if not rows:
         raise SystemExit(f"{path}: no ok fixed-size runs of a campaign named {campaign!r}")
     runs = defaultdict(list)
     for r in rows:
+        r["throughput_bps"], r["duration_s"] = float(r["throughput_bps"]), float(r["duration_s"])
         race = Race(float(r["rtt_ms"]), int(r["buffer_bytes"]), float(r["rate_bps"]), int(r["transfer_bytes"]),
                     int(r["mtu"] or 1500))
         runs[race, Config(r["variant"], "", int(r["streams"]), None)].append((r["throughput_bps"], r["duration_s"]))
@@ -101,6 +100,28 @@ def load_store_pool(path: str, campaign: str) -> tuple[dict, list[str]]:
     note = (f"pool: {path}, campaign {campaign!r}: {len(groups)} links, {len(runs)} candidates, "
             f"{'/'.join(map(str, counts))} ok repetitions per candidate")
     return dict(groups), [note]
+
+
+STORE_CSV_COLUMNS = ("campaign", "rtt_ms", "buffer_bytes", "rate_bps", "mtu", "transfer_bytes", "variant", "streams",
+                     "throughput_bps", "duration_s", "flags")
+
+
+def store_rows(path: str, campaign: str) -> list[dict]:
+    """A store's ok fixed-size runs of the campaign named `campaign`, as STORE_CSV_COLUMNS."""
+    from tcpprofile.store import Store
+    with Store.open(path, read_only=True) as store:
+        return store.query(
+            "SELECT c.name AS campaign, l.rtt_ms, l.buffer_bytes, l.rate_bps, l.mtu, r.transfer_bytes, r.variant, "
+            "r.streams, r.throughput_bps, r.duration_s, r.flags FROM runs r JOIN links l ON l.link_id = r.link_id "
+            "JOIN campaigns c ON c.campaign_id = r.campaign_id "
+            "WHERE c.name = ? AND r.status = 'ok' AND r.transfer_bytes IS NOT NULL ORDER BY r.seq", [campaign])
+
+
+def write_csv(rows: list[dict], path: str) -> None:
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, STORE_CSV_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
 
 
 @dataclass(frozen=True, order=True)

@@ -184,8 +184,8 @@ def main() -> None:
     src.add_argument("--db", help="a store with ≥ 10 repetitions per configuration (default: synthetic)")
     src.add_argument("--csv", help="runs as CSV, e.g. the shipped benchmarks/data/adaptive-45.6ms-10rep.csv")
     src.add_argument("--pool", action="store_true", help="the measured multi-RTT pool with the model-guided rule")
-    src.add_argument("--pool-db", help="the model-guided rule on a store's campaign instead (--campaign NAME): "
-                                       "e.g. benchmarks/data/adaptive-1g-multirtt.toml measured, 10 repetitions")
+    src.add_argument("--pool-db", help="the model-guided rule on a store's campaign instead (--campaign NAME), or "
+                                       "its runs as CSV: benchmarks/data/adaptive-1g-multirtt-runs.csv (measured)")
     ap.add_argument("--campaign", default="adaptive-1g-multirtt", help="--pool-db: the campaign's name")
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--precision", type=float, default=0.02)

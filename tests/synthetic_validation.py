@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from tcpprofile.models import GenericModel, make_model
-from tcpprofile.models.fit import configuration, model_parameters
+from tcpprofile.models.configurations import configuration, model_parameters
 from tcpprofile.models.generic import transfer_throughput
 from tcpprofile.store import Store
 

@@ -6,8 +6,8 @@ of a stage package (measure/, choose/, store/) whose parts sit at different laye
 longest unit its name starts with (measure's and choose's own __init__, docstrings only, are foundations).
 LAYERS orders every unit, lowest first; a unit imports only units of lower layers (the units of one layer are
 independent of each other). Imports inside functions count as well (they are still dependencies); the
-registries that find their modules at run time (cli.COMMANDS, campaign/registry.py) are checked by their
-own tests.
+registries that find their modules at run time (tcpprofile/registry.py: commands, models, report sections,
+campaign policies and rules) are checked by their own tests (tests/test_registries.py).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tcpprofile.cli import COMMANDS
+from tcpprofile.commands import COMMANDS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tcpprofile"
 LAYERS: list[tuple[str, set[str]]] = [
-    ("foundations", {"", "errors", "paths", "packet_overhead", "same_rtt", "interrupts", "measure", "choose"}),
+    ("foundations", {"", "errors", "paths", "registry", "packet_overhead", "same_rtt", "interrupts", "measure",
+                     "choose"}),
     ("units and plain helpers", {"units", "choose.decide", "measure.iperf_json", "measure.ping"}),
     # the engine and the store import nothing that drives them
     ("engine, store (its SQL, grouping, export), iperf3", {"testbed", "store", "measure.iperf"}),
@@ -153,7 +154,7 @@ def upward(edges: dict[str, set[str]]) -> list[str]:
 
 
 def command_to_command(edges: dict[str, set[str]]) -> list[str]:
-    """A command's module (cli.COMMANDS) importing another command's module: what both need belongs in a
+    """A command's module (commands.COMMANDS) importing another command's module: what both need belongs in a
     module of their own (commands/options.py, commands/settings_text.py) or further down."""
     return [f"{m} -> {t}" for m, targets in sorted(edges.items()) if m in COMMAND_MODULES
             for t in sorted(targets) if t in COMMAND_MODULES]
@@ -180,7 +181,7 @@ def test_no_import_from_a_lower_layer_to_a_higher_one():
 
 
 def test_no_command_imports_another_command():
-    assert COMMAND_MODULES <= set(_modules())       # cli.COMMANDS names real modules
+    assert COMMAND_MODULES <= set(_modules())       # commands.COMMANDS names real modules
     assert command_to_command(import_graph()) == []
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from tcpprofile.campaign.policies import POLICIES
 from tcpprofile.campaign.policy import BasePolicy, Policy
-from tcpprofile.campaign.registry import modules_of
+from tcpprofile.registry import modules_of
 from tcpprofile.campaign.rules import DEFAULT_RULE, RULES
 
 

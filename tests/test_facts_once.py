@@ -16,9 +16,9 @@ from tcpprofile.cc import registry
 from tcpprofile.reproduce import stats
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tcpprofile"
-# The modules that choose, report and reproduce: they ask cc/ rather than restate its table.
-CONSUMERS = [SRC / "choose" / "select.py", *sorted((SRC / "report").rglob("*.py")),
-             *sorted((SRC / "reproduce").rglob("*.py"))]
+# The modules that choose, model, report and reproduce: they ask cc/ rather than restate its table.
+CONSUMERS = [SRC / "choose" / "select.py", *sorted((SRC / "models").rglob("*.py")),
+             *sorted((SRC / "report").rglob("*.py")), *sorted((SRC / "reproduce").rglob("*.py"))]
 KERNEL_ONLY = {"reno", "cubic", "bbr"}   # the variants with no port in bpf/ (tests/test_cc_registry.py)
 
 
@@ -37,8 +37,8 @@ def _restated(path: Path) -> list[str]:
 
 
 def test_select_report_and_reproduce_take_variant_facts_from_cc():
-    """Fails on the old code: select.BUILTIN_VARIANTS = ("reno", "cubic", "bbr") and reproduce/findings.py's
-    ("cubic", "htcp", "scalable", "stcp") and ("scalable", "stcp")."""
+    """Fails on the old code: select.BUILTIN_VARIANTS = ("reno", "cubic", "bbr"), reproduce/findings.py's
+    ("cubic", "htcp", "scalable", "stcp") and ("scalable", "stcp"), models/registry.py's "stcp": STCP."""
     assert not hasattr(select, "BUILTIN_VARIANTS")
     assert [r for p in CONSUMERS for r in _restated(p)] == []
 

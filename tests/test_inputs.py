@@ -15,7 +15,7 @@ from tcpprofile import spec
 from tcpprofile.cc.registry import ALIASES, NAMES
 from tcpprofile.cli import main
 from tcpprofile.errors import ValidationError
-from tcpprofile.models.fit import CONFIGURATIONS, DEFAULT_CONFIGURATION
+from tcpprofile.models.configurations import CONFIGURATIONS, DEFAULT_CONFIGURATION
 from tcpprofile.store import Store
 
 DATA = Path(__file__).parent / "data" / "iperf3"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tcpprofile.models import HTCP, Reno
-from tcpprofile.models.fit import configuration
+from tcpprofile.models.configurations import configuration
 
 TAU = np.array([0.0118, 0.0456, 0.183])
 BETA = 0.2 * 10e9 * TAU / 8          # 0.2 × BDP [bytes]

@@ -216,7 +216,7 @@ def test_htcp_burst_regime_is_the_frozen_trajectory_plus_the_burst_regime():
     """CONFIGURATIONS: 'trajectory' as frozen at c02dcf5 (its validation results stay reproducible);
     'htcp-burst-regime' adds H-TCP's burst_by_regime only. Mutations: the option added to 'trajectory', or left out
     of 'htcp-burst-regime'."""
-    from tcpprofile.models.fit import configuration
+    from tcpprofile.models.configurations import configuration
     frozen = ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True},
                                      "reno": {"flows_phase2": True}})
     assert configuration("trajectory") == frozen
@@ -260,7 +260,7 @@ def test_the_slow_start_peak_with_the_rounds_burst(variant):
 def test_ss_burst_buffer_is_htcp_burst_regime_plus_the_burst_the_second_cut_and_the_configured_buffer():
     """Mutations that fail: any of the three left out, or added to 'htcp-burst-regime' (frozen with its
     results)."""
-    from tcpprofile.models.fit import PHYSICAL_BUFFER, configuration
+    from tcpprofile.models.configurations import PHYSICAL_BUFFER, configuration
     from tcpprofile.models.trajectory import SS_BURST
     p2, v2 = configuration("htcp-burst-regime")
     p3, v3 = configuration("ss-burst-buffer")
@@ -329,7 +329,7 @@ def test_the_trains_constants_are_the_committed_traces_fit():
 
 def test_ss_trains_is_ss_burst_buffer_with_the_trains_and_no_burst():
     """Mutations that fail: the trains left out, κ kept, or the trains added to 'ss-burst-buffer' (frozen)."""
-    from tcpprofile.models.fit import configuration
+    from tcpprofile.models.configurations import configuration
     from tcpprofile.models.trajectory import SS_TRAIN_SLOPE, SS_TRAIN_WINDOW
     p3, v3 = configuration("ss-burst-buffer")
     p4, v4 = configuration("ss-trains")

@@ -169,7 +169,8 @@ def test_the_physical_buffer_is_fitted_where_no_configured_buffer_is_known():
     """A configuration that takes β as the configured buffer, on rows without one (a remote host's links): β is
     fitted (a bound to report; physical_buffer_missing names the fit), not refused: the default configuration
     must fit every store `model fit` reads. Before: a ValidationError."""
-    from tcpprofile.models.fit import PHYSICAL_BUFFER, datasets, fit_rows, physical_buffer_missing
+    from tcpprofile.models.configurations import PHYSICAL_BUFFER
+    from tcpprofile.models.fit import datasets, fit_rows, physical_buffer_missing
     cols = {"variant": np.array(["cubic"] * 3), "streams": np.array([1, 1, 1]), "rtt_s": np.array([0.01, 0.05, 0.1]),
             "rate_bps": np.full(3, 1e10), "throughput_bps": np.array([9e9, 8e9, 7e9]),
             "transfer_bytes": np.full(3, 1e10), "buffer_bytes": np.full(3, 5e6)}   # no configured_buffer_bytes

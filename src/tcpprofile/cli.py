@@ -1,7 +1,6 @@
-"""Command-line entry point. Subcommands live one per module in tcpprofile.commands.
-
-The registry below is explicit: each module defines `register(subparsers)` (adds its parser and sets
-`func`); the command a command line names is the only one imported (all of them, in this order, for help).
+"""Command-line entry point. Subcommands live one per module in tcpprofile.commands, the package that is
+their registry (commands/__init__.py): the command a command line names is the only one imported (all of
+them, in their ORDER, for help).
 """
 
 from __future__ import annotations
@@ -11,25 +10,8 @@ import importlib
 import os
 import sys
 
+from .commands import COMMANDS
 from .errors import TcpProfileError, is_interrupt
-
-# name shown in --help order -> module implementing it
-COMMANDS: dict[str, str] = {
-    "run": "tcpprofile.commands.run",
-    "import": "tcpprofile.commands.import_",
-    "export": "tcpprofile.commands.export",
-    "testbed": "tcpprofile.commands.testbed",
-    "cluster": "tcpprofile.commands.cluster",
-    "cc": "tcpprofile.commands.cc",
-    "analyze": "tcpprofile.commands.analyze",
-    "model": "tcpprofile.commands.model",
-    "select": "tcpprofile.commands.select",
-    "tune": "tcpprofile.commands.tune",
-    "hostcheck": "tcpprofile.commands.hostcheck",
-    "report": "tcpprofile.commands.report",
-    "reproduce": "tcpprofile.commands.reproduce",
-}
-
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The CLI's parser. Given the command line, only the command it names is imported and registered
@@ -42,10 +24,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                     "connections, and choose the transport (variant, streams, buffer) with a stated confidence.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     named = next((a for a in argv or () if not a.startswith("-")), None)
-    for name, modname in COMMANDS.items():
-        if named in COMMANDS and name != named:
-            continue
-        importlib.import_module(modname).register(sub)
+    for name in [named] if named in COMMANDS else COMMANDS:
+        importlib.import_module(COMMANDS[name]).register(sub)
     return parser
 
 

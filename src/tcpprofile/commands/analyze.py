@@ -16,13 +16,16 @@ from . import analyze_text
 from ..store.grouping import DEFAULT_BY, DIMENSIONS, check_by
 from ..errors import ValidationError
 
+NAME = "analyze"
+HELP = "profiles, concave/convex regions, τ_T, dynamics, bounds"
+ORDER = 70            # its place in `tcpprofile --help`
+
 WHAT = ("profiles", "regions", "transition", "dynamics", "lyapunov", "bound")
 FORMATS = ("table", "jsonl", "csv")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("analyze", help="profiles, concave/convex regions, τ_T, dynamics, bounds",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(NAME, help=HELP, description=__doc__.splitlines()[0])
     p.add_argument("--db", required=True, help="the store (DuckDB file)")
     p.add_argument("--what", default="profiles", choices=WHAT)
     p.add_argument("--by", default=",".join(DEFAULT_BY),

@@ -9,9 +9,13 @@ from dataclasses import asdict
 from .. import cc
 from ..cc.registry import known_names
 
+NAME = "cc"
+HELP = "congestion-control catalogue: list, load, unload"
+ORDER = 60            # its place in `tcpprofile --help`
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("cc", help="congestion-control catalogue: list, load, unload")
+    p = subparsers.add_parser(NAME, help=HELP)
     sub = p.add_subparsers(dest="cc_command", required=True, metavar="ACTION")
     ls = sub.add_parser("list", help="the twelve variants, how this kernel provides each, loaded or not")
     ls.add_argument("--json", action="store_true", help="machine-readable output")

@@ -22,9 +22,13 @@ from pathlib import Path
 from ..campaign import cluster_auth
 from ..campaign.cluster_node import start_argv, start_environment
 
+NAME = "cluster"
+HELP = "make this machine a testbed node of a Ray cluster"
+ORDER = 50            # its place in `tcpprofile --help`
+
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("cluster", help="make this machine a testbed node of a Ray cluster")
+    parser = subparsers.add_parser(NAME, help=HELP)
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     start = sub.add_parser("start", help="ray start with the tcpprofile_testbed resource (one link at a time), "
                                          "token authentication on")

@@ -7,9 +7,13 @@ import sys
 
 from ..store import export as exp
 
+NAME = "export"
+HELP = "export runs, intervals, links, cwnd or campaigns"
+ORDER = 30            # its place in `tcpprofile --help`
+
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="export runs, intervals, links, cwnd or campaigns",
+    p = sub.add_parser(NAME, help=HELP,
                        description="Export a store table. jsonl and csv go to stdout unless --out is given; "
                                    "parquet needs --out.")
     p.add_argument("--db", required=True, help="the store (DuckDB file)")

@@ -15,10 +15,13 @@ from .. import units
 from ..errors import ValidationError
 from .options import parse_rtt_s
 
+NAME = "hostcheck"
+HELP = "check the host's TCP limits against a path's BDP (fasterdata)"
+ORDER = 110            # its place in `tcpprofile --help`
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("hostcheck", help="check the host's TCP limits against a path's BDP (fasterdata)",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser(NAME, help=HELP, description=__doc__.splitlines()[0])
     p.add_argument("--rtt", required=True, help="the path's RTT, or the operator's range MIN..MAX (e.g. 10ms..150ms)")
     p.add_argument("--rate", default="10Gbit", help="the path's rate C (default 10Gbit)")
     p.add_argument("--streams", type=int, default=1, help="parallel streams per transfer (default 1)")

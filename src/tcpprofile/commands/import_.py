@@ -16,10 +16,13 @@ from .. import units
 from ..cc.registry import canonical, known_names
 from ..errors import ValidationError
 
+NAME = "import"
+HELP = "import existing iperf3 -J, pScheduler or iperf2 results into a store"
+ORDER = 20            # its place in `tcpprofile --help`
+
 
 def register(sub) -> None:
-    p = sub.add_parser("import", help="import existing iperf3 -J, pScheduler or iperf2 results into a store",
-                       description=__doc__.splitlines()[0])
+    p = sub.add_parser(NAME, help=HELP, description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="+", metavar="FILE",
                    help="iperf3 -J files, pScheduler results or run records (JSON), iperf2 client reports "
                         "(text or -y C)")

@@ -16,6 +16,10 @@ import sys
 from .. import units
 from ..errors import ValidationError
 
+NAME = "model"
+HELP = "predict throughput from the TCP models, or fit them to a store"
+ORDER = 80            # its place in `tcpprofile --help`
+
 COLUMNS = (  # component, header, scale (value / scale is printed)
     ("throughput", "Θ Gbit/s", 1e9), ("case", "case", 1), ("subcase", "sub", 1), ("T_s", "T_s s", 1),
     ("N_s", "N_s MB", 8e6), ("W_m", "W_m MB", 8e6), ("T_a", "T_a s", 1), ("N_a", "N_a MB", 8e6), ("k", "k", 1),
@@ -26,8 +30,7 @@ def register(subparsers) -> None:
     from ..models.configurations import CONFIGURATIONS, DEFAULT_CONFIGURATION, SUMMARY
     from ..models.registry import MODELS
 
-    p = subparsers.add_parser("model", help="predict throughput from the TCP models, or fit them to a store",
-                              description=__doc__)
+    p = subparsers.add_parser(NAME, help=HELP, description=__doc__)
     p.add_argument("action", nargs="?", choices=("predict", "fit", "validate"), default="predict",
                    help="predict (default), fit, or validate (the validation protocol's table)")
     p.add_argument("--variant", help=f"congestion control: {', '.join(MODELS)}")
@@ -144,6 +147,7 @@ def _predict(args) -> int:
     import numpy as np
 
     from ..models import model_class
+    from ..models.registry import printed_name
 
     if not args.variant:
         raise ValidationError("--variant", "required for predict")
@@ -167,6 +171,7 @@ def _predict(args) -> int:
     tau = np.array([units.seconds("--rtt", r, units.RTT_S) for r in args.rtt])
     n = np.array(args.streams, dtype=float)
     comp = model.components(tau[:, None], n=n[None, :], loss=args.loss)
+    name = printed_name(type(model))     # the papers' spelling: stcp
     rows = []
     for i, t in enumerate(tau):
         for j, s in enumerate(n):
@@ -174,12 +179,12 @@ def _predict(args) -> int:
             row.update({k: _clean(v[i, j]) for k, v in comp.items()})
             rows.append(row)
     if args.json:
-        json.dump({"variant": model.name, "params": {k: _clean(v) for k, v in model.get_params().items()},
+        json.dump({"variant": name, "params": {k: _clean(v) for k, v in model.get_params().items()},
                    "units": {"T_*": "s", "N_*, W_*, thresh": "bits", "S, throughput": "bit/s"},
                    "rows": rows}, sys.stdout, indent=1)
         print()
         return 0
-    print(f"{model.name}: C = {model.capacity_bps / 1e9:g} Gbit/s, β = {model.buffer_bytes / 1e6:g} MB, "
+    print(f"{name}: C = {model.capacity_bps / 1e9:g} Gbit/s, β = {model.buffer_bytes / 1e6:g} MB, "
           f"W_max = {model.wmax_bytes / 1e6:g} MB/flow, F = {model.size_bytes / 1e9:g} GB")
     head = ["RTT ms", "n"] + [h for _, h, _ in COLUMNS]
     print("  ".join(f"{h:>10}" for h in head))
@@ -224,14 +229,15 @@ def _config(args) -> str:
 
 def _with_trajectory(args) -> bool:
     """Whether the selected configuration models the trajectory after slow start."""
-    from ..models.fit import configuration
+    from ..models.configurations import configuration
 
     return bool(configuration(_config(args))[0].get("trajectory"))
 
 
 def _fit(args) -> int:
     from ..models import fit_profiles
-    from ..models.fit import configuration, describe_configuration, physical_buffer_missing
+    from ..models.configurations import configuration, describe_configuration
+    from ..models.fit import physical_buffer_missing
     from ..models.diagnostics import BOUND_REL, LEVEL, short
 
     if _with_trajectory(args) and args.eq8:
@@ -305,7 +311,7 @@ def _params(p: dict) -> str:
 
 
 def _validate(args) -> int:
-    from ..models.fit import describe_configuration
+    from ..models.configurations import describe_configuration
     from ..models.validation import validate
 
     if args.eq8 or args.queue_fill:
@@ -360,7 +366,7 @@ BASELINE = "baseline"   # the generic ramp-up/sustainment model of HPDC'17 §3 (
 def _by_novelty(args, config: str) -> int:
     """`model validate --by-novelty FILE…`: E per (variant, n, novelty group) in the validation's three modes, for
     the configuration, `paper` and the baseline (docs/models.md, "New-condition validation")."""
-    from ..models.fit import describe_configuration
+    from ..models.configurations import describe_configuration
     from ..models.novelty import development_cells
     from ..models.validation import MODES, by_novelty, validate
     from ..spec import load

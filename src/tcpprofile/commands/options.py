@@ -1,5 +1,5 @@
 """Command-line options more than one command takes, turned into values: --rtt (`select`, `hostcheck`) and
---cluster (`run`, `tune`, `reproduce`). Not a command itself: cli.COMMANDS does not list it."""
+--cluster (`run`, `tune`, `reproduce`). Not a command itself: it declares no NAME (commands/__init__.py)."""
 
 from __future__ import annotations
 

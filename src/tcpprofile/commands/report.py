@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import time
 
+NAME = "report"
+HELP = "write a static HTML report with the papers' figures"
+ORDER = 120            # its place in `tcpprofile --help`
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("report", help="write a static HTML report with the papers' figures",
-                              description=__doc__)
+    p = subparsers.add_parser(NAME, help=HELP, description=__doc__)
     p.add_argument("--db", required=True, help="the store (DuckDB file)")
     p.add_argument("--out", required=True, help="directory for index.html and the figure files")
     p.add_argument("--exclude-flagged", action="store_true",

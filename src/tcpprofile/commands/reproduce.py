@@ -21,10 +21,13 @@ import sys
 
 from ..errors import ValidationError
 
+NAME = "reproduce"
+HELP = "run the papers' campaigns (compact) and check their findings"
+ORDER = 130            # its place in `tcpprofile --help`
+
 
 def register(sub) -> None:
-    p = sub.add_parser("reproduce", help="run the papers' campaigns (compact) and check their findings",
-                       description=__doc__.splitlines()[0])
+    p = sub.add_parser(NAME, help=HELP, description=__doc__.splitlines()[0])
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", dest="mode", action="store_const", const="quick",
                       help="183 runs of 8 s, about 35 minutes on 2 cores (default)")

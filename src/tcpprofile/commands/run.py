@@ -14,11 +14,13 @@ import sys
 
 from .options import cluster_executor
 
+NAME = "run"
+HELP = "run or resume a measurement campaign from a TOML spec"
+ORDER = 10            # its place in `tcpprofile --help`
 
 
 def register(sub) -> None:
-    p = sub.add_parser("run", help="run or resume a measurement campaign from a TOML spec",
-                       description=__doc__.splitlines()[0])
+    p = sub.add_parser(NAME, help=HELP, description=__doc__.splitlines()[0])
     p.add_argument("spec", help="campaign spec (TOML, see docs/spec.md)")
     p.add_argument("--db", required=True, help="the store (a DuckDB file; created if absent)")
     p.add_argument("--max-runs", type=_positive_int, metavar="N",

@@ -14,10 +14,13 @@ from ..testbed.config import LOSS_MODES
 from .options import parse_rtt_s
 from .settings_text import print_settings, settings_json
 
+NAME = "select"
+HELP = "choose the transport for a connection's RTT (HPDC'17 §5)"
+ORDER = 90            # its place in `tcpprofile --help`
+
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("select", help="choose the transport for a connection's RTT (HPDC'17 §5)",
-                              description=__doc__)
+    p = subparsers.add_parser(NAME, help=HELP, description=__doc__)
     p.add_argument("--db", required=True, help="the store (DuckDB file)")
     p.add_argument("--rtt", help="the connection's RTT with a unit, e.g. 45ms")
     p.add_argument("--host", help="measure the RTT to HOST with ping")

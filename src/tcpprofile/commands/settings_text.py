@@ -1,5 +1,5 @@
 """The host settings block that `select` and `tune` print or put in their JSON. Not a command itself:
-cli.COMMANDS does not list it."""
+it declares no NAME (commands/__init__.py)."""
 
 from __future__ import annotations
 

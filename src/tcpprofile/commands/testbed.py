@@ -9,13 +9,17 @@ import signal
 
 from ..testbed.config import LOSS_MODES
 
+NAME = "testbed"
+HELP = "emulated dedicated connections (network namespaces)"
+ORDER = 40            # its place in `tcpprofile --help`
+
 # LinkConfig's fields -> the flags that give them, so that its errors name the flag
 FLAGS = {"rate_bps": "--rate", "rtt_s": "--rtt", "buffer_bytes": "--buffer", "loss_mode": "--loss-mode",
          "loss_rate": "--loss-rate", "mtu": "--mtu", "offloads": "--offloads"}
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("testbed", help="emulated dedicated connections (network namespaces)")
+    parser = subparsers.add_parser(NAME, help=HELP)
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     up = sub.add_parser("up", help="bring a link up, print its calibration, stay up until Ctrl-C")
     up.add_argument("--rate", required=True, help="line rate, e.g. 10Gbit")

@@ -12,10 +12,13 @@ import sys
 
 from ..cc.registry import known_names
 
+NAME = "tune"
+HELP = "find the best (variant, streams, buffer) for one connection by racing"
+ORDER = 100            # its place in `tcpprofile --help`
+
 
 def register(sub) -> None:
-    p = sub.add_parser("tune", help="find the best (variant, streams, buffer) for one connection by racing",
-                       description=__doc__.splitlines()[0])
+    p = sub.add_parser(NAME, help=HELP, description=__doc__.splitlines()[0])
     p.add_argument("--db", required=True, help="the store (every run is stored as a campaign)")
     p.add_argument("--rtt", help="emulate a link with this RTT (e.g. 87ms)")
     p.add_argument("--host", help="or race against the iperf3 server on HOST")

@@ -7,47 +7,60 @@ store"), used wherever no configuration is named."""
 from __future__ import annotations
 
 from ..errors import ValidationError
+from .registry import VARIANTS
 from .trajectory import SS_BURST, SS_TRAIN_SLOPE, SS_TRAIN_WINDOW
 
 # A configuration's key that is the fit's, not a model parameter: β is the configured buffer (m = 1, not fitted;
 # only W_max, when not known, is): every prediction then comes from the run's configuration alone
 PHYSICAL_BUFFER = "physical_buffer"
 
-_TRAJECTORY = ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True},
-                                      "reno": {"flows_phase2": True}})
-_BURST_REGIME = ({"trajectory": True}, {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True},
-                                        "reno": {"flows_phase2": True}})
 _SS_TRAINS = {"trajectory": True, "ss_burst": 0.0, "ss_train_window": SS_TRAIN_WINDOW, "ss_train_slope": SS_TRAIN_SLOPE,
               PHYSICAL_BUFFER: True}
-_SECOND_CUT = {"htcp": {"rtt_scaling": True, "flows_phase2": True, "burst_by_regime": True,
-                        "second_cut_rtt_ratio": True}, "reno": {"flows_phase2": True}}
 
-CONFIGURATIONS: dict[str, tuple[dict, dict]] = {
+# name -> (the configuration it extends, its model parameters). A variant's parameters are its model file's
+# SETTINGS (models/registry.py): those of the configuration extended, plus the configuration's own.
+_DECLARED: dict[str, tuple[str | None, dict]] = {
     # the paper's first-principles rule (Vardoyan, Rao & Towsley §IV), fitted as measured runs are: β and W_max
     # fitted per dataset
-    "paper": ({}, {}),
+    "paper": (None, {}),
     # + slow start's overshoot, the loss burst and the first epochs (trajectory.py); H-TCP's RTT-scaled α; n flows'
     # Phase II growing n× for the per-RTT increases (H-TCP, Reno: flows_phase2). Frozen at c02dcf5
-    "trajectory": _TRAJECTORY,
+    "trajectory": ("paper", {"trajectory": True}),
     # trajectory + H-TCP's slow-start burst as traced across buffers: two events only where the first drop comes
     # within the first RTT of overload, else one (docs/models.md "H-TCP across buffers"; second_cut_rtt_ratio not in)
-    "htcp-burst-regime": _BURST_REGIME,
+    "htcp-burst-regime": ("trajectory", {"trajectory": True}),
     # htcp-burst-regime + slow start's first drop where the queue must also hold one round's burst above C, κ·W
     # (κ = SS_BURST, from the development stores' cwnd traces at the smallest buffer), H-TCP's second slow-start
     # event keeping RTT_min/RTT_max, and β the configured buffer, not fitted (docs/models.md "The slow-start peak
     # at small buffers"). Frozen at 5966895
-    "ss-burst-buffer": ({"trajectory": True, "ss_burst": SS_BURST, PHYSICAL_BUFFER: True}, _SECOND_CUT),
+    "ss-burst-buffer": ("htcp-burst-regime", {"trajectory": True, "ss_burst": SS_BURST, PHYSICAL_BUFFER: True}),
     # ss-burst-buffer with slow start's first drop by its trains (W0·Cτ + s·β: SS_TRAIN_WINDOW, SS_TRAIN_SLOPE from
     # the development stores' cwnd traces) where that comes before the fluid overflow, which then keeps no burst
     # (κ = 0; docs/models.md "Slow start's trains"). Frozen at 97438bc; the validated one (held out ≤ 3.88 %)
-    "ss-trains": (_SS_TRAINS, _SECOND_CUT),
+    "ss-trains": ("ss-burst-buffer", _SS_TRAINS),
     # ss-trains + the single flow's two outcomes of slow start's end, each from the kernel's code with its
     # probability, predicted as the expected throughput of the two: CUBIC's HyStart delay test ending slow start
     # before the loss (tcp_cubic.c hystart_update), H-TCP's second event keeping 0.5 after a bandwidth sample
     # between the two events (tcp_htcp.c measure_achieved_throughput) — docs/models.md "Single flows"
-    "single-flow": (_SS_TRAINS, {**_SECOND_CUT, "htcp": {**_SECOND_CUT["htcp"], "second_event_sample": True},
-                                 "cubic": {"hystart": True}}),
+    "single-flow": ("ss-trains", _SS_TRAINS),
 }
+
+
+def _variant_settings(name: str | None) -> dict[str, dict]:
+    """variant -> its parameters in configuration `name`: the extended configuration's, updated with each
+    variant's SETTINGS[name] (variants in the order they first set something)."""
+    if name is None:
+        return {}
+    out = {variant: dict(own) for variant, own in _variant_settings(_DECLARED[name][0]).items()}
+    for variant, module in VARIANTS.items():
+        if name in getattr(module, "SETTINGS", {}):
+            out.setdefault(variant, {}).update(module.SETTINGS[name])
+    return out
+
+
+# name -> (model parameters, per-variant parameters)
+CONFIGURATIONS: dict[str, tuple[dict, dict]] = {name: (params, _variant_settings(name))
+                                                for name, (_, params) in _DECLARED.items()}
 # what each adds, in one line (printed with the configuration's name)
 SUMMARY = {"paper": "the paper's first-principles rule",
            "trajectory": "the window's trajectory after slow start",
@@ -72,9 +85,10 @@ def checked(field: str, name: str) -> str:
     return name
 
 
-# per-variant parameters a lossy link's model does not have, left out of a dataset with external loss: H-TCP's
-# RTT-scaled α (htcp.py, the loss epoch: "loss epochs use Eq. (1) as printed", rtt_scaling refused there)
-UNMODELLED_WITH_LOSS = {"htcp": ("rtt_scaling",)}
+# variant -> the parameters a lossy link's model does not have, left out of a dataset with external loss (each
+# variant's module declares its own: H-TCP's RTT-scaled α)
+UNMODELLED_WITH_LOSS = {name: module.UNMODELLED_WITH_LOSS for name, module in VARIANTS.items()
+                        if hasattr(module, "UNMODELLED_WITH_LOSS")}
 
 
 def variant_parameters(variant: str, per_variant: dict | None, *, lossy: bool) -> dict:

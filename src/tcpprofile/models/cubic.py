@@ -9,6 +9,14 @@ import numpy as np
 from .base import Constraint
 from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel
 
+NAME = "cubic"  # the variant as cc/registry.py spells it (the store's name)
+ORDER = 20          # its place in the models' list (the models paper's order, §IV-C)
+# the variant's parameters each model configuration (configurations.py) adds to the one it extends
+SETTINGS = {
+    # HyStart's delay test ending a single flow's slow start before the loss, with its probability (_hystart)
+    "single-flow": {"hystart": True},
+}
+
 # net/ipv4/tcp_cubic.c (Linux 6.x): HYSTART_DELAY_MIN 4000U, HYSTART_DELAY_MAX 16000U µs, the bounds of
 # HYSTART_DELAY_THRESH(delay_min >> 3) = clamp(delay_min/8, 4 ms, 16 ms)  [s]
 HYSTART_DELAY_MIN = 4e-3
@@ -24,7 +32,6 @@ class CUBIC(FirstPrinciplesModel):
     n parallel flows use w(n·t) (§IV-D rule 1), which is the same curve with c → c·n³.
     """
 
-    name = "cubic"
     _constraints = dict(COMMON_CONSTRAINTS,
                         c=Constraint(float, 0, math.inf, "neither", "segments/s^3"),
                         b=Constraint(float, 0, 1, "neither", "fraction of the window removed"),
@@ -183,3 +190,6 @@ class CUBIC(FirstPrinciplesModel):
         # N_ep = N·M ⇒ W_L^{4/3} = N·M·τ/((1 − b/4)·(b/c)^{1/3})  (derived here).
         W = (target * r.tau / ((1 - self.b / 4) * np.cbrt(self.b / r.ce))) ** 0.75  # [bits]
         return W, self._k(W, r)
+
+
+MODEL = CUBIC   # the class models/registry.py registers under NAME

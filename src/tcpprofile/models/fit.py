@@ -43,8 +43,7 @@ from .diagnostics import at_bound, flags_of, residual_structure
 from .framework import SEND_BACKLOG, FirstPrinciplesModel
 from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
 from .registry import MODELS, make_model
-from .configurations import (CONFIGURATIONS, DEFAULT_CONFIGURATION, PHYSICAL_BUFFER, configuration,  # noqa: F401
-                             describe_configuration, model_parameters, variant_parameters)
+from .configurations import PHYSICAL_BUFFER, variant_parameters
 
 PROFILE_COLUMNS = ("variant", "streams", "rtt_s", "rate_bps", "transfer_bytes", "throughput_bps")
 # β keys a dataset as the spec wrote it ("buffer", from the store) or in bytes (plain tables); the

@@ -151,8 +151,6 @@ class FirstPrinciplesModel(Model):
     """Base class of the first-principles variants. Learned by ``fit``: ``buffer_bytes_``, ``wmax_bytes_``
     (and ``residuals_``); ``predict`` uses them when present, else the constructor's values."""
 
-    name = ""
-
     # -- variant interface -------------------------------------------------------------------------
     def _prepare(self, r: Rows) -> None:
         """Add per-row variant constants to r (default: none)."""

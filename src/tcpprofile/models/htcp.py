@@ -11,6 +11,25 @@ from .base import Constraint
 from ..errors import ValidationError
 from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel, Rows
 
+NAME = "htcp"  # the variant as cc/registry.py spells it (the store's name)
+ORDER = 30          # its place in the models' list (the models paper's order, §IV-C)
+# the variant's parameters each model configuration (configurations.py) adds to the one it extends
+SETTINGS = {
+    # the RTT-scaled α (tcp_htcp.c htcp_alpha_update, use_rtt_scaling); n flows' Phase II growing n× (flows_phase2)
+    "trajectory": {"rtt_scaling": True, "flows_phase2": True},
+    # slow start's burst as traced across buffers: two events only where the first drop comes within the first
+    # RTT of overload, else one (docs/models.md "H-TCP across buffers")
+    "htcp-burst-regime": {"burst_by_regime": True},
+    # the second slow-start event keeping RTT_min/RTT_max (docs/models.md "The slow-start peak at small buffers")
+    "ss-burst-buffer": {"second_cut_rtt_ratio": True},
+    # a single flow's second event keeping 0.5 after a bandwidth sample between the two events, with its
+    # probability (tcp_htcp.c measure_achieved_throughput; docs/models.md "Single flows")
+    "single-flow": {"second_event_sample": True},
+}
+# parameters a lossy link's model does not have, left out of a dataset with external loss: the RTT-scaled α
+# (the loss epoch uses Eq. (1) as printed; rtt_scaling is refused there)
+UNMODELLED_WITH_LOSS = ("rtt_scaling",)
+
 _GL_X, _GL_W = np.polynomial.legendre.leggauss(16)
 HZ = 250  # CONFIG_HZ of the testbed kernel: the H-TCP port keeps RTTs in jiffies (bpf/htcp.bpf.c, note 3)
 JIFFY_BETA_TAU = 3 / HZ  # s: the largest τ whose RTT is msecs_to_jiffies(10) = 3 jiffies (b = 0.5 up to here;
@@ -57,7 +76,6 @@ class HTCP(FirstPrinciplesModel):
     0.5 % of the exact path) instead of bisecting Eq. (8) for every row.
     """
 
-    name = "htcp"
     _constraints = dict(COMMON_CONSTRAINTS,
                         delta_l=Constraint(float, 0, math.inf, "left", "s"),
                         b=Constraint(float, 0.5, 0.8, "both", "fraction of the window kept"),
@@ -392,3 +410,6 @@ class HTCP(FirstPrinciplesModel):
         same_c = r.C == float(self.capacity_bps)
         y = htcp_table.lookup(y, r.tau, r.beta / r.bdp, np.where(same_c, r.n, 0.0))
         return r.bdp * (1.0 + np.exp(y))  # [bits]; nan rows take the exact path
+
+
+MODEL = HTCP   # the class models/registry.py registers under NAME

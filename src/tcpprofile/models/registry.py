@@ -1,21 +1,30 @@
-"""Explicit registry: variant name (as the kernel and the store spell it) → first-principles model class."""
+"""The first-principles models, one file per variant: this package's modules that declare NAME are the
+registry (tcpprofile/registry.py). A variant's module declares NAME (the variant as cc/registry.py spells
+it), ORDER (its place in the list), MODEL (its class) and, where configurations change it, SETTINGS (the
+variant's parameters each model configuration adds, configurations.py) and UNMODELLED_WITH_LOSS. Every other
+spelling of a variant (the papers' STCP for scalable) comes from cc/registry.py's ALIASES."""
 
 from __future__ import annotations
 
-from ..errors import ValidationError
-from .cubic import CUBIC
-from .framework import FirstPrinciplesModel
-from .htcp import HTCP
-from .reno import Reno
-from .stcp import STCP
+from pathlib import Path
+from types import ModuleType
 
-MODELS: dict[str, type[FirstPrinciplesModel]] = {
-    "stcp": STCP,
-    "scalable": STCP,  # the Linux module name
-    "cubic": CUBIC,
-    "htcp": HTCP,
-    "reno": Reno,
-}
+from ..cc.registry import spellings
+from ..errors import ValidationError
+from ..registry import modules_of
+from .framework import FirstPrinciplesModel
+
+# usual name -> the variant's module, in ORDER
+VARIANTS: dict[str, ModuleType] = modules_of(__package__, [str(Path(__file__).parent)], order=True)
+
+# every spelling -> model class: the papers' names (cc's aliases) first, then the usual name
+MODELS: dict[str, type[FirstPrinciplesModel]] = {spelling: module.MODEL for name, module in VARIANTS.items()
+                                                 for spelling in (*spellings(name)[1:], name)}
+
+
+def printed_name(model: type[FirstPrinciplesModel]) -> str:
+    """The name a model class is printed under: its first spelling in MODELS (the papers' name: stcp)."""
+    return next(spelling for spelling, cls in MODELS.items() if cls is model)
 
 
 def model_class(variant: str) -> type[FirstPrinciplesModel]:

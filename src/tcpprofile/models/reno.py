@@ -9,6 +9,13 @@ import numpy as np
 from .base import Constraint
 from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel
 
+NAME = "reno"  # the variant as cc/registry.py spells it (the store's name)
+ORDER = 40          # its place in the models' list (the models paper's order, §IV-C)
+# the variant's parameters each model configuration (configurations.py) adds to the one it extends
+SETTINGS = {
+    "trajectory": {"flows_phase2": True},      # n flows' Phase II growing n× (each adds a per RTT)
+}
+
 
 class Reno(FirstPrinciplesModel):
     """Phase I (no queue, RTT = τ): dw/dt = n·a·M/τ. Phase II (queue, RTT = w/C): each ACK adds a·M²/w
@@ -16,7 +23,6 @@ class Reno(FirstPrinciplesModel):
     n flows as printed in §IV-D (Phase II unchanged with n). flows_phase2: n× that — each flow gets C/n
     ACKs/s at w_i = W/n, so dW/dt = n·a·M·C/W (docs/models.md)."""
 
-    name = "reno"
     _constraints = dict(COMMON_CONSTRAINTS,
                         a=Constraint(float, 0, math.inf, "neither", "segments per RTT"),
                         b=Constraint(float, 0, 1, "neither", "fraction of the window kept"),
@@ -101,3 +107,6 @@ class Reno(FirstPrinciplesModel):
         high = np.cbrt(3 * self._na(r) * r.M * r.C * r.tau * target / (1 - b ** 3))  # [bits]
         W = np.where(low <= bdp, low, np.where(b * high >= bdp, high, np.nan))
         return W, self._epoch(W, r)[0]
+
+
+MODEL = Reno   # the class models/registry.py registers under NAME

@@ -9,12 +9,14 @@ import numpy as np
 from .base import Constraint
 from .framework import COMMON_CONSTRAINTS, SEND_BACKLOG, FirstPrinciplesModel
 
+NAME = "scalable"  # the variant as cc/registry.py spells it (the store's name); its other spellings come from there
+ORDER = 10          # its place in the models' list (the models paper's order, §IV-C)
+
 
 class STCP(FirstPrinciplesModel):
     """ACK-based MIMD. a: window increase per ACK [segments per acked segment]; b: window kept after a
     loss (cwnd ← b·cwnd). Closed form in both regimes (with and without Phase I)."""
 
-    name = "stcp"
     _constraints = dict(COMMON_CONSTRAINTS,
                         a=Constraint(float, 0, 1, "right", "segments per ACK"),
                         b=Constraint(float, 0, 1, "neither", "fraction of the window kept"))
@@ -89,3 +91,6 @@ class STCP(FirstPrinciplesModel):
         high = np.sqrt(2 * r.C * a * r.tau * target / (1 - b * b))  # Phase II only (bW ≥ Cτ): (1−b²)W²/(2Caτ)
         W = np.where(low <= bdp, low, np.where(b * high >= bdp, high, mid))  # N_ep increasing: one regime fits
         return W, self._epoch(W, r)[0]
+
+
+MODEL = STCP   # the class models/registry.py registers under NAME

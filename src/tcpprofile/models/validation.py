@@ -29,7 +29,8 @@ from .diagnostics import short
 from ..packet_overhead import TCP_IP_HEADERS
 from ..store import reads
 from ..units import to_ms
-from .fit import (DATASET_KEYS, float_column, is_missing, configuration, params_for,
+from .configurations import configuration
+from .fit import (DATASET_KEYS, float_column, is_missing, params_for,
                   positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
 from .generic import GenericModel, transfer_throughput

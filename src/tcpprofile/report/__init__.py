@@ -7,12 +7,14 @@ fetched when viewing it (no CDN, fonts or scripts).
 from __future__ import annotations
 
 import datetime as _dt
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import TcpProfileError
 from ..store import Store
-from . import common, dynamics, findings, html, models, operator, papers, profiles, tables
+from ..registry import modules_declaring
+from . import common, dynamics, html, profiles
 from .common import Code, Figure, Heading, Note, Section, Table
 from .data import ReportData
 
@@ -31,9 +33,29 @@ class Report:
         return [i for s in self.sections for i in s.items if isinstance(i, Note)]
 
 
-SECTION_ORDER = ("operator", "verdicts", "selection", "mean_profiles", "box_plots", "sigmoid_fits", "transition_rtts",
-                 "traces", "poincare", "lyapunov", "throughput_vs_lyapunov", "model_vs_measurement", "loss_profiles",
-                 "cwnd_traces", "side_by_side", "calibration")
+def _sections() -> tuple[dict, dict]:
+    """(id -> function in the report's order, id -> worker function) from every module of this package that
+    declares SECTIONS (id -> (place, function)) and, for sections a worker can draw, IN_WORKER."""
+    declared, in_worker = {}, {}
+    for module in modules_declaring(__name__, __path__, "SECTIONS"):
+        for id_, entry in module.SECTIONS.items():
+            if id_ in declared:
+                raise RuntimeError(f"report section {id_!r} declared twice ({module.__name__})")
+            declared[id_] = entry
+        in_worker.update(getattr(module, "IN_WORKER", {}))
+    places = [place for place, _ in declared.values()]
+    if len(places) != len(set(places)):
+        raise RuntimeError(f"report sections share a place: {sorted(places)}")
+    return {id_: fn for id_, (_, fn) in sorted(declared.items(), key=lambda kv: kv[1][0])}, in_worker
+
+
+SECTIONS, IN_WORKER = _sections()
+
+
+def _draw(fn, inputs: dict):
+    """fn called with the inputs its parameters name (those with a default keep it unless given)."""
+    params = inspect.signature(fn).parameters
+    return fn(**{p: inputs[p] for p in params if p in inputs or params[p].default is inspect.Parameter.empty})
 
 
 def build_report(store: Store, out_dir: str | Path, *, exclude_flagged: bool = False) -> Report:
@@ -52,30 +74,23 @@ def build_report(store: Store, out_dir: str | Path, *, exclude_flagged: bool = F
     pool = common.background_pool(len(every))      # the τ_T fits and box plots beside the other sections
     try:
         fits.start(every, pool)
-        boxes = pool.submit(profiles.box_plots_of, data.groups, out) if pool else None
+        workers = {id_: pool.submit(fn, data.groups, out) for id_, fn in IN_WORKER.items()} if pool else {}
         refs = dynamics.references(data)
-        done = {  # computed in this order (what needs the fits last), shown in SECTION order
-            "operator": operator.operator_page(data, out),
-            "verdicts": findings.verdicts(store, exclude_flagged=exclude_flagged),
-            "selection": tables.selection(data),
-            "mean_profiles": profiles.mean_profiles(data, out),
-            "traces": dynamics.traces(data, out, refs),
-            "poincare": dynamics.poincare(data, out, refs),
-            "lyapunov": dynamics.lyapunov(data, out, refs),
-            "throughput_vs_lyapunov": dynamics.throughput_vs_lyapunov(data, out, refs),
-            "model_vs_measurement": models.model_vs_measurement(data, out),
-            "loss_profiles": profiles.loss_profiles(data, out),
-            "cwnd_traces": dynamics.cwnd_traces(data, out),
-            "calibration": tables.calibration(data),
-            "sigmoid_fits": profiles.sigmoid_fits(data, out, fits),
-            "transition_rtts": profiles.transition_rtts(data, out, fits),
-            "side_by_side": papers.side_by_side(data, out, fits),
-        }
-        done["box_plots"] = boxes.result() if boxes else profiles.box_plots(data, out)
+        inputs = {"data": data, "out": out, "store": store, "exclude_flagged": exclude_flagged, "refs": refs,
+                  "fits": fits}
+        # drawn in the report's order, but what needs the τ_T fits after the rest (the fits go on in the
+        # workers meanwhile), and what a worker draws last
+        needs_fits = {id_ for id_, fn in SECTIONS.items() if "fits" in inspect.signature(fn).parameters}
+        later = needs_fits | set(IN_WORKER)
+        order = ([id_ for id_ in SECTIONS if id_ not in later] + [id_ for id_ in SECTIONS if id_ in later - set(IN_WORKER)]
+                 + list(IN_WORKER))
+        done = {}
+        for id_ in order:
+            done[id_] = workers[id_].result() if id_ in workers else _draw(SECTIONS[id_], inputs)
     finally:
         if pool:
             pool.shutdown(wait=True, cancel_futures=True)
-    sections = [done[name] for name in SECTION_ORDER]
+    sections = [done[id_] for id_ in SECTIONS]
     runs = sum(g.runs for g in data.groups)
     subtitle = [f"Store {store.path}: {runs} ok runs in {len(data.groups)} comparable group(s): "
                 + "; ".join(f"{g.label} ({g.runs} runs)" for g in data.groups),

@@ -253,3 +253,14 @@ def cwnd_traces(data: ReportData, out: Path, max_runs: int = 4) -> Section:
         Figure(name, "Congestion window traces", f"snd_cwnd from the kernel's tcp:tcp_probe tracepoint per stream, "
                f"for the first {runs_phrase(len(ids))} with samples (by run id: {', '.join(ids)}).",
                len(ids), save(fig, out, name))])
+
+
+# The report's sections this module draws (report/__init__.py): id -> (its place in the report, the function);
+# build_report passes each function the arguments its parameters name
+SECTIONS = {
+    "traces": (80, traces),
+    "poincare": (90, poincare),
+    "lyapunov": (100, lyapunov),
+    "throughput_vs_lyapunov": (110, throughput_vs_lyapunov),
+    "cwnd_traces": (140, cwnd_traces),
+}

@@ -39,3 +39,8 @@ def verdicts(store: Store, *, exclude_flagged: bool = False) -> Section:
         "sides, traces too short, too few RTTs or repetitions). ±∞: a bound left open by a censored τ_T.",
         ["", "claim", "verdict", "statistic", "estimate", f"{level:.4g} interval", "n", "measured"], rows,
         row_classes=classes)])
+
+
+# The report's sections this module draws (report/__init__.py): id -> (its place in the report, the function);
+# build_report passes each function the arguments its parameters name
+SECTIONS = {"verdicts": (20, verdicts)}

@@ -112,3 +112,8 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
         caption += f" No model for: {', '.join(skipped)}."
     return Section("models", "Model vs measurement", "tcp-models-high-bdp Figs. 6–8",
                    [Figure(name, "Model vs measurement", caption, runs, save(fig, out, name))])
+
+
+# The report's sections this module draws (report/__init__.py): id -> (its place in the report, the function);
+# build_report passes each function the arguments its parameters name
+SECTIONS = {"model_vs_measurement": (120, model_vs_measurement)}

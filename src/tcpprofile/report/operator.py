@@ -326,3 +326,8 @@ def operator_page(data: ReportData, out: Path) -> Section:
         items.append(settings_table(path))
     return Section("operator", "Operator's page", "per path: configurations, recommendation, history, host settings",
                    items or [Note("Operator's page", "no ok runs with a known RTT")])
+
+
+# The report's sections this module draws (report/__init__.py): id -> (its place in the report, the function);
+# build_report passes each function the arguments its parameters name
+SECTIONS = {"operator": (10, operator_page)}

@@ -325,3 +325,16 @@ def loss_profiles(data: ReportData, out: Path) -> Section:
     if not items:
         items.append(Note("Loss profiles", "the store has no runs with external loss"))
     return Section("loss", "Profiles under external loss", "slides: throughput profiles under losses", items)
+
+
+# The report's sections this module draws (report/__init__.py): id -> (its place in the report, the function);
+# build_report passes each function the arguments its parameters name
+SECTIONS = {
+    "mean_profiles": (40, mean_profiles),
+    "box_plots": (50, box_plots),
+    "sigmoid_fits": (60, sigmoid_fits),
+    "transition_rtts": (70, transition_rtts),
+    "loss_profiles": (130, loss_profiles),
+}
+# sections a worker process can draw from the groups alone (box_plots_of(groups, out)): id -> the function
+IN_WORKER = {"box_plots": box_plots_of}

@@ -97,3 +97,11 @@ def calibration(data: ReportData) -> Section:
 
 def _ms(x) -> str:
     return "–" if x is None else f"{x:.3f}"
+
+
+# The report's sections this module draws (report/__init__.py): id -> (its place in the report, the function);
+# build_report passes each function the arguments its parameters name
+SECTIONS = {
+    "selection": (30, selection),
+    "calibration": (160, calibration),
+}

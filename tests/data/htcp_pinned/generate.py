@@ -16,7 +16,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_models import configs  # noqa: E402
 
 from tcpprofile.models import make_model  # noqa: E402
-from tcpprofile.models.fit import configuration  # noqa: E402
+from tcpprofile.models.configurations import configuration  # noqa: E402
 
 OUT = Path(__file__).with_name("outputs.npz")
 PERIODIC_T, UNIFORM_T = dict(duration=8.0, loss=1 / 500), dict(duration=8.0, loss=1e-4)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...spec import CampaignSpec
 from ..policy import Policy
-from ..registry import modules_of
+from ...registry import modules_of
 
 POLICIES: dict[str, type] = {name: module.POLICY for name, module in modules_of(__name__, __path__).items()}
 

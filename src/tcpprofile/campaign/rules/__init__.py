@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ..registry import modules_of
+from ...registry import modules_of
 
 RULES: dict[str, ModuleType] = modules_of(__name__, __path__)
 DEFAULT_RULE = "confirm"

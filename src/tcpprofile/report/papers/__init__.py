@@ -44,3 +44,8 @@ def side_by_side(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
              *models_paper.variants_by_streams(data, out), *models_paper.model_vs_measurement(data, out),
              *slides.groups_vs_bbr(data, out), *slides.losses(data, out, fits), not_reproducible()]
     return Section("papers", TITLE, PAPERS, items)
+
+
+# The report's sections this module draws (report/__init__.py): id -> (its place in the report, the function);
+# build_report passes each function the arguments its parameters name
+SECTIONS = {"side_by_side": (150, side_by_side)}
