@@ -50,11 +50,11 @@ def bench_select(db: Path) -> None:
     with Store.open(db, read_only=True) as s:
         def one():
             ps = sel.load_profiles(s)
-            choice = sel.select(ps, 45.6)
-            return sel.host_settings(choice.recommended, 45.6, ps.conditions.get("rate_bps"))
+            choice = sel.select(ps, 45.6e-3)
+            return sel.host_settings(choice.recommended, 45.6e-3, ps.conditions.get("rate_bps"))
         one()                                                        # warm-up: imports, the store's pages
         _, t_new = timed(one)
-        rtts = [r["rtt_ms"] for r in reads.profile_runs(s)]
+        rtts = [r["rtt_s"] for r in reads.profile_runs(s)]
     clusters = sel.cluster_rtts(rtts)
     _, t_centre_new = timed(lambda: {v: m for c in clusters for m in (float(np.mean(c)),) for v in c})
     _, t_centre_old = timed(lambda: {v: float(np.mean(c)) for c in clusters for v in c})

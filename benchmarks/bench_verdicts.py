@@ -52,7 +52,7 @@ def _data(rows) -> findings.Data:
             "socket_buffer_bytes": np.array(cols[2], object), "duration_target_s": np.array([None] * n, object),
             "transfer_bytes": np.array([10**10] * n, object), "loss_mode": np.array(cols[5], object),
             "loss_rate": np.array(cols[6], float)}
-    runs = Runs(np.array([f"r{i}" for i in range(n)], object), np.array(cols[3], float), np.array(cols[4], float),
+    runs = Runs(np.array([f"r{i}" for i in range(n)], object), np.array(cols[3], float) / 1e3, np.array(cols[4], float),
                 np.full(n, C), np.zeros(n, bool), dims)
     return findings.Data(None, runs, np.full(n, math.nan))
 

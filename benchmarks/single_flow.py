@@ -46,7 +46,7 @@ def profile_table(paths) -> dict[str, np.ndarray]:
     cols = defaultdict(list)
     for (variant, n, rtt, label), rows in sorted(groups.items()):
         tput = [float(r["throughput_bps"]) for r in rows]
-        for name, value in (("variant", variant), ("streams", n), ("rtt_ms", rtt), ("rate_bps", RATE_BPS),
+        for name, value in (("variant", variant), ("streams", n), ("rtt_s", rtt / 1e3), ("rate_bps", RATE_BPS),
                             ("buffer", label), ("socket_buffer_bytes", None),
                             ("transfer_bytes", float(rows[0]["transfer_bytes"])), ("duration_target_s", None),
                             ("loss_mode", "none"), ("loss_rate", 0.0), ("mtu", MTU),

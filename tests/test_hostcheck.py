@@ -30,7 +30,7 @@ TUNED = {**SMALL, "net.core.rmem_max": str(1 << 30), "net.core.wmem_max": str(1 
 
 
 def test_targets_follow_fasterdata():
-    t = rules.targets(100.0, 10 * G, streams=4)
+    t = rules.targets(0.1, 10 * G, streams=4)
     # 2 x BDP = 2 * 10 Gbit/s * 0.1 s / 8 = 250 MB, rounded up to whole MiB: 239 MiB
     assert t["net.core.rmem_max"].minimum == (239 * MIB,) and t["net.core.rmem_max"].host_wide
     assert t["net.ipv4.tcp_rmem"].minimum == (4096, 131072, 239 * MIB)
@@ -38,10 +38,10 @@ def test_targets_follow_fasterdata():
     # tcp_mem in 4096-B pages: 4 streams x (send + receive) x 239 MiB
     assert t["net.ipv4.tcp_mem"].minimum == (0, 4 * 2 * 239 * 256, 4 * 2 * 239 * 256)
     assert "net.core.default_qdisc" not in t          # only where the kernel has fq
-    assert rules.targets(100.0, 10 * G, fq=True)["net.core.default_qdisc"].minimum == "fq"
+    assert rules.targets(0.1, 10 * G, fq=True)["net.core.default_qdisc"].minimum == "fq"
     # 100 Gbit/s x 200 ms: 5 GB, capped at INT_MAX (fasterdata's 2 GiB maxima for 100G paths)
-    assert rules.buffer_target(200.0, 100 * G) == 2**31 - 1
-    assert rules.buffer_target(0.1, 10 * G) == 4 * MIB and rules.buffer_target(50.0, 10 * G, 1 << 28) == 1 << 28
+    assert rules.buffer_target(0.2, 100 * G) == 2**31 - 1
+    assert rules.buffer_target(0.1e-3, 10 * G) == 4 * MIB and rules.buffer_target(0.05, 10 * G, 1 << 28) == 1 << 28
 
 
 fields = st.integers(min_value=0, max_value=2**31 - 1)
@@ -49,7 +49,7 @@ fields = st.integers(min_value=0, max_value=2**31 - 1)
 
 @settings(max_examples=300, deadline=None)
 @given(rmem=st.tuples(fields, fields, fields), single=fields, probing=st.integers(0, 2),
-       rtt=st.floats(0.01, 1000.0), gbit=st.floats(0.01, 400.0), streams=st.integers(1, 64))
+       rtt=st.floats(0.01e-3, 1.0), gbit=st.floats(0.01, 400.0), streams=st.integers(1, 64))
 def test_never_lowers_any_value(rmem, single, probing, rtt, gbit, streams):
     current = {"net.ipv4.tcp_rmem": " ".join(map(str, rmem)), "net.ipv4.tcp_wmem": " ".join(map(str, rmem)),
                "net.ipv4.tcp_mem": " ".join(map(str, rmem)), "net.core.rmem_max": str(single),
@@ -75,7 +75,7 @@ def test_never_lowers_any_value(rmem, single, probing, rtt, gbit, streams):
 
 def test_snippet_raises_only_the_fields_below():
     rows = rules.check({"net.ipv4.tcp_rmem": "8192 87380 6291456", "net.core.rmem_max": str(1 << 30)},
-                       {k: v for k, v in rules.targets(100.0, 10 * G).items()
+                       {k: v for k, v in rules.targets(0.1, 10 * G).items()
                         if k in ("net.ipv4.tcp_rmem", "net.core.rmem_max")})
     assert [(r.key, r.status, r.value) for r in rows] == [
         ("net.core.rmem_max", "ok", None), ("net.ipv4.tcp_rmem", "raise", f"8192 131072 {239 * MIB}")]
@@ -83,7 +83,7 @@ def test_snippet_raises_only_the_fields_below():
     assert text[0].startswith("# /etc/sysctl.d/90-tcpprofile.conf") and text[-1] == "# then load it: sysctl --system"
     assert f"net.ipv4.tcp_rmem = 8192 131072 {239 * MIB}" in text and not any("rmem_max =" in x for x in text)
     # unreadable: a triple whose target leaves fields open cannot be written, and says so
-    (mem,) = rules.check({}, {"net.ipv4.tcp_mem": rules.targets(1.0, G)["net.ipv4.tcp_mem"]})
+    (mem,) = rules.check({}, {"net.ipv4.tcp_mem": rules.targets(1e-3, G)["net.ipv4.tcp_mem"]})
     assert mem.status == "unknown" and "could not be read" in rules.snippet([mem])[1]
 
 

@@ -65,8 +65,8 @@ def test_namespace_tuned_above_gets_no_lowering_line(netns, capsys):
 def test_apply_in_namespace_never_lowers(netns):
     _set(netns, tcp_rmem=f"4096 131072 {1 << 30}", tcp_wmem="4096 16384 1048576")
     cfg = sel.Config("reno", "builtin", 2, None)
-    est = sel.Estimate(cfg, 9e9, 8.9e9, 9.1e9, "exact", [11.8], [1.0], [3], 3, None, kernel_name="reno")
-    applied = apply.apply_settings(sel.host_settings(est, 11.8, 10e9), netns=netns)
+    est = sel.Estimate(cfg, 9e9, 8.9e9, 9.1e9, "exact", [11.8e-3], [1.0], [3], 3, None, kernel_name="reno")
+    applied = apply.apply_settings(sel.host_settings(est, 11.8e-3, 10e9), netns=netns)
     assert probe.read_sysctl("net.ipv4.tcp_rmem", netns=netns) == f"4096 131072 {1 << 30}"     # kept
     assert "never lowered" in applied["skipped"]["net.ipv4.tcp_rmem"]
     # 2 x BDP(11.8 ms) = 29.5 MB -> 29 MiB: the small one is raised, field by field

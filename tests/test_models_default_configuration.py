@@ -113,9 +113,9 @@ def test_the_links_configured_buffer_as_select_reads_it():
     """The spec's labels (spec.py link.buffer): '<k>xBDP' = k·C·τ/8 (2 × 10 Gbit/s × 10 ms / 8 = 25 MB), a size, a
     bare byte count (a link without a spec: BUFFER_SQL's fallback); anything else unknown (β fitted)."""
     from tcpprofile.choose.select import link_buffer_at
-    assert link_buffer_at("2xBDP", 10e9)(10.0) == pytest.approx(25e6, rel=1e-12)
-    assert link_buffer_at("BDP", 10e9)(91.6) == pytest.approx(114.5e6, rel=1e-12)
-    assert link_buffer_at("50MB", 10e9)(3.0) == link_buffer_at("50000000", 10e9)(300.0) == 50e6
+    assert link_buffer_at("2xBDP", 10e9)(0.01) == pytest.approx(25e6, rel=1e-12)
+    assert link_buffer_at("BDP", 10e9)(0.0916) == pytest.approx(114.5e6, rel=1e-12)
+    assert link_buffer_at("50MB", 10e9)(0.003) == link_buffer_at("50000000", 10e9)(0.3) == 50e6
     assert link_buffer_at(None, 10e9) is None and link_buffer_at("deep", 10e9) is None
 
 

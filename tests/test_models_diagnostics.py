@@ -58,7 +58,7 @@ def _table(seed, noise=0.02, distort=None, m=0.3, variant="cubic", wmax=1e9 / 2,
             cfg = 0.3 * 10e9 * t / 1e3 / 8
             th = float(truth.predict(t / 1e3, n=n, size=10e9, buffer=m * cfg, wmax=wmax))
             th *= (1 + noise * rng.standard_normal()) * (1 if distort is None else distort(i))
-            rows.append(dict(variant=variant, streams=n, rtt_ms=t, rate_bps=10e9, buffer="0.3xBDP",
+            rows.append(dict(variant=variant, streams=n, rtt_s=t / 1e3, rate_bps=10e9, buffer="0.3xBDP",
                              transfer_bytes=10e9, size_bytes=10e9, configured_buffer_bytes=cfg,
                              window_limit_bytes=1e9, throughput_bps=th, mtu=9000, startup_rtts=1.0))
             if not wmax_known:

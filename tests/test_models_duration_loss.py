@@ -119,11 +119,11 @@ def test_parallel_flows_under_loss_add_up(variant):
 @pytest.mark.parametrize("variant", ["cubic", "htcp", "stcp"])
 def test_fit_round_trip_in_duration_mode_with_held_out_error(variant):
     truth = make_model(variant, buffer_bytes=3e7, wmax_bytes=2e8, mss_bytes=M_BYTES)
-    rows = {k: [] for k in ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps",
+    rows = {k: [] for k in ("variant", "streams", "rtt_s", "rate_bps", "transfer_bytes", "throughput_bps",
                             "duration_target_s", "mtu")}
     for n in (1, 4):
         for t, th in zip(TAU, truth.predict(TAU, n=n, duration=8.0)):
-            for k, v in zip(rows, (variant, n, t * 1e3, C, None, th, 8.0, 9000)):
+            for k, v in zip(rows, (variant, n, t, C, None, th, 8.0, 9000)):
                 rows[k].append(v)
     (fit,) = fit_paper({k: np.asarray(v, dtype=object if k == "transfer_bytes" else None) for k, v in rows.items()})
     assert max(fit.errors.values()) < 0.5
@@ -158,14 +158,14 @@ def test_cubic_at_one_in_500_matches_the_issue_measurement():
 def _bdp_profile(variant, multiple, taus_ms=(0.4, 11.8, 45.6, 91.6, 183.0), ns=(1, 4), wmax=3e8):
     """A duration-mode profile from the model itself with β = multiple × BDP at every τ, and the
     configured buffer (1×BDP) as the store's links record it."""
-    rows = {k: [] for k in ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps",
+    rows = {k: [] for k in ("variant", "streams", "rtt_s", "rate_bps", "transfer_bytes", "throughput_bps",
                             "buffer", "duration_target_s", "mtu", "configured_buffer_bytes")}
     for n in ns:
         for t in taus_ms:
             bdp = C * t / 1e3 / 8
             truth = make_model(variant, buffer_bytes=multiple * bdp, wmax_bytes=wmax, mss_bytes=M_BYTES)
             th = float(truth.predict(t / 1e3, n=n, duration=8.0))
-            for k, v in zip(rows, (variant, n, t, C, None, th, "BDP", 8.0, 9000, bdp)):
+            for k, v in zip(rows, (variant, n, t / 1e3, C, None, th, "BDP", 8.0, 9000, bdp)):
                 rows[k].append(v)
     return {k: np.asarray(v, dtype=object if k in ("transfer_bytes", "buffer") else None) for k, v in rows.items()}
 
@@ -193,13 +193,13 @@ def test_a_known_window_limit_fixes_wmax_and_keeps_the_round_trip(variant):
     a dataset without a known limit (iperf3 -w, or a plain table) fits W_max as before."""
     limit = 2 * 1024**3 - 1                                   # the testbed's tcp_rmem[2]
     table = _bdp_profile(variant, 0.5, wmax=limit / 2)
-    table["window_limit_bytes"] = np.full(table["rtt_ms"].size, float(limit))
+    table["window_limit_bytes"] = np.full(table["rtt_s"].size, float(limit))
     (fit,) = fit_paper(table)
     assert fit.wmax_known and fit.as_dict()["wmax_known"] is True
     assert fit.model.wmax_bytes_ == pytest.approx(limit / 2, rel=2e-6)
     assert fit.buffer_multiple == pytest.approx(0.5, rel=0.05)
     assert max(fit.errors.values()) < 0.5 and max(fit.heldout.values()) < 2.0   # as the β fit above
-    table["window_limit_bytes"] = np.full(table["rtt_ms"].size, None, dtype=object)   # -w runs: NULL
+    table["window_limit_bytes"] = np.full(table["rtt_s"].size, None, dtype=object)   # -w runs: NULL
     (fitted,) = fit_paper(table)
     assert not fitted.wmax_known and fitted.model.wmax_bytes_ != pytest.approx(limit / 2, rel=1e-3)
 
@@ -234,8 +234,8 @@ def test_store_profiles_carry_the_window_limit_of_autotuned_runs_only(tmp_path):
 
 def test_a_fixed_configured_buffer_keeps_the_bytes_fit():
     table = _bdp_profile("cubic", 1.0)
-    table["configured_buffer_bytes"] = np.full(table["rtt_ms"].size, 5e7)   # the same at every τ
-    table["buffer"] = np.full(table["rtt_ms"].size, "50MB", dtype=object)
+    table["configured_buffer_bytes"] = np.full(table["rtt_s"].size, 5e7)   # the same at every τ
+    table["buffer"] = np.full(table["rtt_s"].size, "50MB", dtype=object)
     (fit,) = fit_paper(table)
     assert fit.buffer_multiple is None and fit.as_dict()["buffer_bytes_fit"] > 0
 
@@ -247,12 +247,12 @@ def test_loss_datasets_fit_with_their_loss_periodic_and_uniform(variant):
     A loss_mode of 'none' ignores a stray loss_rate."""
     truth = make_model(variant, buffer_bytes=5e7, wmax_bytes=math.inf, mss_bytes=M_BYTES)
     taus = TAU[1:5]
-    rows = {k: [] for k in ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps",
+    rows = {k: [] for k in ("variant", "streams", "rtt_s", "rate_bps", "transfer_bytes", "throughput_bps",
                             "duration_target_s", "mtu", "loss_mode", "loss_rate")}
     for mode, rate in (("periodic", 1 / 500), ("uniform", 2e-3), ("none", 1 / 500)):
         loss = 0.0 if mode == "none" else rate
         for t, th in zip(taus, truth.predict(taus, loss=loss, duration=8.0)):
-            for k, v in zip(rows, (variant, 1, t * 1e3, C, None, th, 8.0, 9000, mode, rate)):
+            for k, v in zip(rows, (variant, 1, t, C, None, th, 8.0, 9000, mode, rate)):
                 rows[k].append(v)
     fits = fit_paper({k: np.asarray(v, dtype=object if k == "transfer_bytes" else None)
                          for k, v in rows.items()})
@@ -342,7 +342,7 @@ def test_the_startup_lag_is_measured_from_first_intervals_of_clean_links(tmp_pat
                                      {"stream": 0, "start_s": 0.0, "end_s": 1.0, "bytes": b}])
         prof = fit_table_from_store(store.con)
     for tau, n, d, loss, measured in cases:
-        row = np.flatnonzero((np.abs(prof["rtt_ms"] - tau * 1e3) < 1e-9) & (prof["streams"] == n)
+        row = np.flatnonzero((np.abs(prof["rtt_s"] - tau) < 1e-12) & (prof["streams"] == n)
                              & (prof["loss_rate"] == loss))
         (lag,) = prof["startup_rtts"][row]
         if measured:

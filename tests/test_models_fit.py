@@ -79,9 +79,9 @@ def test_fit_profiles_groups_datasets_and_reports_E_per_stream_count():
         m = make_model(variant, buffer_bytes=beta, wmax_bytes=wmax, size_bytes=20e9)
         for n in (1, 2, 4):
             for tau, th in zip(TAU, m.predict(TAU, n=n)):
-                rows.append(dict(variant=variant, streams=n, rtt_ms=tau * 1e3, rate_bps=10e9, buffer_bytes=beta,
+                rows.append(dict(variant=variant, streams=n, rtt_s=tau, rate_bps=10e9, buffer_bytes=beta,
                                  transfer_bytes=20e9, throughput_bps=th))
-    rows.append(dict(variant="bbr", streams=1, rtt_ms=10.0, rate_bps=10e9, buffer_bytes=1e6,
+    rows.append(dict(variant="bbr", streams=1, rtt_s=0.01, rate_bps=10e9, buffer_bytes=1e6,
                      transfer_bytes=20e9, throughput_bps=9e9))  # no model: skipped
     fits = fit_paper(rows)  # list of dicts works as well as a dict of arrays
     assert [f.key["variant"] for f in fits] == ["cubic", "scalable"]
@@ -122,7 +122,7 @@ def test_fit_table_from_store_on_in_memory_duckdb():
     prof = fit_table_from_store(con)
     stcp = prof["variant"] == "scalable"
     assert stcp.sum() == 12 and set(prof["runs"][stcp]) == {2}  # failed runs excluded, reps averaged
-    expected = m.predict(prof["rtt_ms"][stcp] / 1e3, n=prof["streams"][stcp])
+    expected = m.predict(prof["rtt_s"][stcp], n=prof["streams"][stcp])
     np.testing.assert_allclose(prof["throughput_bps"][stcp], expected, rtol=1e-9)
     cubic = ~stcp
     assert prof["transfer_bytes"][cubic][0] is None
@@ -147,7 +147,7 @@ def test_profiles_from_the_store_schema_joins_links(tmp_path):
                                "throughput_bps": th, "duration_s": 1.6e11 / th, "repetition": 0})
         prof = fit_table_from_store(store.con)
     assert len(prof["variant"]) == 12 and set(prof["rate_bps"]) == {10e9}
-    np.testing.assert_allclose(prof["throughput_bps"], m.predict(prof["rtt_ms"] / 1e3, n=prof["streams"]),
+    np.testing.assert_allclose(prof["throughput_bps"], m.predict(prof["rtt_s"], n=prof["streams"]),
                                rtol=1e-12)
     (fit,) = fit_paper(prof)
     assert fit.model.wmax_bytes_ == pytest.approx(5e7, rel=1e-3) and max(fit.errors.values()) < 0.01
@@ -161,7 +161,7 @@ def test_runs_timed_by_their_delivery_leave_nothing_unsent(share, expected_backl
     from tcpprofile.models.framework import SEND_BACKLOG
     true = make_model("cubic", buffer_bytes=2e7, wmax_bytes=3e9, size_bytes=10e9, queue_fill=True,
                       receiver_report=True, send_backlog=0.0)
-    rows = [dict(variant="cubic", streams=1, rtt_ms=tau * 1e3, rate_bps=10e9, buffer_bytes=2e7, transfer_bytes=10e9,
+    rows = [dict(variant="cubic", streams=1, rtt_s=tau, rate_bps=10e9, buffer_bytes=2e7, transfer_bytes=10e9,
                  throughput_bps=th, delivered_share=share) for tau, th in zip(TAU, true.predict(TAU, n=1))]
     fit = fit_profiles(rows, heldout=False)[0]
     backlog = SEND_BACKLOG if expected_backlog is None else expected_backlog * SEND_BACKLOG

@@ -24,7 +24,7 @@ def _table(seed=0, noise=0.0):
             for t in TAU_MS:
                 kw = {"duration": dur} if dur is not None else {"size": size}
                 th = float(truth.predict(t / 1e3, n=n, **kw)) * (1 + noise * rng.standard_normal())
-                rows.append(dict(variant=variant, streams=n, rtt_ms=t, rate_bps=10e9, buffer_bytes=beta,
+                rows.append(dict(variant=variant, streams=n, rtt_s=t / 1e3, rate_bps=10e9, buffer_bytes=beta,
                                  transfer_bytes=None, duration_target_s=dur, mtu=9000,
                                  # measured: throughput × duration (F ± rounding), or Θ·T/8 for -t runs
                                  size_bytes=size * (1 + 1e-3 * rng.standard_normal()) if size else th,
@@ -48,7 +48,7 @@ def test_heldout_prediction_reads_no_measurement_of_the_heldout_rtt(held):
     count), an end one (the model then extrapolates) or one inside: the held-out predictions there stay the
     same to 1e-9; elsewhere they move (those folds fit on the changed rows)."""
     base = _table()
-    at = base["rtt_ms"] == TAU_MS[held]
+    at = base["rtt_s"] == TAU_MS[held] / 1e3
     changed = {k: v.copy() for k, v in base.items()}
     changed["throughput_bps"][at] *= 0.6
     changed["startup_rtts"][at] = 9.0               # H-TCP and STCP rows; CUBIC's stay unmeasured

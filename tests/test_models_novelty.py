@@ -74,7 +74,7 @@ def test_cells_of_a_spec_and_of_a_store_table_agree():
     s = spec.parse(_spec_text("x", "[1, 4]", '["0.1xBDP", "0.3xBDP"]', '["11.8ms", "91.6ms"]', "10GB"))
     cells = cells_of_spec(s)
     assert len(cells) == 8 and {c.buffer_bdp for c in cells} == {0.1, 0.3}
-    cols = {"variant": np.array(["cubic"] * 2), "streams": np.array([1, 4]), "rtt_ms": np.array([11.8, 91.6]),
+    cols = {"variant": np.array(["cubic"] * 2), "streams": np.array([1, 4]), "rtt_s": np.array([0.0118, 0.0916]),
             "rate_bps": np.full(2, 1e10), "configured_buffer_bytes": np.array([0.1 * 1e10 * 0.0118 / 8,
                                                                                0.3 * 1e10 * 0.0916 / 8]),
             "transfer_bytes": np.full(2, 1e10), "duration_target_s": np.full(2, np.nan),
@@ -87,7 +87,7 @@ def test_E_per_group_from_known_predictions():
     """Rows with known relative errors: each group's E is the mean of its rows' |M − P|/M, per prediction and
     mode; a group with a row without a prediction has no E in that mode (nan)."""
     v = np.array(["cubic"] * 4 + ["htcp"])
-    cols = {"variant": v, "streams": np.array([1, 1, 1, 1, 1]), "rtt_ms": np.array([11.8, 45.6, 30.0, 70.0, 11.8]),
+    cols = {"variant": v, "streams": np.array([1, 1, 1, 1, 1]), "rtt_s": np.array([11.8, 45.6, 30.0, 70.0, 11.8]) / 1e3,
             "rate_bps": np.full(5, 1e10), "transfer_bytes": np.full(5, 1e10),
             "configured_buffer_bytes": 0.1 * 1e10 * np.array([11.8, 45.6, 30.0, 70.0, 11.8]) / 1e3 / 8,
             "mtu": np.full(5, 9000), "throughput_bps": np.full(5, 8e9), "runs": np.array([2, 2, 2, 1, 2])}

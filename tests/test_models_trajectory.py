@@ -165,7 +165,7 @@ def test_fit_profiles_takes_per_variant_parameters():
         for n in (1, 4):
             buf = 0.3 * C * TAU / 8
             for tau, b, th in zip(TAU, buf, m.predict(TAU, n=n, buffer=0.5 * buf, wmax=1e9, size=1e10)):
-                rows.append(dict(variant=variant, streams=n, rtt_ms=tau * 1e3, rate_bps=C, buffer="0.3xBDP",
+                rows.append(dict(variant=variant, streams=n, rtt_s=tau, rate_bps=C, buffer="0.3xBDP",
                                  configured_buffer_bytes=b, transfer_bytes=1e10, throughput_bps=th,
                                  mtu=9000))
     table = {k: np.array([r[k] for r in rows]) for k in rows[0]}

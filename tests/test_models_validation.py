@@ -73,7 +73,8 @@ def _perturbed(table, traces, rows):
     return t, tr
 
 
-@pytest.mark.parametrize("mode,held", [("rtt", 183.0), ("buffer", "0.3xBDP"), ("rtt", 11.8), ("buffer", "1xBDP")])
+@pytest.mark.parametrize("mode,held", [("rtt", 183.0 / 1e3), ("buffer", "0.3xBDP"), ("rtt", 11.8 / 1e3),
+                                       ("buffer", "1xBDP")])
 def test_heldout_predictions_read_nothing_of_what_they_hold_out(stores, mode, held):
     """Change every measurement at the held-out τ (or buffer setting): the held-out predictions there,
     of the first-principles model and of the baseline, stay the same to 1e-9. The start-up lags are
@@ -81,7 +82,7 @@ def test_heldout_predictions_read_nothing_of_what_they_hold_out(stores, mode, he
     held-out rows)."""
     table, traces = _load(stores["model"])
     table["startup_rtts"] = np.where(table["variant"] == "scalable", np.linspace(0.5, 1.5, table["variant"].size), np.nan)
-    column = table["rtt_ms"] if mode == "rtt" else table["buffer"]
+    column = table["rtt_s"] if mode == "rtt" else table["buffer"]
     rows = np.array([v == held for v in column])
     before = validate(table, traces)
     after = validate(*_perturbed(table, traces, rows))
@@ -170,7 +171,7 @@ def test_the_physical_buffer_is_fitted_where_no_configured_buffer_is_known():
     must fit every store `model fit` reads. Before: a ValidationError."""
     from tcpprofile.models.configurations import PHYSICAL_BUFFER
     from tcpprofile.models.fit import datasets, fit_rows, physical_buffer_missing
-    cols = {"variant": np.array(["cubic"] * 3), "streams": np.array([1, 1, 1]), "rtt_ms": np.array([10.0, 50, 100]),
+    cols = {"variant": np.array(["cubic"] * 3), "streams": np.array([1, 1, 1]), "rtt_s": np.array([0.01, 0.05, 0.1]),
             "rate_bps": np.full(3, 1e10), "throughput_bps": np.array([9e9, 8e9, 7e9]),
             "transfer_bytes": np.full(3, 1e10), "buffer_bytes": np.full(3, 5e6)}   # no configured_buffer_bytes
     ((kd, idx),) = datasets(cols)

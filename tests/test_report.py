@@ -128,7 +128,7 @@ def test_selection_table_matches_select(report, full_store):
     with Store.open(full_store, read_only=True) as s:
         ps = sel.load_profiles(s, conditions=table_conditions(s))
     row = next(r for r in table.rows if r[0] == "45.6")
-    choice = sel.select(ps, 45.6, n_boot=1000)
+    choice = sel.select(ps, 45.6e-3, n_boot=1000)
     assert row[1] == choice.best.config.label() and row[2] == f"{choice.best.throughput_bps / 1e9:.3f}"
     assert row[7] == choice.recommended.config.label()
 

@@ -20,7 +20,8 @@ def profile(k: int) -> sel.Profile:
     mid = 60.0 + 15.0 * k
     samples = [1e10 * (0.2 + 0.75 / (1 + np.exp((t - mid) / 25.0))) * (1 + 0.01 * rng.standard_normal(4))
                for t in RTTS]
-    return sel.Profile(sel.Config("cubic", "builtin", k + 1, None), RTTS, samples, rate_bps=1e10)
+    return sel.Profile(sel.Config("cubic", "builtin", k + 1, None), [t / 1e3 for t in RTTS], samples,
+                       rate_bps=1e10)
 
 
 def test_fits_in_a_worker_equal_the_ones_made_here():

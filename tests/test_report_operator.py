@@ -130,9 +130,9 @@ def test_recommendation_is_selects_with_its_lines(report, store, data):
     table = next(t for t in _items(report, f"operator-{path.id}-recommended", Table))
     row = next(r for r in table.rows if r[0] == "45.6")
     with Store.open(store, read_only=True) as s:
-        choice = sel.select(path.profile_set(), 45.6)
+        choice = sel.select(path.profile_set(), 45.6e-3)
     assert row[1] == choice.recommended.config.label()
-    settings = sel.host_settings(choice.recommended, 45.6, 10e9)
+    settings = sel.host_settings(choice.recommended, 45.6e-3, 10e9)
     code = next(c for c in _items(report, f"operator-{path.id}-paste", Code) if "45.6" in c.title)
     assert code.title.startswith(f"Lines to paste for {row[1]}")
     lines = code.text.splitlines()

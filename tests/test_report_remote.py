@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tcpprofile.report import Table, build_report
-from tcpprofile.choose.select import rtt_tolerance_ms
+from tcpprofile.same_rtt import rtt_tolerance_ms
 from tcpprofile.store import Store
 
 pytestmark = pytest.mark.privileged

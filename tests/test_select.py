@@ -42,7 +42,7 @@ ONE = {("cubic", 1, None, "builtin"): {10.0: [8 * G, 9 * G, 10 * G], 30.0: [4 * 
 
 
 def test_exact_point_within_tolerance():
-    est = _select(_store_from(ONE), 10.05).best   # within max(1 %, 0.1 ms) of 10 ms
+    est = _select(_store_from(ONE), 10.05e-3).best   # within max(1 %, 0.1 ms) of 10 ms
     assert est.method == "exact" and est.rtts_ms == [10.0] and est.repetitions == [3]
     assert est.throughput_bps == pytest.approx(9 * G)
     # Student t with 2 df: 9 ± t(0.975, 2)·s/√3, s = 1 Gbit/s (t = 4.3027; wider than the data's range,
@@ -54,7 +54,7 @@ def test_exact_point_within_tolerance():
 
 
 def test_interpolation_between_bracketing_rtts_hand_computed():
-    est = _select(_store_from(ONE), 15.0).best
+    est = _select(_store_from(ONE), 15.0e-3).best
     # w_lo = (30 − 15)/(30 − 10) = 0.75;  0.75·9 + 0.25·5 = 8.0 Gbit/s
     assert est.method == "interpolated" and est.weights == pytest.approx([0.75, 0.25])
     assert est.throughput_bps == pytest.approx(8.0 * G)
@@ -70,8 +70,8 @@ def test_extrapolation_refused_then_model_backed_and_flagged():
     prof = {t: [v * G * f for f in (0.98, 1.0, 1.02)] for t, v in ((10.0, 9.0), (20.0, 8.0), (40.0, 5.0), (80.0, 2.5))}
     store = _store_from({("cubic", 1, None, "builtin"): prof})
     with pytest.raises(TcpProfileError, match=r"outside the measured RTTs 10–80 ms.*--extrapolate"):
-        _select(store, 120.0)
-    choice = _select(store, 120.0, extrapolate=True)
+        _select(store, 120.0e-3)
+    choice = _select(store, 120.0e-3, extrapolate=True)
     est = choice.best
     assert est.method == "extrapolated" and "CUBIC" in est.model and est.weights == []
     # the same fit through tcpprofile.models directly: the default (validated) configuration, 10 s runs in the
@@ -79,8 +79,8 @@ def test_extrapolation_refused_then_model_backed_and_flagged():
     from tcpprofile.models.configurations import DEFAULT_CONFIGURATION
     from tcpprofile.models.extrapolate import extrapolate
     (p,) = sel.load_profiles(store).profiles     # τ as the store gives it (TAU_MS_SQL)
-    ex = extrapolate("cubic", 10e9, p.rtts_ms, p.means, 120.0, streams=1, duration_s=10.0, buffer_at=lambda t: 50e6,
-                     config=DEFAULT_CONFIGURATION, level=0.95)
+    ex = extrapolate("cubic", 10e9, np.asarray(p.rtts_ms) / 1e3, p.means, 120.0 / 1e3, streams=1, duration_s=10.0,
+                     buffer_at=lambda t: 50e6, config=DEFAULT_CONFIGURATION, level=0.95)
     assert est.throughput_bps == pytest.approx(ex.value_bps, rel=1e-9)
     assert f"model configuration {DEFAULT_CONFIGURATION}" in est.model and ex.fit.multiple == 1.0
     assert 0 < est.ci_low_bps <= est.throughput_bps <= est.ci_high_bps <= 10e9
@@ -90,12 +90,12 @@ def test_extrapolation_refused_then_model_backed_and_flagged():
 
 def test_extrapolation_needs_three_rtts():
     with pytest.raises(TcpProfileError, match="at least 3 measured RTTs"):
-        _select(_store_from(ONE), 50.0, extrapolate=True)
+        _select(_store_from(ONE), 50.0e-3, extrapolate=True)
 
 
 def test_uncovered_configuration_is_left_out_with_reason():
     pts = {**ONE, ("htcp", 1, None, "builtin"): {10.0: [9.5 * G] * 3, 20.0: [9 * G] * 3}}
-    choice = _select(_store_from(pts), 25.0)
+    choice = _select(_store_from(pts), 25.0e-3)
     assert [e.config.variant for e in choice.ranking] == ["cubic"]
     assert choice.excluded[0]["variant"] == "htcp" and "outside" in choice.excluded[0]["reason"]
 
@@ -103,7 +103,7 @@ def test_uncovered_configuration_is_left_out_with_reason():
 def test_significant_winner_has_positive_difference_interval():
     pts = {("cubic", 1, None, "builtin"): {10.0: [5.0 * G, 5.1 * G, 4.9 * G, 5.05 * G]},
            ("htcp", 1, None, "builtin"): {10.0: [9.0 * G, 9.1 * G, 8.9 * G, 9.05 * G]}}
-    choice = _select(_store_from(pts), 10.0)
+    choice = _select(_store_from(pts), 10.0e-3)
     c = choice.comparison
     assert choice.best.config.variant == "htcp" and choice.recommended is choice.best
     assert c.decision == "significant" and c.ci_low_bps > 0 and c.p_value < 0.01
@@ -115,7 +115,7 @@ def test_tie_prefers_fewer_streams():
     a = list(9 * G + 0.5 * G * rng.standard_normal(5))
     b = [x + 0.05 * G for x in a[::-1]]           # slightly higher mean, same spread
     pts = {("cubic", 1, None, "builtin"): {10.0: a}, ("cubic", 8, None, "builtin"): {10.0: b}}
-    choice = _select(_store_from(pts), 10.0)
+    choice = _select(_store_from(pts), 10.0e-3)
     assert choice.best.config.streams == 8
     # an interval from below 0 to beyond the margin is not a tie shown: not separated (docs/select.md)
     assert choice.comparison.decision == "unresolved" and choice.comparison.ci_low_bps < 0 < choice.comparison.ci_high_bps
@@ -130,7 +130,7 @@ def test_tie_break_order():
 
 
 def test_single_configuration_and_single_repetition():
-    choice = _select(_store_from({("cubic", 2, None, "builtin"): {20.0: [7 * G]}}), 20.0)
+    choice = _select(_store_from({("cubic", 2, None, "builtin"): {20.0: [7 * G]}}), 20.0e-3)
     assert choice.comparison.decision == "single" and choice.recommended.throughput_bps == 7 * G
     assert choice.best.ci_low_bps is None       # one repetition: no interval claimed
 
@@ -140,7 +140,7 @@ def test_interval_shrinks_as_repetitions_grow():
     widths = []
     for k in (1, 4, 16):
         pattern = {10.0: [8 * G, 9 * G, 10 * G, 11 * G] * k, 40.0: [4 * G, 5 * G, 6 * G, 7 * G] * k}
-        e = _select(_store_from({("cubic", 1, None, "builtin"): pattern}), 25.0).best
+        e = _select(_store_from({("cubic", 1, None, "builtin"): pattern}), 25.0e-3).best
         widths.append(e.ci_high_bps - e.ci_low_bps)
     assert widths[0] > widths[1] > widths[2]
     from scipy import stats
@@ -171,14 +171,14 @@ def test_measured_rtts_are_clustered_for_remote_links():
 
 
 def test_settings_builtin_vs_bpf():
-    e = _select(_store_from(ONE), 10.0).best
-    st = sel.host_settings(e, 100.0, 10e9, host="dtn.example")
+    e = _select(_store_from(ONE), 10.0e-3).best
+    st = sel.host_settings(e, 100.0e-3, 10e9, host="dtn.example")
     # autotuning: 2 × BDP = 2 · 10 Gbit/s · 0.1 s / 8 = 250 MB, rounded up to MiB
     assert st.sysctls["net.ipv4.tcp_rmem"].endswith(str(239 << 20))
     assert st.sysctls["net.ipv4.tcp_congestion_control"] == "cubic" and st.congestion_control["how"] == "sysctl"
     assert "iperf3 -c dtn.example -P 1 -C cubic" in st.commands
-    bpf = _select(_store_from({("htcp", 4, 1 << 28, "bpf"): {10.0: [9 * G] * 2}}), 10.0).best
-    st = sel.host_settings(bpf, 10.0, 10e9)
+    bpf = _select(_store_from({("htcp", 4, 1 << 28, "bpf"): {10.0: [9 * G] * 2}}), 10.0e-3).best
+    st = sel.host_settings(bpf, 10.0e-3, 10e9)
     assert "net.ipv4.tcp_congestion_control" not in st.sysctls
     assert st.congestion_control["how"] == "per-socket"
     assert "BPF port: `tcpprofile cc load htcp`, per socket only (iperf3 -C tp_htcp)" in st.congestion_control["steps"]
@@ -296,9 +296,9 @@ def test_apply_in_namespace_reads_back(db, netns, capsys):
 
 @pytest.mark.privileged
 def test_apply_never_sets_bpf_default(netns):
-    bpf = _select(_store_from({("htcp", 2, None, "bpf"): {10.0: [9 * G] * 2}}), 10.0).best
+    bpf = _select(_store_from({("htcp", 2, None, "bpf"): {10.0: [9 * G] * 2}}), 10.0e-3).best
     before = probe.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns)
-    applied = apply.apply_settings(sel.host_settings(bpf, 10.0, 10e9), netns=netns)
+    applied = apply.apply_settings(sel.host_settings(bpf, 10.0e-3, 10e9), netns=netns)
     assert "net.ipv4.tcp_congestion_control" not in applied["sysctls"]
     assert probe.read_sysctl("net.ipv4.tcp_congestion_control", netns=netns) == before
 
@@ -314,7 +314,7 @@ def test_apply_validates_target():
 def test_extrapolation_without_a_model_is_refused():
     store = _store_from({("bbr", 1, None, "builtin"): {t: [5 * G] * 2 for t in (10.0, 20.0, 40.0)}})
     with pytest.raises(TcpProfileError, match="no model for bbr"):
-        _select(store, 80.0, extrapolate=True)
+        _select(store, 80.0e-3, extrapolate=True)
 
 
 def test_apply_host_settings_reports_before_and_after(tmp_path, monkeypatch, capsys):
@@ -349,7 +349,7 @@ def test_bdp_sized_link_buffers_form_one_profile():
             add_run(s, f"r{rtt:g}-{i}", f"L{rtt:g}", "cubic", 1, None, (0.9 - rtt / 100 + 0.01 * i) * G)
     (prof,) = sel.load_profiles(s).profiles
     assert prof.rtts_ms == [10.0, 40.0]
-    assert _select(s, 25.0).best.method == "interpolated"
+    assert _select(s, 25.0e-3).best.method == "interpolated"
 
 
 def test_different_link_buffers_are_different_groups():
@@ -370,21 +370,21 @@ def test_two_repetitions_a_tenth_of_a_percent_apart_are_not_assessed_but_go_to_t
     no interval is claimed (a t interval of 2 has 1 df), only the runs that would decide (a tie)."""
     pts = {("htcp", 4, None, "bpf"): {120.0: [9.110 * G, 9.116 * G]},
            ("cubic", 4, None, "builtin"): {120.0: [9.100 * G, 9.106 * G]}}
-    choice = _select(_store_from(pts), 120.0)
+    choice = _select(_store_from(pts), 120.0e-3)
     c = choice.comparison
     assert choice.best.config.variant == "htcp" and c.decision == "insufficient"
     assert (c.ci_low_bps, c.ci_high_bps, c.p_value) == (None, None, None)
     assert choice.recommended.config.variant == "cubic"
     # s = 0.003·√2 Gbit/s each: the smallest k ≥ 3 with t(0.975, k−1)·√(2s²/k) < 0.0911 − 0.01 is 3
     assert c.decides_as == "tie" and c.runs_to_decide == 3
-    strict = _select(_store_from(pts), 120.0, margin=0.0)
+    strict = _select(_store_from(pts), 120.0e-3, margin=0.0)
     assert strict.recommended.config.variant == "htcp" and strict.comparison.decision == "insufficient"
 
 
 def test_a_lead_beyond_the_margin_with_too_few_repetitions_is_not_assessed():
     pts = {("cubic", 1, None, "builtin"): {10.0: [9.0 * G, 9.6 * G]},
            ("cubic", 2, None, "builtin"): {10.0: [8.5 * G, 9.3 * G]}}
-    choice = _select(_store_from(pts), 10.0)
+    choice = _select(_store_from(pts), 10.0e-3)
     c = choice.comparison
     assert c.decision == "insufficient" and c.difference_bps == pytest.approx(0.4 * G)
     assert all(e.ci_low_bps is None and e.too_few_runs for e in choice.ranking)
@@ -404,7 +404,7 @@ def _flagged_store(path=":memory:") -> Store:
 
 def test_flagged_runs_are_counted_and_change_the_choice_only_when_included():
     s = _flagged_store()
-    included = sel.select(sel.load_profiles(s), 10.0)
+    included = sel.select(sel.load_profiles(s), 10.0e-3)
     by = {e.config.variant: e for e in included.ranking}
     assert by["cubic"].repetitions == [4] and by["cubic"].flagged == [1]
     assert by["htcp"].repetitions == [4] and by["htcp"].flagged == [1]       # its run on the missed link
@@ -415,7 +415,7 @@ def test_flagged_runs_are_counted_and_change_the_choice_only_when_included():
 
     ps = sel.load_profiles(s, exclude_flagged=True)
     assert ps.flagged_left_out == 2
-    excluded = sel.select(ps, 10.0)
+    excluded = sel.select(ps, 10.0e-3)
     by = {e.config.variant: e for e in excluded.ranking}
     assert by["cubic"].repetitions == [3] and by["cubic"].flagged == [0]
     assert by["cubic"].throughput_bps == pytest.approx(9.0 * G)
@@ -423,8 +423,8 @@ def test_flagged_runs_are_counted_and_change_the_choice_only_when_included():
     assert excluded.best.config.variant == "cubic" and excluded.comparison.decision == "significant"
     assert excluded.to_json()["flagged_left_out"] == 2 and excluded.to_json()["exclude_flagged"] is True
     # at 30 ms nothing is flagged: the same estimate either way
-    assert (sel.select(ps, 30.0).best.throughput_bps
-            == sel.select(sel.load_profiles(s), 30.0).best.throughput_bps == pytest.approx(5.1 * G))
+    assert (sel.select(ps, 30.0e-3).best.throughput_bps
+            == sel.select(sel.load_profiles(s), 30.0e-3).best.throughput_bps == pytest.approx(5.1 * G))
 
 
 def test_select_and_analyze_flag_the_same_runs():

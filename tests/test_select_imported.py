@@ -38,7 +38,7 @@ def test_runs_that_name_no_variant_are_left_out_and_counted(history, capsys):
     """Plain iperf2 (no -Z) and a bare pScheduler result name no congestion control: nothing to recommend
     for them, so they are left out with a count and the way to name it."""
     with Store.open(history, read_only=True) as store:
-        tau = next(r["rtt_ms"] for r in reads.profile_runs(store)
+        tau = next(r["rtt_s"] * 1e3 for r in reads.profile_runs(store)
                    if r["variant"] and r["duration_s"] == 2 and not r["reverse"])
     assert cli(["select", "--db", str(history), "--rtt", f"{tau}ms", "--duration", "2s", "--forward", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)

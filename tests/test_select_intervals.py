@@ -79,7 +79,7 @@ def test_interval_below_zero_is_clipped_at_zero():
     add_link(s, "L", 300.0)
     for i, x in enumerate((0.05 * G, 0.9 * G, 0.1 * G)):
         add_run(s, f"r{i}", "L", "reno", 1, None, x, rep=i)
-    est = sel.select(sel.load_profiles(s), 300.0).best
+    est = sel.select(sel.load_profiles(s), 300.0e-3).best
     assert est.ci_low_bps == 0.0 and est.ci_clipped and est.ci_high_bps < RATE
 
 
@@ -107,7 +107,7 @@ def test_no_spread_anywhere_says_so():
     add_link(s, "L", 10.0)
     add_run(s, "a", "L", "cubic", 1, None, 9.0 * G)
     add_run(s, "b", "L", "cubic", 2, None, 8.0 * G)
-    choice = sel.select(sel.load_profiles(s), 10.0)
+    choice = sel.select(sel.load_profiles(s), 10.0e-3)
     assert choice.comparison.decision == "insufficient" and choice.comparison.runs_to_decide is None
     assert choice.best.interval_note() == ("too few runs for an interval; at least 2 more give one (no "
                                            "configuration of this group has repeated runs to judge the spread)")

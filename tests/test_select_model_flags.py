@@ -41,11 +41,11 @@ def _model_profile(rtts=RTTS) -> dict[float, float]:
 
 def test_a_profile_the_model_explains_is_not_flagged(tmp_path):
     with Store.open(_store(tmp_path / "a.duckdb", _model_profile()), read_only=True) as s:
-        est = sel.select(sel.load_profiles(s), 300.0, extrapolate=True).best
+        est = sel.select(sel.load_profiles(s), 300.0e-3, extrapolate=True).best
     assert est.method == "extrapolated" and est.model_flags == []
     assert est.model_structure["verdict"] == "no structure found"
     with Store.open(_store(tmp_path / "b.duckdb", _model_profile(RTTS[:4])), read_only=True) as s:
-        est = sel.select(sel.load_profiles(s), 300.0, extrapolate=True).best
+        est = sel.select(sel.load_profiles(s), 300.0e-3, extrapolate=True).best
     assert est.model_flags == [] and est.model_structure["verdict"] == "not testable"   # 4 RTTs
 
 
@@ -54,7 +54,7 @@ def test_a_profile_the_model_cannot_explain_is_flagged_everywhere(tmp_path, caps
     with '!', names the flag and warns on the recommendation; the JSON carries model_flagged."""
     db = _store(tmp_path / "c.duckdb", {r: v * G for r, v in zip(RTTS, (2.0, 4.0, 6.0, 8.0, 9.5))})
     with Store.open(db, read_only=True) as s:
-        est = sel.select(sel.load_profiles(s), 300.0, extrapolate=True).best
+        est = sel.select(sel.load_profiles(s), 300.0e-3, extrapolate=True).best
     assert est.model_flags and all(f["text"] for f in est.model_flags)
     assert main(["select", "--db", db, "--rtt", "300ms", "--extrapolate"]) == 0
     out = capsys.readouterr().out

@@ -36,7 +36,7 @@ def _store(best: list[float], runner_up: list[float], path=":memory:") -> Store:
 
 
 def _compare(best, runner_up, margin=0.01):
-    choice = sel.select(sel.load_profiles(_store(best, runner_up)), RTT, margin=margin)
+    choice = sel.select(sel.load_profiles(_store(best, runner_up)), RTT / 1e3, margin=margin)
     assert choice.best.config.variant == "htcp"
     return choice
 

@@ -142,4 +142,4 @@ def test_a_remote_links_runs_reach_every_reader(tmp_path, capsys):
     assert sorted({r["rtt_measured_ms"] for r in got["export"]}) == list(RTTS)
     assert got["select"]["conditions"]["link_kind"] == "remote"
     with Store.open(db, read_only=True) as s:      # the report's per-run τ (its Lyapunov tables)
-        assert ReportData(s, []).run_info(f"cubic-{RTTS[2]:g}-0")["rtt_ms"] == RTTS[2]
+        assert ReportData(s, []).run_info(f"cubic-{RTTS[2]:g}-0")["rtt_s"] == RTTS[2] / 1e3

@@ -115,7 +115,7 @@ def test_tune_drops_the_slow_candidates_and_chooses_the_simplest_of_the_tie(tmp_
         assert len(ex.ran) < 6 * 10 and res.spent_s == pytest.approx(10.0 * len(ex.ran))
         assert {r["reason"] for r in store.query("SELECT reason FROM stops")} == {"chosen", "tie", "dropped"}
         # the store is a campaign store: select works on it (the link's RTT is the fake's 10 ms)
-        choice = sel.select(sel.load_profiles(store), 10.0)
+        choice = sel.select(sel.load_profiles(store), 10.0e-3)
         assert choice.recommended.config.variant == "cubic" and choice.recommended.config.streams == 4
         text = tune.format_result(res, margin=0.01, confidence=0.95)
         assert "decision: cubic n=4 B=auto" in text and says in text

@@ -139,3 +139,14 @@ def fmt_bytes(n: float) -> str:
             v = n / size
             return f"{v:g}{unit}" if v == int(v) else f"{v:.1f}{unit}"
     return f"{int(n)}B"
+
+
+def to_ms(seconds_value):
+    """τ [s] (a number or a numpy array) -> milliseconds to print or to store, as the decimal a person or the
+    store wrote: s·1e3 rounded to 15 significant digits (a double holds 15 exactly, IEEE 754 binary64), so
+    a τ read from the store in ms, divided by 1e3 and printed shows the stored digits (45.6, not
+    45.599999999999994)."""
+    import numpy as np
+    ms = np.asarray(seconds_value, dtype=float) * 1e3
+    rounded = np.vectorize(lambda v: float(f"{v:.15g}"), otypes=[float])(ms) if ms.size else ms
+    return float(rounded) if rounded.ndim == 0 else rounded

@@ -1,33 +1,39 @@
 """Reading the store for analysis: successful runs with their link configuration, and 1 s traces.
 
 Only runs with status = 'ok' and a link with an RTT τ (configured, else measured: store.TAU_MS_SQL, the
-definition every reader shares) are analysed. A run is *flagged* when its
-link failed calibration (calibration_ok false or link flags set) or the run carries flags other than the
-trace-assembly notes (grouping.NOTE_FLAGS); flagged runs are included and counted (Profile.n_flagged)
-unless exclude_flagged=True. grouping.FLAGGED_SQL is that definition, the one `analyze`, `select`,
-`report` and the campaign summary share.
+definition every reader shares) are analysed. The reader gives τ in seconds (tau_s); the analyses (profiles,
+sigmoid fits, τ_T, regions) work on tau_ms, the same τ in ms with the store's digits (units.to_ms).
+A run is *flagged* when its link failed calibration (calibration_ok false or link flags set) or the run
+carries flags other than the trace-assembly notes (grouping.NOTE_FLAGS); flagged runs are included and
+counted (Profile.n_flagged) unless exclude_flagged=True. grouping.FLAGGED_SQL is that definition, the one
+`analyze`, `select`, `report` and the campaign summary share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..store.grouping import DIMENSIONS, check_by
 from ..store import reads
+from ..units import to_ms
 
 
 @dataclass(frozen=True)
 class Runs:
     """Columns of the analysable runs (one entry per run); dims holds the grouping dimensions."""
     run_id: np.ndarray          # object (str)
-    tau_ms: np.ndarray          # the link's RTT τ (store.TAU_MS_SQL)
+    tau_s: np.ndarray           # the link's RTT τ [s] (store.TAU_S_SQL)
     throughput_bps: np.ndarray
     capacity_bps: np.ndarray    # goodput ceiling if measured, else configured rate, else nan
     flagged: np.ndarray         # bool
     dims: dict[str, np.ndarray]  # object arrays (None for NULL)
+    tau_ms: np.ndarray = field(init=False, repr=False)   # tau_s in ms, the analyses' axis
+
+    def __post_init__(self):
+        object.__setattr__(self, "tau_ms", np.asarray(to_ms(np.asarray(self.tau_s, float)), float))
 
     def __len__(self) -> int:
         return self.run_id.size
@@ -53,7 +59,7 @@ def load_runs(con, *, exclude_flagged: bool = False) -> Runs:
         a[:] = list(c)
         return a
 
-    return Runs(run_id=obj(cols[0]), tau_ms=np.asarray(cols[1], float),
+    return Runs(run_id=obj(cols[0]), tau_s=np.asarray(cols[1], float),
                 throughput_bps=np.asarray(cols[2], float),
                 capacity_bps=np.array([np.nan if v is None else v for v in cols[3]], float),
                 flagged=np.asarray(cols[4], bool),

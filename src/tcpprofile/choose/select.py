@@ -29,8 +29,8 @@ from ..cc.registry import implementation_of
 from ..hostcheck import probe, transport
 from ..errors import TcpProfileError, ValidationError
 from ..store import Store, reads
-from ..same_rtt import rtt_tolerance_ms
-from ..units import fmt_buffer, fmt_bytes
+from ..same_rtt import rtt_tolerance_s
+from ..units import fmt_buffer, fmt_bytes, to_ms
 
 MAX_RUNS_TO_DECIDE = 1000   # beyond: "more than this" (the difference sits at the margin's edge)
 # The link buffer β is a condition as the spec wrote it (link_buffer: "BDP", "50MB"): with "BDP" its byte
@@ -66,9 +66,9 @@ class Config:
 
 @dataclass
 class Profile:
-    """A configuration's measured profile: RTTs (ascending, ms) and the throughputs of the runs there."""
+    """A configuration's measured profile: RTTs (ascending, s) and the throughputs of the runs there."""
     config: Config
-    rtts_ms: list[float]
+    rtts_s: list[float]
     samples: list[np.ndarray]   # bits/s, one array of repetitions per RTT
     kernel_name: str | None = None
     rate_bps: float | None = None
@@ -78,6 +78,11 @@ class Profile:
     flagged: list[np.ndarray] = field(default_factory=list)  # per RTT, bool per run (grouping.FLAGGED_SQL)
     link_buffer: str | None = None   # the link's β as the spec wrote it ('BDP', '50MB') or its byte count
     loss_rate: float = 0.0           # the link's external loss (drop probability; periodic 1 in N: 1/N)
+
+    @property
+    def rtts_ms(self) -> list[float]:
+        """The RTTs in ms, as printed and drawn (units.to_ms)."""
+        return [to_ms(t) for t in self.rtts_s]
 
     @property
     def means(self) -> np.ndarray:
@@ -110,10 +115,10 @@ def _condition_key(row: dict) -> tuple:
 
 
 def cluster_rtts(values: list[float]) -> list[list[float]]:
-    """Group RTTs that lie within the matching tolerance of their neighbour (measured RTTs jitter)."""
+    """Group RTTs [s] that lie within the matching tolerance of their neighbour (measured RTTs jitter)."""
     clusters: list[list[float]] = []
     for v in sorted(values):
-        if clusters and v - clusters[-1][-1] <= rtt_tolerance_ms(clusters[-1][-1]):
+        if clusters and v - clusters[-1][-1] <= rtt_tolerance_s(clusters[-1][-1]):
             clusters[-1].append(v)
         else:
             clusters.append([v])
@@ -192,13 +197,13 @@ def load_profiles(store: Store, *, variants=None, streams=None, buffers=None,
     if len(groups) > 1:
         raise TcpProfileError(incomparable({k: len(v) for k, v in groups.items()}))
     (key, rows), = groups.items()
-    clusters = cluster_rtts([r["rtt_ms"] for r in rows])
+    clusters = cluster_rtts([r["rtt_s"] for r in rows])
     centre = {v: m for c in clusters for m in (float(np.mean(c)),) for v in c}   # one mean per cluster
     by_config: dict[Config, dict[float, list[tuple]]] = defaultdict(lambda: defaultdict(list))
     names: dict[Config, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
         cfg = Config(r["variant"], r["cc_impl"], int(r["streams"] or 1), r["buffer_bytes"])
-        by_config[cfg][centre[r["rtt_ms"]]].append((r["throughput_bps"], r["run_id"], bool(r["flagged"])))
+        by_config[cfg][centre[r["rtt_s"]]].append((r["throughput_bps"], r["run_id"], bool(r["flagged"])))
         names[cfg][r["cc_kernel_name"] or r["variant"]] += 1
     cond = dict(zip(CONDITION_FIELDS, key))
     profiles = []
@@ -268,7 +273,7 @@ def _same(a, b) -> bool:
 
 # -- statistics ------------------------------------------------------------------------------
 def link_buffer_at(label: str | None, rate_bps: float):
-    """τ [ms] → the link's configured buffer β [bytes] from its label as the spec wrote it (spec.py, link.buffer:
+    """τ [s] → the link's configured buffer β [bytes] from its label as the spec wrote it (spec.py, link.buffer:
     '<k>xBDP' = k·C·τ/8 with C the link rate, a size such as '50MB', or the byte count of a link without a
     spec); None when the label is missing or not one of these (the model then fits β)."""
     from ..spec import KBDP   # the spec's own pattern for 'BDP' and '<k>xBDP'
@@ -278,16 +283,16 @@ def link_buffer_at(label: str | None, rate_bps: float):
     m = KBDP.fullmatch(label.strip())
     if m:
         k = float(m.group(1) or 1)
-        return lambda t_ms: k * rate_bps * t_ms / 1e3 / 8   # BDP = C·τ/8 [bytes] (spec.py)
+        return lambda t_s: k * rate_bps * t_s / 8   # BDP = C·τ/8 [bytes] (spec.py), τ [s]
     try:   # digits: a byte count (BUFFER_SQL's fallback, as describe_conditions reads it)
         size = float(label) if label.strip().isdigit() else float(units.size_bytes("link_buffer", label,
                                                                                     units.POSITIVE))
     except ValidationError:
         return None
-    return lambda t_ms: size
+    return lambda t_s: size
 
 
-def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float, config: str | None = None
+def model_extrapolate(profile: Profile, rtt_s: float, confidence: float, config: str | None = None
                       ) -> tuple[float, float, float, str, list[dict], dict]:
     """Model-backed profile value outside the measured RTT range: (value, CI low, CI high, model name,
     flags, structure test).
@@ -296,7 +301,7 @@ def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float, config
     None: DEFAULT_CONFIGURATION, the validated one) is fitted to this configuration's profile means as
     `model fit` fits a dataset (models/extrapolate.py: β the link's configured buffer where the
     configuration takes it and the link's is known, else fitted; W_max fitted; n fixed) and predicts at
-    `rtt_ms`; the interval is a residual bootstrap. flags: what the fit cannot explain (models.diagnostics:
+    `rtt_s` [s]; the interval is a residual bootstrap. flags: what the fit cannot explain (models.diagnostics:
     a fitted parameter at the end of its range, residuals with structure over τ); a flagged value is shown
     as such, never as a plain number.
     """
@@ -307,17 +312,17 @@ def model_extrapolate(profile: Profile, rtt_ms: float, confidence: float, config
 
     config = config or DEFAULT_CONFIGURATION
     cfg = profile.config
-    if len(profile.rtts_ms) < 3:
-        raise TcpProfileError(f"{cfg.label()}: a model needs at least 3 measured RTTs, has {len(profile.rtts_ms)}")
+    if len(profile.rtts_s) < 3:
+        raise TcpProfileError(f"{cfg.label()}: a model needs at least 3 measured RTTs, has {len(profile.rtts_s)}")
     if cfg.variant.lower() not in models.MODELS:
         raise TcpProfileError(f"{cfg.label()}: no model for {cfg.variant} (models: {', '.join(models.MODELS)})")
     if not profile.rate_bps:
         raise TcpProfileError(f"{cfg.label()}: the link rate C is unknown; a model needs it")
     if not (profile.transfer_bytes or profile.duration_s):
         raise TcpProfileError(f"{cfg.label()}: neither transfer size nor duration known; a model needs one")
-    tau = np.asarray(profile.rtts_ms, float) / 1e3
+    tau = np.asarray(profile.rtts_s, float)
     buffer_at = link_buffer_at(profile.link_buffer, float(profile.rate_bps))
-    ex = extrapolate(cfg.variant.lower(), float(profile.rate_bps), profile.rtts_ms, profile.means, rtt_ms,
+    ex = extrapolate(cfg.variant.lower(), float(profile.rate_bps), tau, profile.means, rtt_s,
                      streams=cfg.streams, transfer_bytes=profile.transfer_bytes or None,
                      duration_s=None if profile.transfer_bytes else profile.duration_s, loss=profile.loss_rate,
                      buffer_at=buffer_at, config=config, level=confidence)
@@ -336,7 +341,7 @@ class Estimate:
     ci_low_bps: float | None
     ci_high_bps: float | None
     method: str                 # 'exact' | 'interpolated' | 'extrapolated'
-    rtts_ms: list[float]        # measured RTTs used
+    rtts_s: list[float]         # measured RTTs used [s]
     weights: list[float]        # their interpolation weights
     repetitions: list[int]      # runs at each of them
     runs: int                   # runs behind the whole profile
@@ -354,6 +359,11 @@ class Estimate:
     more_runs_against: str | None = None   # … against this configuration (the best; the runner-up for the best)
     decides_as: str | None = None       # … showing 'tie' or 'significant'
     decide_stat: decide.Mean | None = field(default=None, repr=False)  # stat, one-run spreads pooled (pooled_spread)
+
+    @property
+    def rtts_ms(self) -> list[float]:
+        """The RTTs used in ms, as printed (units.to_ms)."""
+        return [to_ms(t) for t in self.rtts_s]
 
     def interval_note(self) -> str | None:
         """Why there is no interval, in words an operator reads (None when there is one, or a model's)."""
@@ -416,32 +426,33 @@ def _with_spread(profile: Profile, used: list[int], weights, spread: float | Non
     return decide.weighted(means, weights)
 
 
-def estimate(profile: Profile, rtt_ms: float, *, extrapolate: bool, n_boot: int, confidence: float,
+def estimate(profile: Profile, rtt_s: float, *, extrapolate: bool, n_boot: int, confidence: float,
              rng: np.random.Generator, spread: float | None = None) -> Estimate:
-    """The profile at `rtt_ms` with its Student-t interval clipped to [0, C] (raises TcpProfileError when
+    """The profile at `rtt_s` [s] with its Student-t interval clipped to [0, C] (raises TcpProfileError when
     out of range). Fewer than decide.MIN_INTERVAL_RUNS repetitions at an RTT used: no interval
     (too_few_runs; select() fills in the runs that would decide, with `spread` for one-run means).
     n_boot and rng are unused since intervals are t intervals (kept for callers)."""
-    tau = profile.rtts_ms
-    near = [k for k, t in enumerate(tau) if abs(t - rtt_ms) <= rtt_tolerance_ms(t)]
+    tau = profile.rtts_s
+    near = [k for k, t in enumerate(tau) if abs(t - rtt_s) <= rtt_tolerance_s(t)]
     if near:
-        k = min(near, key=lambda k: abs(tau[k] - rtt_ms))
+        k = min(near, key=lambda k: abs(tau[k] - rtt_s))
         used, weights, method, model = [k], [1.0], "exact", None
-    elif tau[0] < rtt_ms < tau[-1]:
-        hi = next(k for k, t in enumerate(tau) if t > rtt_ms)
+    elif tau[0] < rtt_s < tau[-1]:
+        hi = next(k for k, t in enumerate(tau) if t > rtt_s)
         lo = hi - 1
-        w_lo = (tau[hi] - rtt_ms) / (tau[hi] - tau[lo])   # linear interpolation (§5.1, §5.2)
+        w_lo = (tau[hi] - rtt_s) / (tau[hi] - tau[lo])   # linear interpolation (§5.1, §5.2)
         used, weights, method, model = [lo, hi], [w_lo, 1.0 - w_lo], "interpolated", None
     elif not extrapolate:
         raise TcpProfileError(
-            f"{profile.config.label()}: {rtt_ms:g} ms is outside the measured RTTs "
-            f"{tau[0]:g}–{tau[-1]:g} ms (measure there, or pass --extrapolate for a model-backed estimate)")
+            f"{profile.config.label()}: {to_ms(rtt_s):g} ms is outside the measured RTTs "
+            f"{to_ms(tau[0]):g}–{to_ms(tau[-1]):g} ms "
+            "(measure there, or pass --extrapolate for a model-backed estimate)")
     else:
         used, weights, method = list(range(len(tau))), [], "extrapolated"
     counts = [len(profile.samples[k]) for k in used]
     flagged = [profile.flagged_at(k) for k in used]
     if method == "extrapolated":
-        point, lo_ci, hi_ci, model, model_flags, structure = model_extrapolate(profile, rtt_ms, confidence)
+        point, lo_ci, hi_ci, model, model_flags, structure = model_extrapolate(profile, rtt_s, confidence)
         lo_ci, hi_ci, clipped = decide.physical((lo_ci, hi_ci), profile.rate_bps)   # the model's, in [0, C] too
         return Estimate(profile.config, point, lo_ci, hi_ci, method, [tau[k] for k in used], [], counts,
                         profile.runs, None, model, profile.kernel_name, flagged, profile.runs_flagged,
@@ -479,7 +490,7 @@ class Comparison:
 
 @dataclass
 class Selection:
-    rtt_ms: float
+    rtt_s: float
     conditions: dict
     confidence: float
     n_boot: int
@@ -495,6 +506,11 @@ class Selection:
     @property
     def best(self) -> Estimate:
         return self.ranking[0]
+
+    @property
+    def rtt_ms(self) -> float:
+        """The RTT asked for, in ms as printed (units.to_ms)."""
+        return to_ms(self.rtt_s)
 
     def to_json(self) -> dict:
         return {"rtt_ms": self.rtt_ms, "conditions": self.conditions, "confidence": self.confidence,
@@ -570,9 +586,9 @@ def _more_runs(ranking: list[Estimate], confidence: float, margin: float) -> Non
         e.more_runs = None if k is None else max(k - now, decide.MIN_INTERVAL_RUNS - now)
 
 
-def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, confidence: float = 0.95,
+def select(profiles: ProfileSet, rtt_s: float, *, extrapolate: bool = False, confidence: float = 0.95,
            n_boot: int = 2000, seed: int = 0, margin: float = decide.DEFAULT_MARGIN) -> Selection:
-    """Rank every configuration by its profile at `rtt_ms`; compare the best with the runner-up.
+    """Rank every configuration by its profile at `rtt_s` [s]; compare the best with the runner-up.
 
     Configurations whose estimate is within `margin` (relative) of the best are a tie, broken towards
     the simplest (TIE_BREAK). Model-backed (extrapolated) estimates carry the model's interval but no
@@ -587,7 +603,7 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
     spread = pooled_spread(profiles.profiles)
     for p in profiles.profiles:
         try:
-            ranking.append(estimate(p, rtt_ms, extrapolate=extrapolate, n_boot=n_boot,
+            ranking.append(estimate(p, rtt_s, extrapolate=extrapolate, n_boot=n_boot,
                                     confidence=confidence, rng=rng, spread=spread))
         except TcpProfileError as err:
             excluded.append({**p.config.to_json(), "label": p.config.label(), "reason": str(err)})
@@ -604,12 +620,12 @@ def select(profiles: ProfileSet, rtt_ms: float, *, extrapolate: bool = False, co
     best = ranking[0]
     flags = dict(exclude_flagged=profiles.exclude_flagged, flagged_left_out=profiles.flagged_left_out)
     if len(ranking) == 1:
-        return Selection(rtt_ms, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
+        return Selection(rtt_s, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
                          Comparison(0.0, None, None, None, "single"), best, margin, **flags)
     comparison = _compare(best, ranking[1], confidence, margin)
     tied = decide.ties({i: e.throughput_bps for i, e in enumerate(ranking)}, margin)
     recommended = min((ranking[i] for i in tied), key=lambda e: e.config.simplicity())
-    return Selection(rtt_ms, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
+    return Selection(rtt_s, profiles.conditions, confidence, n_boot, seed, ranking, excluded,
                      comparison, recommended, margin, **flags)
 
 
@@ -649,17 +665,17 @@ class Settings:
                 "reasons": {k: t.reason for k, t in self.targets.items()}}
 
 
-def buffer_for(config: Config, rtt_ms: float, rate_bps: float | None) -> int:
+def buffer_for(config: Config, rtt_s: float, rate_bps: float | None) -> int:
     """Socket-buffer limit to allow: B when requested, else 2 × BDP for autotuning (≥ 4 MiB)."""
-    return hostcheck.buffer_target(rtt_ms, rate_bps or 10e9, config.buffer_bytes)
+    return hostcheck.buffer_target(rtt_s, rate_bps or 10e9, config.buffer_bytes)
 
 
-def host_settings(est: Estimate, rtt_ms: float, rate_bps: float | None, *, host: str | None = None) -> Settings:
+def host_settings(est: Estimate, rtt_s: float, rate_bps: float | None, *, host: str | None = None) -> Settings:
     cfg = est.config
     impl = implementation_of(cfg.variant, cfg.cc_impl) or "unknown"
     cc = transport.plan(cfg.variant, impl, est.kernel_name, streams=cfg.streams, buffer_bytes=cfg.buffer_bytes,
                         host=host)
-    wanted = hostcheck.targets(rtt_ms, rate_bps or 10e9, buffer_bytes=cfg.buffer_bytes, streams=cfg.streams,
+    wanted = hostcheck.targets(rtt_s, rate_bps or 10e9, buffer_bytes=cfg.buffer_bytes, streams=cfg.streams,
                                fq=probe.fq_available())
     if cc.pop("default"):
         wanted[transport.CC_KEY] = hostcheck.Target(transport.CC_KEY, cc["name"], "the recommended variant, "

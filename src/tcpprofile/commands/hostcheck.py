@@ -13,7 +13,7 @@ import sys
 
 from .. import units
 from ..errors import ValidationError
-from .options import parse_rtt_ms
+from .options import parse_rtt_s
 
 NAME = "hostcheck"
 HELP = "check the host's TCP limits against a path's BDP (fasterdata)"
@@ -33,9 +33,9 @@ def register(subparsers) -> None:
 
 
 def parse_rtt_range(value: str) -> tuple[float, float]:
-    """'100ms' -> (100, 100); '10ms..150ms' -> (10, 150) [ms]."""
+    """'100ms' -> (0.1, 0.1); '10ms..150ms' -> (0.01, 0.15) [s]."""
     lo, sep, hi = (value or "").partition("..")
-    rtts = (parse_rtt_ms(lo), parse_rtt_ms(hi)) if sep else (parse_rtt_ms(value),) * 2
+    rtts = (parse_rtt_s(lo), parse_rtt_s(hi)) if sep else (parse_rtt_s(value),) * 2
     if rtts[0] > rtts[1]:
         raise ValidationError("--rtt", f"a range is MIN..MAX with MIN <= MAX, got {value!r}")
     return rtts

@@ -7,9 +7,9 @@ from .. import units
 from ..errors import TcpProfileError
 
 
-def parse_rtt_ms(value: str) -> float:
-    """--rtt with a unit (e.g. 45ms; range units.RTT_S) -> the RTT [ms]."""
-    return units.seconds("--rtt", value, units.RTT_S) * 1e3
+def parse_rtt_s(value: str) -> float:
+    """--rtt with a unit (e.g. 45ms; range units.RTT_S) -> the RTT [s]."""
+    return units.seconds("--rtt", value, units.RTT_S)
 
 
 def cluster_executor(s, address: str | None):

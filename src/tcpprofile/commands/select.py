@@ -11,7 +11,7 @@ from ..cc.registry import canonical, known_names
 from ..errors import ValidationError
 from ..spec import LOSS_PARAMETER
 from ..testbed.config import LOSS_MODES
-from .options import parse_rtt_ms
+from .options import parse_rtt_s
 from .settings_text import print_settings, settings_json
 
 NAME = "select"
@@ -146,19 +146,20 @@ def run(args) -> int:
     from ..store import Store, reads
 
     validate(args)
-    rtt_ms = parse_rtt_ms(args.rtt) if args.rtt is not None else None
+    rtt_s = parse_rtt_s(args.rtt) if args.rtt is not None else None
     cond, buffers = _conditions(args), _buffers(args.buffers)
     ping = None
-    if rtt_ms is None:
+    if rtt_s is None:
         ping = sel.ping_rtt(args.host, count=args.ping_count)
-        rtt_ms = ping["min_ms"]     # a base RTT, as the profiles' (configured τ, remote: TCP's min_rtt)
+        # ping's ms -> s: a base RTT, as the profiles' (configured τ, remote: TCP's min_rtt)
+        rtt_s = ping["min_ms"] / 1e3
     with Store.open(args.db, read_only=True) as store:
         variants = args.variants and resolve_variants(args.variants, {r["variant"] for r in reads.profile_runs(store)})
         profiles = sel.load_profiles(store, variants=variants, streams=args.streams,
                                      buffers=buffers, conditions=cond, exclude_flagged=args.exclude_flagged)
-    choice = sel.select(profiles, rtt_ms, extrapolate=args.extrapolate, confidence=args.confidence,
+    choice = sel.select(profiles, rtt_s, extrapolate=args.extrapolate, confidence=args.confidence,
                         n_boot=args.boot, seed=args.seed, margin=args.margin)
-    settings = sel.host_settings(choice.recommended, rtt_ms, profiles.conditions.get("rate_bps"),
+    settings = sel.host_settings(choice.recommended, rtt_s, profiles.conditions.get("rate_bps"),
                                  host=args.host)
     applied = None
     if args.apply:

@@ -82,14 +82,13 @@ def main(args: argparse.Namespace) -> int:
         settings = applied = rows = None
         if res.chosen:
             kernel = reads.variant_kernel(store, res.campaign_id, res.chosen["variant"])
-            rtt_ms = (s.links[0].rtt_s * 1e3 if s.links[0].rtt_s else
-                      reads.mean_measured_rtt_ms(store, res.campaign_id) or 0.0)
+            rtt_s = s.links[0].rtt_s or reads.mean_measured_rtt_s(store, res.campaign_id) or 0.0
             cfg = sel.Config(res.chosen["variant"], kernel["i"] or "", res.chosen["streams"],
                              res.chosen["socket_buffer_bytes"])
             est = sel.Estimate(cfg, res.chosen["mean_bps"], res.chosen["ci_low_bps"], res.chosen["ci_high_bps"],
-                               "exact", [rtt_ms], [1.0], [res.chosen["ok_runs"]], res.chosen["ok_runs"], None,
+                               "exact", [rtt_s], [1.0], [res.chosen["ok_runs"]], res.chosen["ok_runs"], None,
                                kernel_name=kernel["k"])
-            settings = sel.host_settings(est, rtt_ms, s.links[0].rate_bps, host=args.host)
+            settings = sel.host_settings(est, rtt_s, s.links[0].rate_bps, host=args.host)
             if args.apply:
                 applied = apply.apply_settings(settings, netns=args.netns, host=args.host_settings)
             rows = apply.current_rows(settings, netns=args.netns)

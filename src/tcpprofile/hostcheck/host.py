@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from . import probe, rules, transport
+from ..units import to_ms
 
 
-def examine(rtt_ms: tuple[float, float], rate_bps: float, *, streams: int = 1, buffer_bytes: int | None = None,
+def examine(rtt_s: tuple[float, float], rate_bps: float, *, streams: int = 1, buffer_bytes: int | None = None,
             netns: str | None = None, dev: str | None = None) -> dict:
-    """rtt_ms: the operator's RTT range (lo, hi); the targets are sized to hi."""
-    lo, hi = rtt_ms
+    """rtt_s: the operator's RTT range (lo, hi) [s]; the targets are sized to hi. The document gives it in ms."""
+    lo, hi = rtt_s
     fq = probe.fq_available()
     wanted = rules.targets(hi, rate_bps, buffer_bytes=buffer_bytes, streams=streams, fq=fq)
     host_wide = {k for k, t in wanted.items() if t.host_wide}
@@ -18,7 +19,8 @@ def examine(rtt_ms: tuple[float, float], rate_bps: float, *, streams: int = 1, b
     ccs = probe.congestion_controls()
     return {
         "scope": f"netns:{netns}" if netns else "host",
-        "path": {"rate_bps": rate_bps, "rtt_ms": [lo, hi], "streams": streams, "buffer_bytes": buffer_bytes,
+        "path": {"rate_bps": rate_bps, "rtt_ms": [to_ms(lo), to_ms(hi)], "streams": streams,
+                 "buffer_bytes": buffer_bytes,
                  "bdp_bytes": [rules.bdp_bytes(rate_bps, lo), rules.bdp_bytes(rate_bps, hi)],
                  "buffer_target_bytes": rules.buffer_target(hi, rate_bps, buffer_bytes)},
         "sysctls": [r.to_json() for r in rows],

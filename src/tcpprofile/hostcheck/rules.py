@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..units import to_ms
+
 MIB = 1 << 20
 INT_MAX = 2**31 - 1        # rmem_max, tcp_rmem[2] are C ints (proc_dointvec_minmax): fasterdata's 100G value
 PAGE = 4096                # bytes per page on x86-64 and arm64 (4K pages): tcp_mem's unit
@@ -60,26 +62,26 @@ class Row:
                 "status": self.status, "reason": self.reason, "host_wide": self.host_wide}
 
 
-def bdp_bytes(rate_bps: float, rtt_ms: float) -> float:
-    """C * tau / 8 [bytes] for C in bit/s and tau in ms."""
-    return rate_bps * rtt_ms / 1e3 / 8
+def bdp_bytes(rate_bps: float, rtt_s: float) -> float:
+    """C * tau / 8 [bytes] for C in bit/s and tau in s."""
+    return rate_bps * rtt_s / 8
 
 
-def buffer_target(rtt_ms: float, rate_bps: float, buffer_bytes: int | None = None) -> int:
+def buffer_target(rtt_s: float, rate_bps: float, buffer_bytes: int | None = None) -> int:
     """The socket-buffer limit a path needs [bytes]: B when a fixed buffer was chosen, else 2 x BDP
     (fasterdata's headroom) rounded up to MiB, at least 4 MiB, at most INT_MAX."""
     if buffer_bytes:
         return min(INT_MAX, int(buffer_bytes))
-    need = math.ceil(HEADROOM * bdp_bytes(rate_bps, rtt_ms) / MIB) * MIB
+    need = math.ceil(HEADROOM * bdp_bytes(rate_bps, rtt_s) / MIB) * MIB
     return min(INT_MAX, max(MIN_BUFFER, need))
 
 
-def targets(rtt_ms: float, rate_bps: float, *, buffer_bytes: int | None = None, streams: int = 1,
+def targets(rtt_s: float, rate_bps: float, *, buffer_bytes: int | None = None, streams: int = 1,
             fq: bool | None = False, page: int = PAGE) -> dict[str, Target]:
-    """The sysctl targets for a path of rate C [bit/s] and RTT up to rtt_ms, with `streams` parallel streams."""
-    buf = buffer_target(rtt_ms, rate_bps, buffer_bytes)
+    """The sysctl targets for a path of rate C [bit/s] and RTT up to rtt_s [s], with `streams` parallel streams."""
+    buf = buffer_target(rtt_s, rate_bps, buffer_bytes)
     why = (f"the fixed socket buffer B = {buf} B" if buffer_bytes else
-           f"2 x BDP ({rate_bps / 1e9:g} Gbit/s x {rtt_ms:g} ms = {bdp_bytes(rate_bps, rtt_ms) / 1e6:.3g} MB)")
+           f"2 x BDP ({rate_bps / 1e9:g} Gbit/s x {to_ms(rtt_s):g} ms = {bdp_bytes(rate_bps, rtt_s) / 1e6:.3g} MB)")
     out = {k: Target(k, (buf,), f"{why}: caps {opt} ({FASTERDATA})", True)   # net/core/sock.c: min(val, *mem_max)
            for k, opt in (("net.core.rmem_max", "SO_RCVBUF"), ("net.core.wmem_max", "SO_SNDBUF"))}
     for key, (lo, default) in TRIPLE_DEFAULTS.items():

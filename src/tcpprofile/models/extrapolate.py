@@ -25,34 +25,34 @@ class Extrapolation:
     config: str
 
 
-def _table(variant, rate_bps, rtt_ms, throughput, streams, transfer_bytes, buffer_at) -> dict:
+def _table(variant, rate_bps, rtt_s, throughput, streams, transfer_bytes, buffer_at) -> dict:
     """A fit table (fit.PROFILE_COLUMNS and the optional ones fit_rows reads) of one configuration's profile."""
-    k = len(rtt_ms)
+    k = len(rtt_s)
     cols = {"variant": np.array([variant] * k), "streams": np.full(k, float(streams)),
-            "rtt_ms": np.asarray(rtt_ms, float), "rate_bps": np.full(k, float(rate_bps)),
+            "rtt_s": np.asarray(rtt_s, float), "rate_bps": np.full(k, float(rate_bps)),
             "transfer_bytes": np.full(k, np.nan if transfer_bytes is None else float(transfer_bytes)),
             "throughput_bps": np.asarray(throughput, float)}
     if buffer_at is not None:   # the link's configured β at each τ [bytes]
-        cols["configured_buffer_bytes"] = np.array([float(buffer_at(t)) for t in cols["rtt_ms"]])
+        cols["configured_buffer_bytes"] = np.array([float(buffer_at(t)) for t in cols["rtt_s"]])
     return cols
 
 
-def extrapolate(variant: str, rate_bps: float, rtt_ms, means, rtt_new_ms: float, *, streams: int,
+def extrapolate(variant: str, rate_bps: float, rtt_s, means, rtt_new_s: float, *, streams: int,
                 transfer_bytes: float | None = None, duration_s: float | None = None, loss: float = 0.0,
                 buffer_at=None, config: str = DEFAULT_CONFIGURATION, level: float = 0.9, repeats: int = 50,
                 seed: int = 0) -> Extrapolation:
-    """The profile (rtt_ms ascending, means [bit/s]) of one (variant, n) at one link rate [bit/s], fitted with the
-    model configuration `config` and predicted at rtt_new_ms: value and the central `level` bootstrap interval.
+    """The profile (rtt_s [s] ascending, means [bit/s]) of one (variant, n) at one link rate [bit/s], fitted with the
+    model configuration `config` and predicted at rtt_new_s [s]: value and the central `level` bootstrap interval.
     transfer_bytes (iperf3 -n) or duration_s (-t); loss: the link's drop probability (periodic 1 in N: 1/N);
-    buffer_at: τ [ms] → the link's configured buffer [bytes] (None: unknown, β fitted)."""
+    buffer_at: τ [s] → the link's configured buffer [bytes] (None: unknown, β fitted)."""
     params, per_variant = configuration(config)
     kd = {"variant": variant, "rate_bps": float(rate_bps),
           "duration_target_s": None if duration_s is None else float(duration_s),
           "loss_mode": "periodic" if loss > 0 else "none", "loss_rate": float(loss)}
     params = params_for(kd, params, per_variant)
-    cols = _table(variant, rate_bps, rtt_ms, means, streams, transfer_bytes, buffer_at)
-    new = _table(variant, rate_bps, [rtt_new_ms], [1.0], streams, transfer_bytes, buffer_at)
-    rows, one = np.arange(len(rtt_ms)), np.array([0])
+    cols = _table(variant, rate_bps, rtt_s, means, streams, transfer_bytes, buffer_at)
+    new = _table(variant, rate_bps, [rtt_new_s], [1.0], streams, transfer_bytes, buffer_at)
+    rows, one = np.arange(len(rtt_s)), np.array([0])
     whole = fit_rows(cols, kd, rows, **params)
     P = predict_rows(whole, cols, kd, rows, own_sizes=True)
     value = float(predict_rows(whole, new, kd, one)[0])

@@ -10,7 +10,7 @@ other RTTs and predicts the held-out one — since a model meant to predict unme
 on RTTs it was not fitted on.
 
 Tables are plain: a dict of equal-length numpy arrays (or a list of dicts, see ``as_columns``) with
-columns variant, streams, rtt_ms, rate_bps, transfer_bytes, throughput_bps, and optionally
+columns variant, streams, rtt_s (τ [s]), rate_bps, transfer_bytes, throughput_bps, and optionally
 buffer or buffer_bytes and socket_buffer_bytes (parts of the dataset key), duration_target_s (time-
 limited runs: the model's duration mode), loss_mode and loss_rate (external loss), mtu (segment size
 M = MTU − 52 bytes), size_bytes (the transfer size F when transfer_bytes is NULL and no duration is known)
@@ -45,7 +45,7 @@ from .lsq import BUFFER_BOUNDS, WMAX_BOUNDS, fit_buffer_wmax
 from .registry import MODELS, make_model
 from .configurations import PHYSICAL_BUFFER, variant_parameters
 
-PROFILE_COLUMNS = ("variant", "streams", "rtt_ms", "rate_bps", "transfer_bytes", "throughput_bps")
+PROFILE_COLUMNS = ("variant", "streams", "rtt_s", "rate_bps", "transfer_bytes", "throughput_bps")
 # β keys a dataset as the spec wrote it ("buffer", from the store) or in bytes (plain tables); the
 # model fits its own β either way.
 DATASET_KEYS = ("variant", "rate_bps", "buffer", "buffer_bytes", "socket_buffer_bytes", "transfer_bytes",
@@ -312,7 +312,7 @@ def fit_rows(cols, kd, rows, *, lags=None, lag_pool=None, relative: bool | None 
     cap = positive_column(cols, "capacity_bps", rows)
     capacity = float(np.mean(cap)) if cap is not None else float(kd["rate_bps"])
     model = make_model(str(kd["variant"]), capacity_bps=capacity, **params)
-    tau = cols["rtt_ms"][rows].astype(float) / 1e3
+    tau = cols["rtt_s"][rows].astype(float)
     n = cols["streams"][rows].astype(float)
     M = cols["throughput_bps"][rows].astype(float)
     scale = (_relative_scale(cols, rows) if relative is None
@@ -353,7 +353,7 @@ def predict_rows(fit: RowsFit, cols, kd, rows, *, own_sizes: bool = False) -> np
     kw.pop("_params")
     if fit.multiple is not None:
         kw["buffer"] = fit.multiple * cols["configured_buffer_bytes"][rows].astype(float)
-    tau = cols["rtt_ms"][rows].astype(float) / 1e3
+    tau = cols["rtt_s"][rows].astype(float)
     return fit.model.predict(tau, n=cols["streams"][rows].astype(float), **kw)
 
 
@@ -395,11 +395,11 @@ def fit_profiles(table, *, heldout: bool = True, variant_params: dict | None = N
     cols = as_columns(table)
     base_params = model_params
     lags = None if "startup_rtts" in model_params else float_column(cols, "startup_rtts")
-    rtt_all = cols["rtt_ms"].astype(float)
+    rtt_all = cols["rtt_s"].astype(float)
     fits = []
     for kd, idx in datasets(cols):
         model_params = params_for(kd, base_params, variant_params)
-        tau = rtt_all[idx] / 1e3
+        tau = rtt_all[idx]
         n = cols["streams"][idx].astype(float)
         M = cols["throughput_bps"][idx].astype(float)
         whole = fit_rows(cols, kd, idx, lags=lags, lag_pool=lags, **model_params)

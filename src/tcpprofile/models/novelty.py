@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..errors import ValidationError
 from .fit import is_missing
+from ..units import to_ms
 
 DIMENSIONS = ("n", "β", "τ", "F")
 REL = {"β": 0.02, "τ": 0.005}   # relative tolerance of "the same value" (β: bytes rounded to whole bytes)
@@ -90,10 +91,11 @@ def cells_of_table(cols) -> list[DesignCell]:
     rows = len(cols["variant"])
     out = []
     for i in range(rows):
-        rtt = float(cols["rtt_ms"][i])
+        tau = float(cols["rtt_s"][i])
+        rtt = to_ms(tau)   # a cell's τ in ms, the unit of the design's CSV (STORE_COLUMNS' rtts_ms)
         rate = float(cols["rate_bps"][i])
         cfg = cols.get("configured_buffer_bytes")
-        beta = None if cfg is None or is_missing(cfg[i]) else round(float(cfg[i]) / (rate * rtt / 1e3 / 8), 6)
+        beta = None if cfg is None or is_missing(cfg[i]) else round(float(cfg[i]) / (rate * tau / 8), 6)
         loss = _loss_label(cols.get("loss_mode", [None] * rows)[i], cols.get("loss_rate", [0.0] * rows)[i])
         out.append(DesignCell(str(cols["variant"][i]), int(cols["streams"][i]), beta, rtt,
                               _amount(cols.get("transfer_bytes", [None] * rows)[i],

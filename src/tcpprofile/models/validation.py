@@ -28,6 +28,7 @@ import numpy as np
 from .diagnostics import short
 from ..packet_overhead import TCP_IP_HEADERS
 from ..store import reads
+from ..units import to_ms
 from .configurations import configuration
 from .fit import (DATASET_KEYS, float_column, is_missing, params_for,
                   positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
@@ -36,7 +37,7 @@ from .generic import GenericModel, transfer_throughput
 
 GROUP_KEYS = tuple(k for k in DATASET_KEYS if k not in ("buffer", "buffer_bytes"))
 CELL_KEYS = GROUP_KEYS + ("streams",)   # a cell, and leave-one-buffer-out's shared fit: one (variant, n, …)
-ROW_KEYS = ("variant", "streams", "rtt_ms", "rate_bps", "buffer", "socket_buffer_bytes", "transfer_bytes",
+ROW_KEYS = ("variant", "streams", "rtt_s", "rate_bps", "buffer", "socket_buffer_bytes", "transfer_bytes",
             "duration_target_s", "loss_mode", "loss_rate", "mtu")   # PROFILE_SQL's configuration
 MODES = ("in", "rtt", "buffer")   # in-sample, leave-one-RTT-out, leave-one-buffer-out
 
@@ -109,7 +110,7 @@ def load_traces(con, cols, *, campaigns=None, exclude_flagged: bool = False) -> 
 def _baseline(cols, kd, train, held, traces) -> np.ndarray:
     """The generic model fitted on the runs of rows `train` (one stream count), predicting rows `held`
     from τ and the configured size or duration; nan without traces at 2 RTTs."""
-    runs = [(cols["rtt_ms"][i] / 1e3, x, dt) for i in train for x, dt in traces.get(i, [])]
+    runs = [(cols["rtt_s"][i], x, dt) for i in train for x, dt in traces.get(i, [])]
     if len({r[0] for r in runs}) < 2:
         return np.full(held.size, np.nan)
     n = int(cols["streams"][train[0]])
@@ -118,7 +119,7 @@ def _baseline(cols, kd, train, held, traces) -> np.ndarray:
     model = GenericModel(capacity_bps=float(np.mean(cap)) if cap is not None else float(kd["rate_bps"]),
                          mss_bytes=1448 if is_missing(mtu) else int(mtu) - TCP_IP_HEADERS, initial_window=10 * n)
     model.fit(np.array([r[0] for r in runs]), [r[1] for r in runs], dt=float(np.median([r[2] for r in runs])))
-    tau = cols["rtt_ms"][held].astype(float) / 1e3
+    tau = cols["rtt_s"][held].astype(float)
     dur = kd.get("duration_target_s")
     if not is_missing(dur):
         model.duration_s_ = float(dur)            # T_O is the configured duration
@@ -168,7 +169,7 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
     B = {m: np.full(rows, np.nan) for m in MODES}
     lags = float_column(cols, "startup_rtts")
     buf = np.array([_label(b) for b in cols.get("buffer", cols.get("buffer_bytes", np.full(rows, None)))])
-    rtt = cols["rtt_ms"].astype(float)
+    rtt = cols["rtt_s"].astype(float)
     params: dict[tuple, list] = {}
     flags: dict[tuple, list] = {}
     fits = fit_profiles(cols, variant_params=variant_params, **model_params)
@@ -202,7 +203,7 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
         pooled = fit_rows(cols, kd, idx, lags=lags, lag_pool=lags, relative=True, **mparams)
         M = cols["throughput_bps"][idx].astype(float)
         n = cols["streams"][idx].astype(float)
-        pooled_flags, structure = fit_flags(pooled, rtt[idx] / 1e3, (M - predict_rows(pooled, cols, kd, idx,
+        pooled_flags, structure = fit_flags(pooled, rtt[idx], (M - predict_rows(pooled, cols, kd, idx,
                                                                                      own_sizes=True)) / M,
                                             n * 1e6 + np.unique(buf[idx], return_inverse=True)[1])
         shared = {"buffer": "shared", "beta_multiple": pooled.multiple,
@@ -221,7 +222,7 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
                                            if c not in ("-", "shared:-"))) or "-"
             runs = cols["runs"][sel] if "runs" in cols else np.ones(sel.size)
             cells.append(Cell(kd, int(s), int(sel.size), int(np.sum(runs.astype(float))), sorted(set(buf[sel])),
-                              sorted(set(rtt[sel].tolist())), {m: E(P[m]) for m in MODES},
+                              sorted(set(to_ms(rtt[sel]).tolist())), {m: E(P[m]) for m in MODES},
                               {m: E(B[m]) for m in MODES}, params.get(g, []) + [shared], words, codes))
     cells.sort(key=lambda c: (tuple(str(c.key.get(k)) for k in GROUP_KEYS), c.streams))
     return Validation(cells, P, B, config)

@@ -170,10 +170,10 @@ def _exponents(data: ReportData, ids: list[str]) -> list[tuple[str, analysis.Tra
 
 def _exponent_table(ref: Reference, rows: list[tuple[str, analysis.TraceDynamics, dict]]) -> Table:
     body, classes = [], []
-    for r, d, info in sorted(rows, key=lambda t: (t[2]["streams"], t[2]["rtt_ms"], t[0])):
+    for r, d, info in sorted(rows, key=lambda t: (t[2]["streams"], t[2]["rtt_s"], t[0])):
         p = "–" if d.surrogate_p is None else f"{d.surrogate_p:.2f}"
         verdict = {True: "beats surrogates", False: "indistinguishable from noise", None: d.lyapunov_status}
-        body.append([r, str(info["streams"]), f"{info['rtt_ms']:g}", f"{info['throughput_bps'] / G:.3f}",
+        body.append([r, str(info["streams"]), f"{units.to_ms(info['rtt_s']):g}", f"{info['throughput_bps'] / G:.3f}",
                      "–" if d.lyapunov is None else f"{d.lyapunov:+.3f}", d.lyapunov_status, p,
                      verdict[d.distinguishable]])
         classes.append("" if d.distinguishable else "flagged")
@@ -207,11 +207,11 @@ def throughput_vs_lyapunov(data: ReportData, out: Path, refs: list[Reference]) -
                                                    [p[1].lyapunov for p in real])
         fig, axes = subplots(1, w=6.0, h=4.0)
         ax = axes[0]
-        norm = plt.Normalize(min(p[2]["rtt_ms"] for p in pts), max(p[2]["rtt_ms"] for p in pts))
+        norm = plt.Normalize(min(p[2]["rtt_s"] for p in pts), max(p[2]["rtt_s"] for p in pts))
         for group, filled in ((real, True), ([p for p in pts if not p[1].distinguishable], False)):
             if not group:
                 continue
-            colors = plt.cm.plasma(norm([p[2]["rtt_ms"] for p in group]))
+            colors = plt.cm.plasma(norm([p[2]["rtt_s"] for p in group]))
             ax.scatter([p[1].lyapunov for p in group], [p[2]["throughput_bps"] / G for p in group], s=16,
                        facecolors=colors if filled else "none", edgecolors=colors, linewidths=0.9,
                        label=f"beats surrogates (p ≤ {ALPHA:g})" if filled else "indistinguishable from noise")
@@ -246,7 +246,7 @@ def cwnd_traces(data: ReportData, out: Path, max_runs: int = 4) -> Section:
         info = data.run_info(r)
         for s, v in data.cwnd(r).items():
             ax.plot(v[:, 0], v[:, 1], lw=0.8, label=f"stream {s}")
-        label(ax, f"{info['variant']} n={info['streams']}, {info['rtt_ms']:g} ms, run {r}", "time (s)",
+        label(ax, f"{info['variant']} n={info['streams']}, {units.to_ms(info['rtt_s']):g} ms, run {r}", "time (s)",
               "cwnd (packets)", zero=True)
     name = "cwnd"
     return Section("cwnd", "Congestion-window traces", "tcp:tcp_probe", [

@@ -19,14 +19,14 @@ from .data import ReportData
 MAX_DATASETS = 6     # model fits cost ~1 s each: the datasets with the most runs
 
 
-def _grid_inputs(fit, table, tau_ms, grid_ms) -> dict:
+def _grid_inputs(fit, table, tau_s, grid_s) -> dict:
     """predict() keywords on an RTT grid: duration or interpolated size, and β as fitted."""
     d = table["duration_target_s"][0]
     kw = ({"duration": float(d)} if d is not None and d == d
-          else {"size": np.interp(grid_ms, tau_ms, table["size_bytes"].astype(float))})
+          else {"size": np.interp(grid_s, tau_s, table["size_bytes"].astype(float))})
     if fit.buffer_multiple is not None:   # β = m × the configured buffer (k×BDP: linear in τ)
         cfg = table["configured_buffer_bytes"].astype(float)
-        kw["buffer"] = fit.buffer_multiple * np.interp(grid_ms, tau_ms, cfg)
+        kw["buffer"] = fit.buffer_multiple * np.interp(grid_s, tau_s, cfg)
     return kw
 
 
@@ -34,12 +34,12 @@ def model_curve(fit, rows: dict, n: int, points: int = 80):
     """One stream count of a fitted dataset: (τ in ms, measured bit/s) sorted by τ, and the model on a grid
     of `points` RTTs spanning them (grid ms, predicted bit/s)."""
     one = {c: v[rows["streams"].astype(int) == n] for c, v in rows.items()}
-    order = np.argsort(one["rtt_ms"].astype(float))
+    order = np.argsort(one["rtt_s"].astype(float))
     one = {c: v[order] for c, v in one.items()}
-    tau = one["rtt_ms"].astype(float)
+    tau = one["rtt_s"].astype(float)
     grid = np.linspace(tau[0], tau[-1], points)
-    return tau, one["throughput_bps"].astype(float), grid, fit.model.predict(grid / 1e3, n=n,
-                                                                            **_grid_inputs(fit, one, tau, grid))
+    predicted = fit.model.predict(grid, n=n, **_grid_inputs(fit, one, tau, grid))
+    return tau * 1e3, one["throughput_bps"].astype(float), grid * 1e3, predicted   # ms: the figures' axis
 
 
 def link_buffer(key) -> str:
@@ -65,7 +65,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> Section:
     table = data.model_table
     candidates = []   # (runs, key, row indices) of datasets with at least 3 RTTs
     for key, idx in data.model_datasets:
-        if np.unique(table["rtt_ms"][idx]).size >= 3:
+        if np.unique(table["rtt_s"][idx]).size >= 3:
             candidates.append((int(table["runs"][idx].sum()), key, idx))
     known = {str(v).lower() for v in table["variant"]} & set(models.MODELS)
     skipped = sorted({str(v) for v in table["variant"] if str(v).lower() not in models.MODELS})

@@ -45,8 +45,13 @@ class OpPath:
         return sum(p.runs for p in self.profiles)
 
     @property
+    def rtts_s(self) -> list[float]:
+        return sorted({t for p in self.profiles for t in p.rtts_s})
+
+    @property
     def rtts(self) -> list[float]:
-        return sorted({t for p in self.profiles for t in p.rtts_ms})
+        """rtts_s in ms, as drawn and printed."""
+        return [units.to_ms(t) for t in self.rtts_s]
 
     def profile_set(self) -> sel.ProfileSet:
         return sel.ProfileSet(self.group.conditions, self.profiles)
@@ -55,7 +60,7 @@ class OpPath:
 def subset(p: sel.Profile, keep: set[str]) -> sel.Profile | None:
     """The profile restricted to the runs in `keep` (RTTs left without runs dropped); None when none is left."""
     rtts, samples, ids, flagged = [], [], [], []
-    for k, t in enumerate(p.rtts_ms):
+    for k, t in enumerate(p.rtts_s):
         m = np.array([r in keep for r in p.run_ids[k]], dtype=bool)
         if m.any():
             rtts.append(t)
@@ -171,14 +176,14 @@ def configurations_figure(path: OpPath, out: Path) -> Figure | Note:
 
 
 # -- the recommendation -----------------------------------------------------------------------------------
-def paste_lines(settings: sel.Settings, config: sel.Config, rtt_ms: float, rate_bps: float | None) -> str:
+def paste_lines(settings: sel.Settings, config: sel.Config, rtt_s: float, rate_bps: float | None) -> str:
     """The settings as lines to paste on the sending host. The report does not know that host's current values,
     so it writes no sysctl value (a value written blind could lower a host tuned higher): it gives the
     `tcpprofile hostcheck` line that compares them there and prints the /etc/sysctl.d lines that only raise,
     the minimums as comments, then the congestion control's steps and the transfer tools' command lines (what
     `tcpprofile select` prints, commands/settings_text.py)."""
     cc = settings.congestion_control
-    check = (f"tcpprofile hostcheck --rtt {rtt_ms:g}ms --rate {(rate_bps or 10e9) / 1e9:g}Gbit "
+    check = (f"tcpprofile hostcheck --rtt {units.to_ms(rtt_s):g}ms --rate {(rate_bps or 10e9) / 1e9:g}Gbit "
              f"--streams {config.streams}" + (f" --buffer {config.buffer_bytes}B" if config.buffer_bytes else ""))
     lines = ["# on the sending host: compares its values with these minimums and prints the",
              f"# {hostcheck_rules.SNIPPET_PATH} lines that only raise (nothing is lowered)", check]
@@ -193,9 +198,10 @@ def paste_lines(settings: sel.Settings, config: sel.Config, rtt_ms: float, rate_
 def recommendation(path: OpPath) -> list:
     rows, blocks, runs = [], defaultdict(list), 0
     ps = path.profile_set()
-    for t in path.rtts:
+    for t_s in path.rtts_s:
+        t = units.to_ms(t_s)   # as printed
         try:
-            choice = sel.select(ps, t, confidence=CONFIDENCE)
+            choice = sel.select(ps, t_s, confidence=CONFIDENCE)
         except TcpProfileError as err:
             rows.append([f"{t:g}", "–", "–", "–", "–", str(err)])
             continue
@@ -207,8 +213,8 @@ def recommendation(path: OpPath) -> list:
         why = "best" if r is choice.best else f"the simplest within {choice.margin:.0%} of {choice.best.config.label()}"
         rows.append([f"{t:g}", r.config.label(), f"{r.throughput_bps / G:.3f}", ci, str(used), why])
         rate = path.group.conditions.get("rate_bps")
-        settings = sel.host_settings(r, t, rate)
-        blocks[(r.config.label(), paste_lines(settings, r.config, t, rate))].append(t)
+        settings = sel.host_settings(r, t_s, rate)
+        blocks[(r.config.label(), paste_lines(settings, r.config, t_s, rate))].append(t)
     table = Table(f"operator-{slug(path.id)}-recommended", f"Recommended configuration per RTT: {path.label}",
                   f"At each RTT measured on this path, tcpprofile select's recommendation (the best mean; configurations "
                   f"within the margin of it are a tie that goes to the simplest: {sel.TIE_BREAK}), its mean and {CONFIDENCE:.0%} Student-t interval (– from "

@@ -18,11 +18,12 @@ def _g(x) -> str:
 def selection(data: ReportData) -> Section:
     items = []
     for g in data.groups:
-        rtts = sorted({t for p in g.profiles for t in p.rtts_ms})
+        rtts = sorted({t for p in g.profiles for t in p.rtts_s})
         rows, runs = [], 0
-        for t in rtts:
+        for t_s in rtts:
+            t = units.to_ms(t_s)   # as printed
             try:
-                choice = sel.select(sel.ProfileSet(g.conditions, g.profiles), t, n_boot=SELECTION_BOOT)
+                choice = sel.select(sel.ProfileSet(g.conditions, g.profiles), t_s, n_boot=SELECTION_BOOT)
             except TcpProfileError:
                 continue
             b, c, r = choice.best, choice.comparison, choice.recommended

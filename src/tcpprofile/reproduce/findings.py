@@ -95,7 +95,7 @@ class Data:
         runs = load_runs(con, exclude_flagged=exclude_flagged)
         ids = reads.run_ids_of_campaigns(con, campaign_ids=campaign_ids, named=PREFIX + "%")
         keep = np.isin(runs.run_id, np.asarray(ids, dtype=object))
-        sub = Runs(runs.run_id[keep], runs.tau_ms[keep], runs.throughput_bps[keep], runs.capacity_bps[keep],
+        sub = Runs(runs.run_id[keep], runs.tau_s[keep], runs.throughput_bps[keep], runs.capacity_bps[keep],
                    runs.flagged[keep], {k: v[keep] for k, v in runs.dims.items()})
         took = reads.ok_run_durations(con)
         duration = np.array([math.nan if took.get(r) is None else float(took[r]) for r in sub.run_id], float)

@@ -8,7 +8,7 @@ import numpy as np
 
 from .grouping import BUFFER_SQL, DIMENSIONS, FLAGGED_SQL, NOTE_FLAGS
 from ..errors import ValidationError
-from .expressions import TAU_MS_SQL
+from .expressions import TAU_MS_SQL, TAU_S_SQL
 
 
 def _con(con):
@@ -37,7 +37,9 @@ def flagged_ok_runs(con, campaign_ids: Sequence[str]) -> list[dict]:
 
 
 # -- the models' fits (models/fit.py, model fit, the report, model validate) ---------------------------
-_RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms, rate_bps,
+# A flat table keeps τ in ms (docs/models.md) as the store does; the readers return τ in s (rtt_s).
+_RUNS_FLAT = """SELECT variant, streams, socket_buffer_bytes, transfer_bytes, duration_s, rtt_ms / 1e3 AS rtt_s,
+    rate_bps,
     CAST(buffer_bytes AS VARCHAR) AS buffer, buffer_bytes AS configured_buffer_bytes, throughput_bps, status,
     CAST(NULL AS DOUBLE) AS window_limit_bytes, false AS flagged, CAST(NULL AS DOUBLE) AS startup_rtts_run,
     {flat_extra} FROM runs{where}"""
@@ -56,10 +58,10 @@ _STARTUP_SQL = f"""(SELECT CASE WHEN i.bytes > 0 AND i.end_s - {{tau}} >= 2 * {{
         AND {{w0}} + i.bytes * ln(2) <= {_CAPACITY_SQL} * {{tau}} / 8
       THEN (i.end_s - {{tau}}) / ({{tau}}) - log2(1 + i.bytes * ln(2) / ({{w0}})) END
     FROM intervals i WHERE i.run_id = r.run_id AND i.stream IS NULL AND i.start_s = 0 LIMIT 1)""".format(
-    tau=f"{TAU_MS_SQL} / 1e3", w0="r.streams * {initial_window} * coalesce(l.mtu - {tcp_ip_headers}, {default_mss})")
+    tau=TAU_S_SQL, w0="r.streams * {initial_window} * coalesce(l.mtu - {tcp_ip_headers}, {default_mss})")
 # The store keeps the link (τ, C, β) in `links`; each run names its link.
 _RUNS_JOINED = f"""SELECT r.variant, r.streams, r.socket_buffer_bytes, r.transfer_bytes, r.duration_s,
-    {TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
+    {TAU_S_SQL} AS rtt_s, l.rate_bps, {BUFFER_SQL} AS buffer,
     l.buffer_bytes AS configured_buffer_bytes, r.throughput_bps, r.status, {FLAGGED_SQL} AS flagged,
     CASE WHEN r.socket_buffer_bytes IS NULL THEN r.effective_socket_buffer_bytes END AS window_limit_bytes,
     r.duration_target_s, coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0)::DOUBLE AS loss_rate,
@@ -73,7 +75,7 @@ _FLAT_OPTIONAL = {"duration_target_s": "CAST(NULL AS DOUBLE)", "loss_mode": "'no
                   "delivered": "CAST(0 AS DOUBLE)"}
 
 PROFILE_SQL = """
-SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
+SELECT variant, streams, rtt_s, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
        loss_mode, loss_rate, mtu,
        coalesce(transfer_bytes, avg(throughput_bps * duration_s) / 8) AS size_bytes,
        avg(configured_buffer_bytes) AS configured_buffer_bytes, min(window_limit_bytes) AS window_limit_bytes,
@@ -81,11 +83,11 @@ SELECT variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer
        avg(capacity_bps) AS capacity_bps, median(startup_rtts_run) AS startup_rtts,
        avg(delivered) AS delivered_share
 FROM ({source}) AS runs
-WHERE status = 'ok' AND throughput_bps > 0 AND rtt_ms IS NOT NULL AND rate_bps IS NOT NULL{flagged}
-GROUP BY variant, streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
+WHERE status = 'ok' AND throughput_bps > 0 AND rtt_s IS NOT NULL AND rate_bps IS NOT NULL{flagged}
+GROUP BY variant, streams, rtt_s, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s,
          loss_mode, loss_rate, mtu
 ORDER BY variant, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s, loss_mode, loss_rate,
-         mtu, streams, rtt_ms
+         mtu, streams, rtt_s
 """
 
 
@@ -97,13 +99,13 @@ CAMPAIGN_WHERE = """ WHERE r.campaign_id IN (SELECT campaign_id FROM campaigns
 def fit_table(con, *, campaigns=None, exclude_flagged: bool = False, initial_window: int, tcp_ip_headers: int,
               default_mss: int) -> dict[str, np.ndarray]:
     """Mean measured throughput per configuration from a DuckDB connection: a flat ``runs`` table with
-    rtt_ms, rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
+    rtt_ms [ms], rate_bps, buffer_bytes, or the store's ``runs`` joined with ``links`` (β grouped as the spec
     wrote it, see tcpprofile.store.grouping.BUFFER_SQL). campaigns: only runs of the campaigns whose name or
     id matches one of these SQL LIKE patterns (store only); exclude_flagged: leave out flagged runs
-    (tcpprofile.store.grouping.FLAGGED_SQL). Rows need τ and C (a model does). Columns returned: the configuration,
-    transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes, window_limit_bytes
-    (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean), std_bps, runs (count),
-    delivered_share (the share of the runs timed by their delivery of F: iperf.parse)."""
+    (tcpprofile.store.grouping.FLAGGED_SQL). Rows need τ and C (a model does). Columns returned: the configuration
+    (τ as rtt_s [s]), transfer_bytes (NULL for time-limited runs), size_bytes, configured_buffer_bytes,
+    window_limit_bytes (autotuned runs: the kernel's socket-buffer limit, else NULL), throughput_bps (mean),
+    std_bps, runs (count), delivered_share (the share of the runs timed by their delivery of F: iperf.parse)."""
     run_cols = {row[0] for row in con.execute("DESCRIBE runs").fetchall()}
     flat = "rtt_ms" in run_cols
     params: list = []
@@ -127,7 +129,7 @@ def fit_table(con, *, campaigns=None, exclude_flagged: bool = False, initial_win
 def run_interval_lists(con, *, campaigns=None, exclude_flagged: bool = False) -> list[tuple]:
     """Per ok run with a positive throughput and aggregate intervals (of the campaigns matching CAMPAIGN_WHERE's
     patterns, if given; without flagged runs if asked): its configuration as PROFILE_SQL groups it (variant,
-    streams, rtt_ms, rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s, loss_mode,
+    streams, rtt_s [s], rate_bps, buffer, socket_buffer_bytes, transfer_bytes, duration_target_s, loss_mode,
     loss_rate, mtu), then the list of its interval lengths [s] and the list of their bytes (by start), and its
     run_id. Empty for a table without intervals or links (a flat runs table)."""
     tables = {r[0] for r in con.execute("SHOW TABLES").fetchall()}
@@ -135,7 +137,7 @@ def run_interval_lists(con, *, campaigns=None, exclude_flagged: bool = False) ->
         return []
     where = " AND NOT " + FLAGGED_SQL if exclude_flagged else ""
     campaign = CAMPAIGN_WHERE.replace(" WHERE ", " AND ", 1) if campaigns else ""
-    sql = f"""SELECT r.variant, r.streams, {TAU_MS_SQL} AS rtt_ms, l.rate_bps, {BUFFER_SQL} AS buffer,
+    sql = f"""SELECT r.variant, r.streams, {TAU_S_SQL} AS rtt_s, l.rate_bps, {BUFFER_SQL} AS buffer,
         r.socket_buffer_bytes, r.transfer_bytes, r.duration_target_s, coalesce(l.loss_mode, 'none'),
         coalesce(l.loss_rate, 0.0)::DOUBLE, l.mtu,
         list(i.end_s - i.start_s ORDER BY i.start_s), list(i.bytes ORDER BY i.start_s), r.run_id
@@ -147,12 +149,12 @@ def run_interval_lists(con, *, campaigns=None, exclude_flagged: bool = False) ->
 
 # -- analysis (analysis/runs.py) ------------------------------------------------------------------------
 def analysed_runs(con) -> list[tuple]:
-    """The ok runs with a throughput and a τ, in run_id order, one tuple each: run_id, τ [ms] (TAU_MS_SQL),
+    """The ok runs with a throughput and a τ, in run_id order, one tuple each: run_id, τ [s] (TAU_S_SQL),
     throughput [bit/s], capacity [bit/s] (the link's goodput ceiling if measured, else its configured rate),
     flagged (FLAGGED_SQL), then the grouping dimensions in grouping.DIMENSIONS order."""
     dims = ", ".join(f"{sql} AS {name}" for name, sql in DIMENSIONS.items())
     return _con(con).execute(f"""
-        SELECT r.run_id, {TAU_MS_SQL}, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
+        SELECT r.run_id, {TAU_S_SQL}, r.throughput_bps, coalesce(l.goodput_ceiling_bps, l.rate_bps),
                {FLAGGED_SQL},
                {dims}
         FROM runs r JOIN links l USING (link_id)
@@ -183,7 +185,7 @@ SELECT r.run_id, r.variant, coalesce(r.cc_impl, '') AS cc_impl, r.cc_kernel_name
        r.socket_buffer_bytes AS buffer_bytes, r.transfer_bytes, r.duration_target_s AS duration_s,
        coalesce(l.loss_mode, 'none') AS loss_mode, coalesce(l.loss_rate, 0.0) AS loss_rate,
        l.rate_bps, {BUFFER_SQL} AS link_buffer, coalesce(r.reverse, false) AS reverse, l.kind AS link_kind,
-       {TAU_MS_SQL} AS rtt_ms, r.throughput_bps, {FLAGGED_SQL} AS flagged
+       {TAU_S_SQL} AS rtt_s, r.throughput_bps, {FLAGGED_SQL} AS flagged
 FROM runs r JOIN links l USING (link_id)
 WHERE r.status = 'ok' AND r.throughput_bps IS NOT NULL
   AND {TAU_MS_SQL} IS NOT NULL
@@ -194,7 +196,7 @@ ORDER BY r.run_id
 def profile_runs(con) -> list[dict]:
     """The ok runs with a throughput and a τ, in run_id order, as dicts: the configuration (variant, cc_impl,
     cc_kernel_name, streams, buffer_bytes: the socket buffer), the conditions (transfer_bytes, duration_s,
-    loss_mode, loss_rate, rate_bps, link_buffer as the spec wrote it, reverse, link_kind), rtt_ms (TAU_MS_SQL),
+    loss_mode, loss_rate, rate_bps, link_buffer as the spec wrote it, reverse, link_kind), rtt_s [s] (TAU_S_SQL),
     throughput_bps and flagged (FLAGGED_SQL)."""
     return _dicts(con, PROFILE_RUNS_SQL)
 
@@ -249,11 +251,11 @@ def cwnd_samples(con, run_id: str) -> list[tuple]:
 
 
 def run_summary(con, run_id: str) -> dict:
-    """One run's run_id, variant, streams, socket_buffer_bytes, throughput_bps, repetition and rtt_ms
-    (TAU_MS_SQL)."""
+    """One run's run_id, variant, streams, socket_buffer_bytes, throughput_bps, repetition and rtt_s [s]
+    (TAU_S_SQL)."""
     return _dicts(
         con, "SELECT r.run_id, r.variant, r.streams, r.socket_buffer_bytes, r.throughput_bps, r.repetition, "
-        f"{TAU_MS_SQL} AS rtt_ms FROM runs r LEFT JOIN links l USING (link_id) "
+        f"{TAU_S_SQL} AS rtt_s FROM runs r LEFT JOIN links l USING (link_id) "
         "WHERE r.run_id = ?", [run_id])[0]
 
 
@@ -329,6 +331,6 @@ def variant_kernel(con, campaign_id: str, variant: str) -> dict:
                        "WHERE campaign_id = ? AND variant = ?", [campaign_id, variant])[0]
 
 
-def mean_measured_rtt_ms(con, campaign_id: str) -> float | None:
-    """The mean measured RTT [ms] of a campaign's links (links.rtt_measured_ms); None without one."""
-    return _dicts(con, "SELECT avg(rtt_measured_ms) AS r FROM links WHERE campaign_id = ?", [campaign_id])[0]["r"]
+def mean_measured_rtt_s(con, campaign_id: str) -> float | None:
+    """The mean measured RTT [s] of a campaign's links (links.rtt_measured_ms [ms]); None without one."""
+    return _dicts(con, "SELECT avg(rtt_measured_ms) / 1e3 AS r FROM links WHERE campaign_id = ?", [campaign_id])[0]["r"]

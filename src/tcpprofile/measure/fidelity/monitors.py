@@ -86,11 +86,13 @@ def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
                            limited_by=limit, app_cpu_busy=load.cpus_busy_share,
                            **limit_columns(limits))
         flags = host_flags(load, t)
-        if rtt.value is not None and rtt_off(rtt.value, cfg.rtt_s * 1e3, t, frame_ms=cfg.frame_time_s * 1e3):
+        # τ [ms] once: the verdicts compare it with what ss and the engines report (ms, µs) and the record keeps ms
+        tau_ms = cfg.rtt_s * 1e3
+        if rtt.value is not None and rtt_off(rtt.value, tau_ms, t, frame_ms=cfg.frame_time_s * 1e3):
             flags.append("rtt_base_off")
-        if engine_late(fid.columns, cfg.rtt_s * 1e3, t):
+        if engine_late(fid.columns, tau_ms, t):
             flags.append("engine_late")
-        stall = stall_flag(fid.columns, cfg.rtt_s * 1e3, t)
+        stall = stall_flag(fid.columns, tau_ms, t)
         if stall:
             flags.append(stall)
         if fid.columns.get("engine_fwd_drops") or fid.columns.get("engine_rev_drops"):
@@ -102,9 +104,9 @@ def emulated_monitor(link, t: Thresholds = THRESHOLDS) -> Monitor:
             flags.append("host_limited")
         fid.flags += flags
         fid.columns["fidelity_json"] = dumps({
-            "host": load.__dict__, "thresholds": t.__dict__, "target_rtt_ms": cfg.rtt_s * 1e3,
+            "host": load.__dict__, "thresholds": t.__dict__, "target_rtt_ms": tau_ms,
             "sender_limits": limits.__dict__ if limits else None,
-            "stall_threshold_ms": stall_threshold_ms(cfg.rtt_s * 1e3, t),
+            "stall_threshold_ms": stall_threshold_ms(tau_ms, t),
             "engines": {k: {"before": v.to_dict(), "after": after[k].to_dict()} for k, v in before.items()
                         if k in after}})
     return monitor

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from ...choose import select as sel
 from ... import units
+from ...same_rtt import rtt_tolerance_s
 from ..common import G, Figure, Table, label, pick, runs_phrase, save, subplots
 from ..data import Group, ReportData
 from ..profiles import TRANSITION_BOOT, SigmoidFits
@@ -84,8 +84,8 @@ def transfer_sizes(data: ReportData, out: Path) -> list:
                     runs, save(fig, out, name))
     data_table = Table("papers-fig6-data", "Fig. 6 data: mean throughput (Gbit/s) per F, n and RTT",
                        f"{cond}.", ["F", "n", "RTT (ms)", "runs", "Gbit/s"], rows, runs=runs)
-    near = [(p.config.streams, s) for p in by_size[sizes[-1]] for t, s in zip(p.rtts_ms, p.samples)
-            if abs(t - 45.6) <= sel.rtt_tolerance_ms(45.6)]
+    near = [(p.config.streams, s) for p in by_size[sizes[-1]] for t, s in zip(p.rtts_s, p.samples)
+            if abs(t - 45.6e-3) <= rtt_tolerance_s(45.6e-3)]
     at45 = ("; ".join(f"n={n}: {gbit(s.mean())}" for n, s in near) + f" Gbit/s (F={size_text(sizes[-1])})"
             if near else "no run at 45.6 ms")
     low = [f"F={size_text(size)}: {gbit(max(p.samples[0].mean() for p in profs))} Gbit/s at "

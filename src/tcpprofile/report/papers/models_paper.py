@@ -104,7 +104,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> list:
     chosen = {}
     for key, idx in data.model_datasets:
         v = str(key["variant"])
-        if v in PAPER_FITS and np.unique(table["rtt_ms"][idx]).size >= 3:
+        if v in PAPER_FITS and np.unique(table["rtt_s"][idx]).size >= 3:
             rank = (np.unique(table["streams"][idx]).size, int(table["runs"][idx].sum()))
             if v not in chosen or rank > chosen[v][0]:
                 chosen[v] = (rank, key, idx)
@@ -132,7 +132,7 @@ def model_vs_measurement(data: ReportData, out: Path) -> list:
         n_runs = int(ds["runs"].sum())
         runs += n_runs
         for s in measured:
-            rtts = sorted(set(ds["rtt_ms"][n == s].astype(float).tolist()))
+            rtts = sorted(set(units.to_ms(ds["rtt_s"][n == s].astype(float)).tolist()))
             rows.append([v, str(s), rtts_text(rtts), str(int(ds["runs"][n == s].sum())), f"{fit.errors[s]:.1f}"])
         mean_e = float(np.mean([fit.errors[s] for s in measured]))
         missing = [s for s in range(1, 11) if s not in measured]
