@@ -87,12 +87,12 @@ def lossless_then_periodic(plan: str) -> tuple[dict, dict]:
                              loss_mode="periodic", loss_rate="1/4", cpu_plan=plan)
     with EmulatedLink(cfg) as link:
         link.set_loss(False)
-        out = lossless(link, cfg)
+        out = lossless(link)
         link.set_loss(True)
         return out, periodic(link)
 
 
-def lossless(link, cfg) -> dict:
+def lossless(link) -> dict:
     out = {"plan": link.plan, "calibration": link.calibration, "pids": link.engine_pids(),
            "threads": {n: threads(p) for n, p in link.engine_pids().items()},
            "sched": {n: {int(t): (os.sched_getscheduler(int(t)), os.sched_getparam(int(t)).sched_priority)
@@ -113,7 +113,7 @@ def lossless(link, cfg) -> dict:
     try:
         out["overhead"] = statistics.median(ping_replies_ms(link, 100))
     finally:
-        link.set_delay_ns(round(cfg.rtt_s / 2 * 1e9))
+        link.set_delay_ns(round(link.config.rtt_s / 2 * 1e9))
     out["stats"] = link.engine_stats()
     return out
 
