@@ -195,13 +195,14 @@ def test_delay_and_rate_are_the_links_in_each_plan(plain, name):
 
 
 def test_the_plans_delay_and_rate_agree(plain):
-    """The smallest RTTs (TCP's min_rtt in the calibration, ping -U's fastest reply) agree within the
-    tolerance: the medians carry the host's load of the moment (ping's own overhead read 0.34-1.03 ms
-    at zero delay between runs here), the minima only what the link adds."""
+    """ping -U's fastest replies agree: the medians carry the host's load of the moment (ping's own
+    overhead read 0.34-1.03 ms at zero delay between runs here), the minima only what the link adds.
+    Each plan's minimum is one measurement within the tolerance of what the link adds, so two plans'
+    minima lie within twice the tolerance of each other (TCP's min_rtt is held to the tolerance of the
+    target in each plan by the calibration's rtt_off flag, above)."""
     two, four = plain["two-core"], plain["four-core"]
     tol = tolerance_ms(TAU_MS)
-    assert abs(two["calibration"].rtt_measured_ms - four["calibration"].rtt_measured_ms) <= tol
-    assert abs(two["ping_min"] - four["ping_min"]) <= tol
+    assert abs(two["ping_min"] - four["ping_min"]) <= 2 * tol
     assert abs(two["calibration"].rate_measured_bps - four["calibration"].rate_measured_bps) \
         <= 0.03 * two["calibration"].rate_measured_bps
 

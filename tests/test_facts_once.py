@@ -79,3 +79,28 @@ def test_select_and_reproduce_give_the_same_welch_interval():
     assert (iv.low, iv.high) == pytest.approx((a.mean() - b.mean() - half, a.mean() - b.mean() + half), rel=1e-12)
     lc = stats.linear_combination([1.0, -1.0], [a, b], level=0.95)
     assert (lc.low, lc.high) == pytest.approx((iv.low, iv.high), rel=1e-14)
+
+
+def test_the_payload_ceiling_is_stated_once():
+    """C·MSS/(MTU + 38): 10 Gbit/s at MTU 1500 carries 10e9·1448/1538 bit/s of TCP payload, MTU 9000
+    10e9·8948/9038; the link, the calibration and the racing priors use packet_overhead's functions, and
+    the calibration's inverse gives the line rate back. Fails if a module restates the 38 or the 52."""
+    from tcpprofile import packet_overhead as po
+    from tcpprofile.testbed.config import LinkConfig
+    assert po.goodput_ceiling_bps(10e9, 1500) == pytest.approx(10e9 * 1448 / 1538, rel=1e-15)
+    assert po.goodput_ceiling_bps(10e9, 9000) == pytest.approx(10e9 * 8948 / 9038, rel=1e-15)
+    for mtu in (576, 1500, 9000):
+        assert po.line_rate_bps(po.goodput_ceiling_bps(1e9, mtu), mtu) == pytest.approx(1e9, rel=1e-12)
+    cfg = LinkConfig(rate_bps=10e9, rtt_s=0.01, buffer_bytes=12_500_000, mtu=9000)
+    assert cfg.goodput_ceiling_bps == po.goodput_ceiling_bps(10e9, 9000) and cfg.mss_bytes == 8948
+    restated = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.name == "packet_overhead.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+                for side in (node.left, node.right):
+                    if isinstance(side, ast.Name) and side.id in ("ETH_WIRE_OVERHEAD", "TCP_IP_HEADERS") \
+                            or isinstance(side, ast.Constant) and side.value in (38, 52):
+                        restated.append(f"{path.relative_to(SRC)}:{node.lineno}")
+    assert not restated, restated

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..packet_overhead import ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
+from ..packet_overhead import goodput_ceiling_bps, mss_bytes
 
 # E [%] per variant × n: ss-trains (the default configuration) held out by RTT on the third sealed store,
 # benchmarks/data/models-validation-3-table.txt (column "rtt"; 10 GB, β 0.1/0.3/1 × BDP, 11.8–366 ms)
@@ -53,10 +53,8 @@ def predict_bps(variant: str, streams: int, *, rtt_s: float, rate_bps: float, bu
     params, per_variant = configuration(config or DEFAULT_CONFIGURATION)
     kd = {"variant": variant, "loss_mode": "periodic" if loss > 0 else "none", "loss_rate": loss}
     params = model_parameters(params_for(kd, params, per_variant))
-    mss = mtu - TCP_IP_HEADERS                                       # bytes (packet_overhead.py)
-    capacity = rate_bps * mss / (mtu + ETH_WIRE_OVERHEAD)            # payload ceiling [bit/s]
-    model = make_model(variant, capacity_bps=capacity, queue_fill=True, receiver_report=True,
-                       startup_rtts=STARTUP_RTTS, mss_bytes=mss, **params)
+    model = make_model(variant, capacity_bps=goodput_ceiling_bps(rate_bps, mtu), queue_fill=True,
+                       receiver_report=True, startup_rtts=STARTUP_RTTS, mss_bytes=mss_bytes(mtu), **params)
     wmax = (AUTOTUNING_CEILING if socket_buffer_bytes is None else socket_buffer_bytes) / 2   # bytes per flow
     kw = {"duration": duration_s} if duration_s is not None else {"size": size_bytes}
     if loss > 0:

@@ -7,7 +7,7 @@ import time
 from typing import TextIO
 
 from ..spec import LinkPoint, RunPoint
-from ..packet_overhead import TCP_IP_HEADERS
+from ..packet_overhead import mss_bytes
 from ..measure.iperf import size_request_bytes
 
 LINK_SETUP_ESTIMATE_S = 15.0   # set-up plus calibration, for the ETA
@@ -25,7 +25,7 @@ def expected_seconds(p: RunPoint) -> float:
     if p.socket_buffer_bytes:
         rate = min(rate, p.streams * p.socket_buffer_bytes * 8 / rtt)   # window-limited: n·W/τ [bit/s]
     if link.loss.rate > 0:
-        mss = ((link.mtu or 1500) - TCP_IP_HEADERS) * 8     # remote links: MTU 1500 assumed
+        mss = mss_bytes(link.mtu or 1500) * 8     # bits; remote links: MTU 1500 assumed
         rate = min(rate, p.streams * mss / rtt * math.sqrt(1.5 / link.loss.rate))  # Mathis: MSS/τ·√(3/2p)
     sent = size_request_bytes(p.transfer_bytes, p.streams, p.socket_buffer_bytes)   # F and what buffers hold
     return sent * 8 / rate + 10 * rtt + 1.0

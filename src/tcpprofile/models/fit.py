@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ValidationError
-from ..packet_overhead import TCP_IP_HEADERS
+from ..packet_overhead import TCP_IP_HEADERS, mss_bytes
 from ..store.reads import fit_table
 from .diagnostics import at_bound, flags_of, residual_structure
 from .framework import SEND_BACKLOG, FirstPrinciplesModel
@@ -165,7 +165,7 @@ def _mode(cols, idx, kd, size=None) -> dict:
         kw["loss"] = np.full(idx.size, float(kd["loss_rate"]))  # uniform p: by its mean, 1 in 1/p (framework.py)
     mtu = kd.get("mtu")
     if not is_missing(mtu):
-        params["mss_bytes"] = int(mtu) - TCP_IP_HEADERS
+        params["mss_bytes"] = mss_bytes(mtu)
     return kw | {"_params": params}
 
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .diagnostics import short
-from ..packet_overhead import TCP_IP_HEADERS
+from ..packet_overhead import mss_bytes
 from ..store import reads
 from ..units import to_ms
 from .configurations import configuration
-from .fit import (DATASET_KEYS, float_column, is_missing, params_for,
+from .fit import (DATASET_KEYS, DEFAULT_MSS, float_column, is_missing, params_for,
                   positive_column, as_columns, datasets, fit_flags, fit_profiles, fit_rows, leave_one_out,
                   predict_rows)
 from .generic import GenericModel, transfer_throughput
@@ -117,7 +117,7 @@ def _baseline(cols, kd, train, held, traces) -> np.ndarray:
     mtu = kd.get("mtu")
     cap = positive_column(cols, "capacity_bps", train)
     model = GenericModel(capacity_bps=float(np.mean(cap)) if cap is not None else float(kd["rate_bps"]),
-                         mss_bytes=1448 if is_missing(mtu) else int(mtu) - TCP_IP_HEADERS, initial_window=10 * n)
+                         mss_bytes=DEFAULT_MSS if is_missing(mtu) else mss_bytes(mtu), initial_window=10 * n)
     model.fit(np.array([r[0] for r in runs]), [r[1] for r in runs], dt=float(np.median([r[2] for r in runs])))
     tau = cols["rtt_s"][held].astype(float)
     dur = kd.get("duration_target_s")

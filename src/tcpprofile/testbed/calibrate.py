@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass, field
 from ..measure import ping
 from ..errors import TcpProfileError
 from ..same_rtt import rtt_tolerance_s
-from .config import ETH_WIRE_OVERHEAD, LinkConfig
+from ..packet_overhead import line_rate_bps
+from .config import LinkConfig
 
 PINGS = 80
 PING_INTERVAL_S = 0.01
@@ -221,7 +222,7 @@ def calibrate(link) -> Calibration:
     sample = measure_rtt(link)
     tcp_rtt = measure_tcp_rtt(link)
     measured_ms = tcp_rtt if tcp_rtt is not None else sample.trimmed_ms
-    rate_measured = goodput * (cfg.mtu + ETH_WIRE_OVERHEAD) / cfg.mss_bytes
+    rate_measured = line_rate_bps(goodput, cfg.mtu)
     flags = []
     if not rtt_within(measured_ms / 1e3, cfg):
         flags.append("rtt_off")

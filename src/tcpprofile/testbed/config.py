@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 
-from .. import units
+from .. import packet_overhead, units
 from ..errors import ValidationError
-from ..packet_overhead import ETH_HEADER, ETH_WIRE_OVERHEAD, TCP_IP_HEADERS
+from ..packet_overhead import ETH_HEADER
 from . import cpuplan
 from .inject import StallInject
 
@@ -127,18 +127,18 @@ class LinkConfig:
 
     @property
     def mss_bytes(self) -> int:
-        return self.mtu - TCP_IP_HEADERS
+        return packet_overhead.mss_bytes(self.mtu)
 
     @property
     def frame_time_s(self) -> float:
         """A full-size frame's time on the modelled wire: (MTU + framing)·8/C [s] (72 µs at 1 Gbit/s,
         MTU 9000). Part of every RTT sample: the engine releases a packet τ/2 after its last bit left."""
-        return (self.mtu + ETH_WIRE_OVERHEAD) * 8 / self.rate_bps
+        return packet_overhead.wire_frame_bytes(self.mtu) * 8 / self.rate_bps
 
     @property
     def goodput_ceiling_bps(self) -> float:
         """TCP payload rate of a saturated link: C·MSS/(MTU+38) [bit/s]."""
-        return self.rate_bps * self.mss_bytes / (self.mtu + ETH_WIRE_OVERHEAD)
+        return packet_overhead.goodput_ceiling_bps(self.rate_bps, self.mtu)
 
     @property
     def bdp_bytes(self) -> int:
