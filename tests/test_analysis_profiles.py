@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tcpprofile.analysis import box_stats, classify_regions, profile, regions_of
+from tcpprofile.analysis import box_stats, classify_regions, profile_stats, regions_of
 from tcpprofile.errors import ValidationError
 
 GRID = np.array([0.4, 11.8, 22.6, 45.6, 91.6, 183.0, 366.0])
@@ -29,7 +29,7 @@ def test_profile_per_tau_statistics():
     y = 1e9 * (10 - GRID.repeat(10) / 50) + rng.normal(0, 1e8, tau.size)
     flagged = np.zeros(tau.size, bool)
     flagged[:3] = True
-    p = profile(tau[::-1], y[::-1], flagged=flagged[::-1], key={"variant": "cubic"}, seed=1)
+    p = profile_stats(tau[::-1], y[::-1], flagged=flagged[::-1], key={"variant": "cubic"}, seed=1)
     assert np.array_equal(p.tau, GRID)
     for k, t in enumerate(GRID):
         v = y[tau == t]
@@ -45,14 +45,14 @@ def test_profile_per_tau_statistics():
     assert np.isnan(p.at(500.0))
     rows = p.rows()
     assert len(rows) == 7 and rows[0]["variant"] == "cubic" and rows[0]["tau_ms"] == 0.4
-    assert profile(tau, y, seed=1).ci_low.tolist() == profile(tau, y, seed=1).ci_low.tolist()
+    assert profile_stats(tau, y, seed=1).ci_low.tolist() == profile_stats(tau, y, seed=1).ci_low.tolist()
 
 
 def test_profile_rejects_bad_input():
     with pytest.raises(ValidationError, match="throughput"):
-        profile([1.0, 2.0], [1.0])
+        profile_stats([1.0, 2.0], [1.0])
     with pytest.raises(ValidationError, match="throughput"):
-        profile([np.nan], [1.0])
+        profile_stats([np.nan], [1.0])
 
 
 def test_classic_model_profile_is_convex_everywhere():
@@ -76,13 +76,13 @@ def test_second_difference_is_exact_for_quadratics_on_unequal_grids():
 def test_noise_makes_weak_curvature_undetermined_and_keeps_strong_curvature():
     rng = np.random.default_rng(4)
     tau = np.repeat(GRID, 10)
-    strong = profile(tau, 9e9 * (1 - tau**2 / 400**2) + rng.normal(0, 1e8, tau.size), seed=0)
+    strong = profile_stats(tau, 9e9 * (1 - tau**2 / 400**2) + rng.normal(0, 1e8, tau.size), seed=0)
     labels = regions_of(strong).label
     assert "convex" not in labels and list(labels[3:6]) == ["concave"] * 3
-    flat = profile(tau, 5e9 + rng.normal(0, 5e8, tau.size), seed=0)
+    flat = profile_stats(tau, 5e9 + rng.normal(0, 5e8, tau.size), seed=0)
     assert sum(lab != "undetermined" for lab in regions_of(flat).label) <= 1
     # one run per τ: no noise estimate, so nothing can be claimed
-    single = profile(GRID, 9e9 * (1 - GRID**2 / 400**2), seed=0)
+    single = profile_stats(GRID, 9e9 * (1 - GRID**2 / 400**2), seed=0)
     assert set(regions_of(single).label) == {"undetermined"}
 
 

@@ -5,8 +5,8 @@ Everything works on plain numpy arrays; the *_from_store functions apply it to a
 rates in bit/s, times in s, exponents per sample step (per second for 1 s intervals).
 
 Arrays
-  profile(tau, throughput, *, flagged=None, key=None, level=0.95, n_boot=2000, ci_method="bca", seed=None)
-      -> Profile   (per-run values -> per-τ count, mean, std, median, q1, q3, whiskers, n_outliers,
+  profile_stats(tau, throughput, *, flagged=None, key=None, level=0.95, n_boot=2000, ci_method="bca", seed=None)
+      -> ProfileStats   (per-run values -> per-τ count, mean, std, median, q1, q3, whiskers, n_outliers,
                     bootstrap CI of the mean, n_flagged; .se, .at(tau) interpolates, .rows())
   box_stats(values) -> BoxStats
   classify_regions(tau, mean, se=None, *, z=2.0) -> Regions;  regions_of(profile, *, z=2.0) -> Regions
@@ -43,7 +43,7 @@ Arrays
 
 Store (con: Store or DuckDB connection; by: dimensions from DIMENSIONS, default DEFAULT_BY)
   load_runs(con, *, exclude_flagged=False) -> Runs;  load_traces(con, run_ids=None, *, per_stream=False)
-  profiles_from_store(con, *, by, exclude_flagged, level, n_boot, ci_method, seed) -> list[Profile]
+  profiles_from_store(con, *, by, exclude_flagged, level, n_boot, ci_method, seed) -> list[ProfileStats]
   transitions_from_store(con, *, by, exclude_flagged, n_boot=200, level, seed) -> list[Transition]
   dynamics_from_store(con, *, run_ids=None, per_stream=False, exclude_flagged, n_surrogates=0, seed,
                       **trace_dynamics kwargs) -> list[RunDynamics]
@@ -60,7 +60,7 @@ from .fromstore import (RunDynamics, bounds_from_store, dynamics_from_store, pro
                         relations_from_store, transitions_from_store)
 from .runs import Runs, Trace, load_runs, load_traces
 from .lyapunov import Divergence, local_lyapunov, lyap_rosenstein, min_length, rosenstein, rosenstein_many
-from .profiles import BoxStats, Profile, box_stats, profile
+from .profiles import BoxStats, ProfileStats, box_stats, profile_stats
 from .regions import Regions, classify_regions, regions_of
 from .sigmoid import DualSigmoidFit, Transition, fit_dual_sigmoid, flipped_sigmoid, transition_rtt
 from .tau_t import TauT, capacity_of, tau_t_of, transition
@@ -68,12 +68,12 @@ from .surrogates import (SURROGATES, LyapunovTest, SurrogateTest, lyapunov_test,
                          prediction_error, surrogate_test)
 
 __all__ = [
-    "BoxStats", "DEFAULT_BY", "DIMENSIONS", "Divergence", "DualSigmoidFit", "LyapunovTest", "Profile", "RampUp",
+    "BoxStats", "DEFAULT_BY", "DIMENSIONS", "Divergence", "DualSigmoidFit", "LyapunovTest", "ProfileStats", "RampUp",
     "Regions", "dynamics_many", "lyapunov_test", "lyapunov_tests", "min_length", "rosenstein_many",
     "Relation", "RunDynamics", "Runs", "SURROGATES", "SurrogateTest", "Trace", "TraceDynamics", "Transition",
     "bootstrap_ci", "bounds_from_store", "box_stats", "classify_regions", "dynamics_from_store",
     "fit_dual_sigmoid", "flipped_sigmoid", "load_runs", "load_traces", "local_lyapunov", "log_vc_bound",
-    "lyap_rosenstein", "poincare_points", "poincare_spread", "prediction_error", "profile",
+    "lyap_rosenstein", "poincare_points", "poincare_spread", "prediction_error", "profile_stats",
     "profiles_from_store", "ramp_up", "regions_of", "relations_from_store", "rosenstein", "samples_needed",
     "surrogate_test", "throughput_vs_lyapunov", "trace_dynamics", "transition_rtt", "transitions_from_store",
     "vc_bound", "TauT", "capacity_of", "tau_t_of", "transition",

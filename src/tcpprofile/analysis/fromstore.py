@@ -16,7 +16,7 @@ from .confidence import samples_needed, vc_bound
 from .dynamics import Relation, TraceDynamics, dynamics_many, throughput_vs_lyapunov
 from ..store.grouping import DEFAULT_BY
 from .runs import load_runs, load_traces
-from .profiles import Profile, profile
+from .profiles import ProfileStats, profile_stats
 from .sigmoid import Transition
 from .tau_t import capacity_of, transition
 
@@ -27,11 +27,11 @@ def _seeds(seed, n: int) -> list[np.random.SeedSequence]:
 
 def profiles_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagged: bool = False,
                         level: float = 0.95, n_boot: int = 2000, ci_method: str = "bca",
-                        seed=None) -> list[Profile]:
-    """One Profile per configuration (key = its `by` values)."""
+                        seed=None) -> list[ProfileStats]:
+    """One ProfileStats per configuration (key = its `by` values)."""
     runs = load_runs(con, exclude_flagged=exclude_flagged)
     groups = runs.groups(by)
-    return [profile(runs.tau_ms[i], runs.throughput_bps[i], flagged=runs.flagged[i], key=key, level=level,
+    return [profile_stats(runs.tau_ms[i], runs.throughput_bps[i], flagged=runs.flagged[i], key=key, level=level,
                     n_boot=n_boot, ci_method=ci_method, seed=np.random.default_rng(s))
             for (key, i), s in zip(groups, _seeds(seed, len(groups)))]
 

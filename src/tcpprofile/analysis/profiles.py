@@ -35,8 +35,9 @@ def box_stats(values) -> BoxStats:
 
 
 @dataclass(frozen=True)
-class Profile:
-    """One configuration's profile; every array is indexed like `tau` (sorted, unique, in ms).
+class ProfileStats:
+    """The per-τ statistics of one configuration's profile (the measured profile itself, a configuration's
+    runs per τ, is choose.select.Profile); every array is indexed like `tau` (sorted, unique, in ms).
 
     mean is the profile mean Θ̂_O(τ_k) = (1/n_k) Σ_i θ(τ_k, ·) over repeated runs (§5.2); ci_low/ci_high
     is its bootstrap interval at `level` (nan below 3 runs: rows() says "too few runs for an interval"); n_flagged counts runs on links that failed calibration.
@@ -77,8 +78,8 @@ class Profile:
                 for i, t in enumerate(self.tau)]
 
 
-def profile(tau, throughput, *, flagged=None, key: dict | None = None, level: float = 0.95,
-            n_boot: int = 2000, ci_method: str = "bca", seed=None) -> Profile:
+def profile_stats(tau, throughput, *, flagged=None, key: dict | None = None, level: float = 0.95,
+            n_boot: int = 2000, ci_method: str = "bca", seed=None) -> ProfileStats:
     """Profile of per-run throughput values measured at RTTs `tau` (one entry per run)."""
     tau = np.asarray(tau, dtype=float)
     y = np.asarray(throughput, dtype=float)
@@ -106,4 +107,4 @@ def profile(tau, throughput, *, flagged=None, key: dict | None = None, level: fl
         samples.append(v)
     arrays = {k: np.asarray(v, dtype=int if k in ("count", "n_outliers", "n_flagged") else float)
               for k, v in cols.items()}
-    return Profile(key=dict(key or {}), tau=grid, level=level, samples=tuple(samples), **arrays)
+    return ProfileStats(key=dict(key or {}), tau=grid, level=level, samples=tuple(samples), **arrays)

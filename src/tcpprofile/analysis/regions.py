@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ValidationError
-from .profiles import Profile
+from .profiles import ProfileStats
 
 LABELS = ("concave", "convex", "undetermined")
 
@@ -57,6 +57,6 @@ def classify_regions(tau, mean, se=None, *, z: float = 2.0) -> Regions:
     return Regions(tau, d2, d2_se, label)
 
 
-def regions_of(profile: Profile, *, z: float = 2.0) -> Regions:
-    """classify_regions on a Profile's mean with its standard errors."""
+def regions_of(profile: ProfileStats, *, z: float = 2.0) -> Regions:
+    """classify_regions on a ProfileStats' mean with its standard errors."""
     return classify_regions(profile.tau, profile.mean, profile.se, z=z)

@@ -5,7 +5,7 @@ definition every reader shares) are analysed. The reader gives τ in seconds (ta
 sigmoid fits, τ_T, regions) work on tau_ms, the same τ in ms with the store's digits (units.to_ms).
 A run is *flagged* when its link failed calibration (calibration_ok false or link flags set) or the run
 carries flags other than the trace-assembly notes (grouping.NOTE_FLAGS); flagged runs are included and
-counted (Profile.n_flagged) unless exclude_flagged=True. grouping.FLAGGED_SQL is that definition, the one
+counted (ProfileStats.n_flagged) unless exclude_flagged=True. grouping.FLAGGED_SQL is that definition, the one
 `analyze`, `select`, `report` and the campaign summary share.
 """
 
