@@ -96,7 +96,7 @@ def bench_tau_T(store, n_groups: int) -> None:
 
     def fit_all():
         for key, i in groups:
-            grid, inv = np.unique(runs.tau_ms[i], return_inverse=True)
+            grid, inv = np.unique(runs.tau_s[i], return_inverse=True)
             samples = [runs.throughput_bps[i][inv == k] for k in range(grid.size)]
             transition_rtt(samples, grid, capacity=CAP, n_boot=200, seed=1)
     _, t_new = timed(f"τ_T, {len(groups)} profiles (ours)", fit_all)

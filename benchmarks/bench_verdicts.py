@@ -89,7 +89,7 @@ def rule_iii_level(seed, reps, effect):
     for v, level in (("bbr", 0.947 if effect else 1.0), ("htcp", 1.0), ("scalable", 1.0)):
         rows += _profile(rng, np.full(2, 5e9 * level), reps, 0.015, variant=v, taus=taus)
     d = _data(rows)
-    v, _, _ = findings._uniformly_below(d, d.mask(variant="bbr"), d.mask(variant="htcp"), taus, [1], LEVEL)
+    v, _, _ = findings._uniformly_below(d, d.mask(variant="bbr"), d.mask(variant="htcp"), taus / 1e3, [1], LEVEL)
     return v
 
 

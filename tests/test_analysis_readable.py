@@ -86,7 +86,7 @@ def test_transition_columns_in_words_and_tau_T_of_the_fit_not_the_grid(tmp_path,
         drawn = fits.transition(prof).tau_T
     # the same function and capacity: the same τ_T (select's RTTs are cluster means: 0.4 + 1e-16)
     assert (tr.tau_T.side, tr.tau_T.text()) == (drawn.side, drawn.text()) and not drawn.censored
-    assert tr.tau_T.value_ms == pytest.approx(drawn.value_ms, rel=1e-9) and 91.6 < drawn.value_ms < 183.0
+    assert tr.tau_T.value_s == pytest.approx(drawn.value_s, rel=1e-9) and 0.0916 < drawn.value_s < 0.183
     assert lines[3].split()[:3] == ["1", *drawn.text().split()]     # "137 ms", not the grid's 91.6
     assert lines[3].split()[3:] == [">", "366", "ms"]               # htcp: censored, printed as a bound
     row = json.loads(_out(capsys, "--db", db, "--what", "transition", "--format", "jsonl").splitlines()[-1])
@@ -116,8 +116,11 @@ def test_report_draws_a_censored_tau_T_as_an_open_triangle_never_a_point(tmp_pat
 
 
 def test_tau_T_text_and_bounds():
-    fit = analysis.fit_dual_sigmoid(GRID, np.array(CONCAVE) * RATE, capacity=RATE)
-    t = analysis.tau_t_of(fit, GRID)
-    assert (t.side, t.value_ms, t.bound_ms, t.text()) == ("above", None, 366.0, "> 366 ms")
-    low = analysis.fit_dual_sigmoid(GRID, np.array([0.45, 0.4, 0.3, 0.2, 0.1, 0.05]) * RATE, capacity=RATE)
-    assert analysis.tau_t_of(low, GRID).text() == "< 0.4 ms"
+    """τ in s inside (the fit, TauT's bounds), ms in the text: "> 366 ms" (old: the fit on ms, so a fit on
+    seconds printed "> 0.366 ms")."""
+    grid_s = np.array(GRID) / 1e3
+    fit = analysis.fit_dual_sigmoid(grid_s, np.array(CONCAVE) * RATE, capacity=RATE)
+    t = analysis.tau_t_of(fit, grid_s)
+    assert (t.side, t.value_s, t.bound_s, t.text()) == ("above", None, grid_s[-1], "> 366 ms")
+    low = analysis.fit_dual_sigmoid(grid_s, np.array([0.45, 0.4, 0.3, 0.2, 0.1, 0.05]) * RATE, capacity=RATE)
+    assert analysis.tau_t_of(low, grid_s).text() == "< 0.4 ms"

@@ -83,3 +83,20 @@ def test_bad_inputs():
         fit_dual_sigmoid([2.0, 1.0, 3.0], [1.0, 2.0, 3.0])
     with pytest.raises(ValidationError, match="samples"):
         transition_rtt([np.array([1.0]), np.array([])], [1.0, 2.0])
+
+
+def test_a_fit_on_seconds_is_the_fit_on_ms_and_prints_it_in_ms():
+    """The fit works on τ normalised over the grid, so τ in s (the analyses' unit) gives the ms fit scaled
+    (τ_T, τ1, τ2, the interval × 1e-3; a × 1e3), and Transition.row() prints that ms fit: the columns of
+    `analyze --what transition` do not change (old: row() printed the caller's unit, tau_T_ms = 0.06)."""
+    y = _dual_profile(60.0, np.random.default_rng(2)) * CAP
+    samples = [v * np.array([0.99, 1.0, 1.01]) for v in y]
+    ms = transition_rtt(samples, GRID, capacity=CAP, n_boot=50, seed=1)
+    s = transition_rtt(samples, GRID / 1e3, capacity=CAP, n_boot=50, seed=1)
+    assert s.fit.kind == ms.fit.kind == "dual" and s.tau_T.text() == f"{ms.fit.tau_T:.3g} ms"
+    assert 1e3 * s.fit.tau_T == pytest.approx(ms.fit.tau_T, rel=1e-9) and s.fit.a1 == pytest.approx(1e3 * ms.fit.a1)
+    row = s.row()
+    for col, want in (("tau_T_ms", ms.fit.tau_T), ("tau1_ms", ms.fit.tau1), ("tau2_ms", ms.fit.tau2),
+                      ("a1_per_ms", ms.fit.a1), ("a2_per_ms", ms.fit.a2), ("tau_T_ci_low_ms", ms.ci_low),
+                      ("tau_T_ci_high_ms", ms.ci_high)):
+        assert row[col] == pytest.approx(want, rel=1e-6), col

@@ -13,6 +13,7 @@ from tcpprofile.analysis import (dynamics_from_store, load_runs, load_traces, pr
                                  relations_from_store, transitions_from_store, bounds_from_store)
 from tcpprofile.errors import ValidationError
 from tcpprofile.store import Store
+from tcpprofile.units import to_ms
 
 GRID = [0.4, 11.8, 91.6, 366.0]
 CAP = 9.4e9
@@ -61,7 +62,7 @@ def store():
 def test_load_runs_keeps_ok_runs_and_marks_flagged_links(store):
     runs = load_runs(store)
     assert len(runs) == 2 * 2 * 4 * 4 and "failed" not in set(runs.run_id)
-    assert runs.flagged.sum() == 16 and np.all(runs.tau_ms[runs.flagged] == 366.0)
+    assert runs.flagged.sum() == 16 and np.all(to_ms(runs.tau_s[runs.flagged]) == 366.0)
     assert np.all(runs.capacity_bps == CAP)
     assert len(load_runs(store.con, exclude_flagged=True)) == 48
 
@@ -102,7 +103,7 @@ def test_profiles_group_and_pool(store):
     assert [p.key for p in ps] == [{"variant": v, "streams": n} for v in ("cubic", "htcp") for n in (1, 2)]
     p = ps[0]
     runs = load_runs(store)
-    sel = (runs.dims["variant"] == "cubic") & (runs.dims["streams"] == 1) & (runs.tau_ms == 11.8)
+    sel = (runs.dims["variant"] == "cubic") & (runs.dims["streams"] == 1) & (to_ms(runs.tau_s) == 11.8)
     assert p.mean[1] == pytest.approx(runs.throughput_bps[sel].mean())
     assert p.count.tolist() == [4, 4, 4, 4] and p.n_flagged.tolist() == [0, 0, 0, 4]
     pooled = profiles_from_store(store, by=("variant",), n_boot=200, seed=1)
@@ -119,7 +120,8 @@ def test_transitions_and_bounds(store):
     for t in ts:
         assert t.fit.capacity == CAP
         # the 366 ms mean drops below half capacity (long ramp-up in a 30 s run): τ_T in (91.6, 366)
-        assert t.fit.kind == "dual" and t.fit.tau_T_grid == 91.6
+        assert t.fit.kind == "dual" and to_ms(t.fit.tau_T_grid) == 91.6      # the fit in s
+        assert t.row()["tau_T_ms"] == pytest.approx(1e3 * t.fit.tau_T, rel=1e-12)   # printed in ms
         assert t.ci_low <= t.fit.tau_T <= t.ci_high
     rows = bounds_from_store(store, by=("variant",), eps=0.5)
     assert [r["n"] for r in rows] == [32, 32] and all(0 < r["bound"] <= 1 for r in rows)
@@ -132,7 +134,7 @@ def test_dynamics_and_relation(store):
                                                    ("htcp-2-91.6-1", 1)]
     d = dyn[0].dynamics
     assert d.ramp.T_R == 9.0  # int(366/40) = 9 halved-rate intervals before the level
-    assert dyn[0].key["tau_ms"] == 366.0 and dyn[0].key["variant"] == "cubic"
+    assert to_ms(dyn[0].key["tau_s"]) == 366.0 and dyn[0].row()["tau_ms"] == 366.0 and dyn[0].key["variant"] == "cubic"
     rel = relations_from_store(store, by=("variant", "streams"), dynamics=dynamics_from_store(store))
     assert len(rel) == 16 and all(r.n <= 4 for _, r in rel)
     assert sum(r.n == 4 for _, r in rel) >= 12  # 366 ms: 21 sustained points are often too few
@@ -201,6 +203,6 @@ def test_bdp_sized_buffers_form_one_profile_and_one_model_dataset():
                        "streams": 1, "transfer_bytes": 10**10, "status": "ok", "repetition": rep,
                        "throughput_bps": 9.5e9 - 10e6 * tau - 1e6 * rep, "duration_s": 9.0})
     (prof,) = profiles_from_store(s, n_boot=50, seed=0)
-    assert list(prof.tau) == list(taus) and list(prof.count) == [3, 3, 3]
+    assert list(to_ms(prof.tau_s)) == list(taus) and list(prof.count) == [3, 3, 3]
     (fit,) = fit_profiles(model_profiles(s.con))
     assert fit.key["buffer"] == "BDP" and fit.points == 3

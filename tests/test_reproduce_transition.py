@@ -14,7 +14,8 @@ from tcpprofile.analysis.sigmoid import flipped_sigmoid
 from tcpprofile.reproduce import stats
 from tcpprofile.reproduce.transition import TAIL_DRAWS, crossing, draws_for
 
-TAUS = np.array([0.4, 11.8, 22.6, 45.6, 91.6, 183.0, 366.0])     # HPDC'17 §2's RTTs [ms]
+TAUS_MS = np.array([0.4, 11.8, 22.6, 45.6, 91.6, 183.0, 366.0])     # HPDC'17 §2's RTTs [ms]: the profiles' formulas
+TAUS = TAUS_MS / 1e3                                                # [s]: what crossing takes and returns
 C = 10e9
 
 
@@ -30,11 +31,11 @@ def test_the_crossing_of_equal_slopes_is_the_midpoint_of_the_pieces(tau1, tau2, 
     symmetry), which the fit recovers to < 0.1 ms; the grid estimator read the split's midpoint (68.6, 137.3,
     34.1 ms: fails on the old τ_T)."""
     a = 0.05 if tau1 < 120 else 0.03
-    y = np.where(TAUS <= split, flipped_sigmoid(TAUS, a, tau1), flipped_sigmoid(TAUS, a, tau2)) * C
+    y = np.where(TAUS_MS <= split, flipped_sigmoid(TAUS_MS, a, tau1), flipped_sigmoid(TAUS_MS, a, tau2)) * C
     c = crossing(TAUS, _exact(y), C, level=0.8, rng=np.random.default_rng(0))
-    assert c.side == MEASURED and c.point == pytest.approx((tau1 + tau2) / 2, abs=0.1)
+    assert c.side == MEASURED and 1e3 * c.point == pytest.approx((tau1 + tau2) / 2, abs=0.1)     # [s]
     iv = c.interval(0.8)
-    assert iv.low <= c.point <= iv.high and iv.high - iv.low < 0.1
+    assert iv.low <= c.point <= iv.high and iv.high - iv.low < 0.1e-3
 
 
 def test_draws_put_the_quantiles_inside_the_sample():
@@ -49,15 +50,15 @@ def test_draws_put_the_quantiles_inside_the_sample():
 # -- tier 2: censoring ----------------------------------------------------------------------------
 @pytest.mark.parametrize("reach, side", [(5000.0, ABOVE), (0.05, BELOW)])
 def test_a_censored_tau_T_is_a_bound_with_one_open_side(reach, side):
-    y = C * 0.94 / (1 + (TAUS / reach) ** 2.2)
+    y = C * 0.94 / (1 + (TAUS_MS / reach) ** 2.2)
     c = crossing(TAUS, [v * (1 + 0.01 * np.random.default_rng(1).standard_normal(3)) for v in y], C, level=0.95,
                  rng=np.random.default_rng(2))
     iv = c.interval(0.95)
     assert c.side == side
     if side == ABOVE:
-        assert c.text() == "> 366" and iv.low >= 366.0 and iv.high == math.inf
+        assert c.text() == "> 366" and iv.low >= 0.366 and iv.high == math.inf      # printed in ms, kept in s
     else:
-        assert c.text() == "< 0.4" and iv.low == -math.inf and iv.high <= 0.4
+        assert c.text() == "< 0.4" and iv.low == -math.inf and iv.high <= 0.4e-3
 
 
 # -- tier 3: coverage over seeds --------------------------------------------------------------------
@@ -66,9 +67,9 @@ def test_the_interval_covers_the_known_tau_T_at_least_at_its_level():
     estimator on the noise-free profile (55.8 ms; where Θ = C/2: 56.6 ms). At level 0.8 the interval covers it
     in ≥ 18 of 30 (at a true coverage of 0.8, P(X ≤ 17) = 0.3 %); measured at 0.85-0.92 over 60 seeds."""
     level, rng = 0.8, np.random.default_rng(3)
-    y = C * 0.94 / (1 + (TAUS / 60.0) ** 2.2)
+    y = C * 0.94 / (1 + (TAUS_MS / 60.0) ** 2.2)
     truth = crossing(TAUS, _exact(y), C, level=level, rng=rng, draws=5).point
-    assert truth == pytest.approx(55.8, abs=0.1)
+    assert truth == pytest.approx(55.8e-3, abs=0.1e-3)
     hits = 0
     for _ in range(30):
         c = crossing(TAUS, [v * (1 + 0.03 * rng.standard_normal(3)) for v in y], C, level=level, rng=rng)
@@ -82,16 +83,16 @@ def test_two_runs_give_a_provisional_spread_never_an_interval():
     runs_to_decide: the shift's verdict is undetermined, with the runs per τ that would decide."""
     from tcpprofile.reproduce.findings import _shift
     rng = np.random.default_rng(4)
-    more = crossing(TAUS, [v * (1 + 0.02 * rng.standard_normal(2)) for v in C * 0.94 / (1 + (TAUS / 120) ** 2.2)],
+    more = crossing(TAUS, [v * (1 + 0.02 * rng.standard_normal(2)) for v in C * 0.94 / (1 + (TAUS_MS / 120) ** 2.2)],
                     C, level=0.95, rng=rng)
-    fewer = crossing(TAUS, [v * (1 + 0.02 * rng.standard_normal(2)) for v in C * 0.94 / (1 + (TAUS / 50) ** 2.2)],
+    fewer = crossing(TAUS, [v * (1 + 0.02 * rng.standard_normal(2)) for v in C * 0.94 / (1 + (TAUS_MS / 50) ** 2.2)],
                      C, level=0.95, rng=rng)
     v, iv = _shift(more, fewer, 0.95, reps=2)
     assert v == stats.UNDETERMINED and not iv.known and iv.estimate > 0 and iv.needs >= stats.MIN_REPS
 
 
 def _noisy(reach: float, seed: int) -> list[np.ndarray]:
-    y = C * 0.94 / (1 + (TAUS / reach) ** 2.2)
+    y = C * 0.94 / (1 + (TAUS_MS / reach) ** 2.2)
     return [v * (1 + 0.02 * np.random.default_rng(seed + i).standard_normal(3)) for i, v in enumerate(y)]
 
 

@@ -228,7 +228,7 @@ def test_v_on_the_local_exponent(store, sign, expected):
     runs = findings.Data.load(store, ["c1"]).runs
     rhos = []
     for rtt in (11.8, 183.0):
-        ids = runs.run_id[np.isclose(runs.tau_ms, rtt)]
+        ids = runs.run_id[np.isclose(runs.tau_s, rtt / 1e3)]
         sus = [traces[(r, None)].bps[ramp_up(traces[(r, None)].bps).index:] for r in ids]
         lam = neighbour_exponents(sus, [default_min_tsep(x) for x in sus])
         rhos.append(sps.spearmanr(lam, [x.mean() for x in sus]).statistic)     # θ̄_S: the sustainment-phase mean

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from synthetic_store import add_link, add_run
-from tcpprofile.analysis import load_runs
+from tcpprofile.analysis import load_runs, profiles_from_store
 from tcpprofile.choose import select as sel
 from tcpprofile.cli import main
 from tcpprofile.models import fit_table_from_store
@@ -45,8 +45,10 @@ def test_every_reader_returns_tau_in_seconds(store):
         assert reads.run_summary(s, "r45.6-0")["rtt_s"] == 45.6 / 1e3
         assert reads.mean_measured_rtt_s(s, "c2") == 20.0133 / 1e3
         assert sel.load_profiles(s).profiles[0].rtts_s == pytest.approx(want, rel=1e-15)   # cluster means
-        runs = load_runs(s)                        # analyses keep their ms axis, with the stored digits
-        assert sorted(set(runs.tau_s.tolist())) == want and sorted(set(runs.tau_ms.tolist())) == list(RTTS_MS)
+        runs = load_runs(s)                        # the analyses too; their rows print the stored digits
+        assert sorted(set(runs.tau_s.tolist())) == want and not hasattr(runs, "tau_ms")
+        rows = [r for p in profiles_from_store(s, n_boot=50, seed=0) for r in p.rows()]
+        assert sorted({r["tau_ms"] for r in rows}) == sorted(RTTS_MS)
 
 
 def test_printed_tau_keeps_the_stored_digits():

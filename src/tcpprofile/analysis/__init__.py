@@ -1,20 +1,21 @@
 """Analysis of measured throughput (HPDC'17 paper §2–§5): profiles, concave/convex regions and the
 transition RTT τ_T, dynamics (ramp-up, Poincaré map, Lyapunov exponents, surrogate test), confidence.
 
-Everything works on plain numpy arrays; the *_from_store functions apply it to a store. Units: τ in ms,
-rates in bit/s, times in s, exponents per sample step (per second for 1 s intervals).
+Everything works on plain numpy arrays; the *_from_store functions apply it to a store. Units: τ in s,
+rates in bit/s, times in s, exponents per sample step (per second for 1 s intervals); the rows (.rows(),
+.row()) print and export τ in ms (tau_ms, units.to_ms).
 
 Arrays
-  profile_stats(tau, throughput, *, flagged=None, key=None, level=0.95, n_boot=2000, ci_method="bca", seed=None)
+  profile_stats(tau_s, throughput, *, flagged=None, key=None, level=0.95, n_boot=2000, ci_method="bca", seed=None)
       -> ProfileStats   (per-run values -> per-τ count, mean, std, median, q1, q3, whiskers, n_outliers,
-                    bootstrap CI of the mean, n_flagged; .se, .at(tau) interpolates, .rows())
+                    bootstrap CI of the mean, n_flagged; .se, .at(tau_s) interpolates, .rows())
   box_stats(values) -> BoxStats
-  classify_regions(tau, mean, se=None, *, z=2.0) -> Regions;  regions_of(profile, *, z=2.0) -> Regions
-  fit_dual_sigmoid(tau, mean, *, capacity=None) -> DualSigmoidFit   (τ_T, kind, a1, tau1, a2, tau2, sse)
-  transition_rtt(samples, tau, *, capacity=None, key=None, n_boot=200, level=0.95, seed=None) -> Transition
-  transition(samples, tau, capacity, *, key=None, n_boot=200, level=0.95, seed=None) -> Transition   (the one
+  classify_regions(tau_s, mean, se=None, *, z=2.0) -> Regions;  regions_of(profile, *, z=2.0) -> Regions
+  fit_dual_sigmoid(tau_s, mean, *, capacity=None) -> DualSigmoidFit   (τ_T, kind, a1, tau1, a2, tau2, sse)
+  transition_rtt(samples, tau_s, *, capacity=None, key=None, n_boot=200, level=0.95, seed=None) -> Transition
+  transition(samples, tau_s, capacity, *, key=None, n_boot=200, level=0.95, seed=None) -> Transition   (the one
       τ_T every reader uses: no bootstrap below 3 runs at a τ; .tau_T -> TauT, measured or censored)
-  tau_t_of(fit, rtts) -> TauT (.side measured|above|below, .value_ms | None, .bound_ms, .text() "> 366 ms")
+  tau_t_of(fit, rtts_s) -> TauT (.side measured|above|below, .value_s | None, .bound_s, .text() "> 366 ms")
   capacity_of(capacities) -> float | None   (median of the runs' payload ceilings / rates)
   ramp_up(bps, start_s=None, end_s=None, *, fraction=0.9) -> RampUp   (T_R, T_O, f_R, θ̄_R, θ̄_S, Θ_O)
   poincare_points(x) -> (θ_i, θ_{i+1});  poincare_spread(x, *, k=8) -> float in [0, 1]
@@ -48,7 +49,8 @@ Store (con: Store or DuckDB connection; by: dimensions from DIMENSIONS, default 
   dynamics_from_store(con, *, run_ids=None, per_stream=False, exclude_flagged, n_surrogates=0, seed,
                       **trace_dynamics kwargs) -> list[RunDynamics]
   relations_from_store(con, *, by, dynamics=None, exclude_flagged, distinguishable_only=False)
-      -> list[(key, Relation)]
+      -> list[(key, Relation)]   (key: `by` values and tau_s)
+  row_key(key) -> the key as printed: tau_s as tau_ms (units.to_ms)
   bounds_from_store(con, *, by, eps=0.1, alpha=0.05, exclude_flagged) -> list[dict]
 """
 
@@ -57,7 +59,7 @@ from .confidence import bootstrap_ci, log_vc_bound, samples_needed, vc_bound
 from .dynamics import (RampUp, Relation, TraceDynamics, dynamics_many, poincare_points, poincare_spread,
                        ramp_up, throughput_vs_lyapunov, trace_dynamics)
 from .fromstore import (RunDynamics, bounds_from_store, dynamics_from_store, profiles_from_store,
-                        relations_from_store, transitions_from_store)
+                        relations_from_store, row_key, transitions_from_store)
 from .runs import Runs, Trace, load_runs, load_traces
 from .lyapunov import Divergence, local_lyapunov, lyap_rosenstein, min_length, rosenstein, rosenstein_many
 from .profiles import BoxStats, ProfileStats, box_stats, profile_stats
@@ -74,7 +76,7 @@ __all__ = [
     "bootstrap_ci", "bounds_from_store", "box_stats", "classify_regions", "dynamics_from_store",
     "fit_dual_sigmoid", "flipped_sigmoid", "load_runs", "load_traces", "local_lyapunov", "log_vc_bound",
     "lyap_rosenstein", "poincare_points", "poincare_spread", "prediction_error", "profile_stats",
-    "profiles_from_store", "ramp_up", "regions_of", "relations_from_store", "rosenstein", "samples_needed",
+    "profiles_from_store", "ramp_up", "regions_of", "relations_from_store", "row_key", "rosenstein", "samples_needed",
     "surrogate_test", "throughput_vs_lyapunov", "trace_dynamics", "transition_rtt", "transitions_from_store",
     "vc_bound", "TauT", "capacity_of", "tau_t_of", "transition",
 ]

@@ -7,38 +7,41 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..units import to_ms
+
 MEASURED, ABOVE, BELOW = "measured", "above", "below"
 
 
 @dataclass(frozen=True)
 class TauT:
-    """τ_T as a reader sees it: measured inside the grid, or censored beyond one of its ends."""
-    side: str              # MEASURED | ABOVE (τ_T > tau_max_ms) | BELOW (τ_T < tau_min_ms)
-    fit_ms: float          # the fit's τ_T (for a censored one: the grid end it sits on)
-    tau_min_ms: float
-    tau_max_ms: float
+    """τ_T as a reader sees it: measured inside the grid, or censored beyond one of its ends (τ in s;
+    text() prints ms)."""
+    side: str              # MEASURED | ABOVE (τ_T > tau_max_s) | BELOW (τ_T < tau_min_s)
+    fit_s: float           # the fit's τ_T [s] (for a censored one: the grid end it sits on)
+    tau_min_s: float
+    tau_max_s: float
 
     @property
     def censored(self) -> bool:
         return self.side != MEASURED
 
     @property
-    def value_ms(self) -> float | None:
-        """The measured τ_T [ms]; None when censored (a bound is not a value)."""
-        return None if self.censored else self.fit_ms
+    def value_s(self) -> float | None:
+        """The measured τ_T [s]; None when censored (a bound is not a value)."""
+        return None if self.censored else self.fit_s
 
     @property
-    def bound_ms(self) -> float:
-        """Where to draw it [ms]: the value, or the grid end a censored τ_T lies beyond."""
-        return {ABOVE: self.tau_max_ms, BELOW: self.tau_min_ms}.get(self.side, self.fit_ms)
+    def bound_s(self) -> float:
+        """Where to draw it [s]: the value, or the grid end a censored τ_T lies beyond."""
+        return {ABOVE: self.tau_max_s, BELOW: self.tau_min_s}.get(self.side, self.fit_s)
 
     def text(self) -> str:
-        """'137 ms', '> 366 ms' (censored above), '< 0.4 ms' (censored below)."""
+        """'137 ms', '> 366 ms' (censored above), '< 0.4 ms' (censored below): printed in ms (units.to_ms)."""
         if self.side == ABOVE:
-            return f"> {self.tau_max_ms:g} ms"
+            return f"> {to_ms(self.tau_max_s):g} ms"
         if self.side == BELOW:
-            return f"< {self.tau_min_ms:g} ms"
-        return f"{self.fit_ms:.3g} ms"
+            return f"< {to_ms(self.tau_min_s):g} ms"
+        return f"{to_ms(self.fit_s):.3g} ms"
 
 
 def side_of(fit: "DualSigmoidFit") -> str:
@@ -46,6 +49,6 @@ def side_of(fit: "DualSigmoidFit") -> str:
     return {"concave": ABOVE, "convex": BELOW}.get(fit.kind, MEASURED)
 
 
-def tau_t_of(fit: "DualSigmoidFit", rtts_ms) -> TauT:
-    """The fit's τ_T over the measured RTTs `rtts_ms`, censored when the fit has one piece only."""
-    return TauT(side_of(fit), float(fit.tau_T), float(np.min(rtts_ms)), float(np.max(rtts_ms)))
+def tau_t_of(fit: "DualSigmoidFit", rtts_s) -> TauT:
+    """The fit's τ_T over the measured RTTs `rtts_s` [s], censored when the fit has one piece only."""
+    return TauT(side_of(fit), float(fit.tau_T), float(np.min(rtts_s)), float(np.max(rtts_s)))

@@ -19,6 +19,7 @@ from .runs import load_runs, load_traces
 from .profiles import ProfileStats, profile_stats
 from .sigmoid import Transition
 from .tau_t import capacity_of, transition
+from ..units import to_ms
 
 
 def _seeds(seed, n: int) -> list[np.random.SeedSequence]:
@@ -31,7 +32,7 @@ def profiles_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagged:
     """One ProfileStats per configuration (key = its `by` values)."""
     runs = load_runs(con, exclude_flagged=exclude_flagged)
     groups = runs.groups(by)
-    return [profile_stats(runs.tau_ms[i], runs.throughput_bps[i], flagged=runs.flagged[i], key=key, level=level,
+    return [profile_stats(runs.tau_s[i], runs.throughput_bps[i], flagged=runs.flagged[i], key=key, level=level,
                     n_boot=n_boot, ci_method=ci_method, seed=np.random.default_rng(s))
             for (key, i), s in zip(groups, _seeds(seed, len(groups)))]
 
@@ -45,7 +46,7 @@ def transitions_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagg
     groups = runs.groups(by)
     out = []
     for (key, i), s in zip(groups, _seeds(seed, len(groups))):
-        grid, inv = np.unique(runs.tau_ms[i], return_inverse=True)
+        grid, inv = np.unique(runs.tau_s[i], return_inverse=True)
         if grid.size < 3:
             continue
         samples = [runs.throughput_bps[i][inv == k] for k in range(grid.size)]
@@ -58,11 +59,17 @@ def transitions_from_store(con, *, by: Sequence[str] = DEFAULT_BY, exclude_flagg
 class RunDynamics:
     run_id: str
     stream: int | None     # None: the aggregate trace
-    key: dict              # the run's configuration (DEFAULT_BY dimensions and tau_ms)
+    key: dict              # the run's configuration (DEFAULT_BY dimensions and tau_s [s])
     dynamics: TraceDynamics
 
     def row(self) -> dict:
-        return {"run_id": self.run_id, "stream": self.stream, **self.key, **self.dynamics.row()}
+        """The run's row, τ in ms as printed and exported (tau_ms)."""
+        return {"run_id": self.run_id, "stream": self.stream, **row_key(self.key), **self.dynamics.row()}
+
+
+def row_key(key: dict) -> dict:
+    """A key as printed and exported: its τ [s] (tau_s) as the column tau_ms (units.to_ms), in the same place."""
+    return {("tau_ms" if k == "tau_s" else k): (to_ms(v) if k == "tau_s" else v) for k, v in key.items()}
 
 
 def dynamics_from_store(con, *, run_ids: Sequence[str] | None = None, per_stream: bool = False,
@@ -87,14 +94,14 @@ def dynamics_from_store(con, *, run_ids: Sequence[str] | None = None, per_stream
     out = []
     for rid, stream in keys:
         k = pos[rid]
-        key = {d: runs.dims[d][k] for d in DEFAULT_BY} | {"tau_ms": float(runs.tau_ms[k])}
+        key = {d: runs.dims[d][k] for d in DEFAULT_BY} | {"tau_s": float(runs.tau_s[k])}
         out.append(RunDynamics(rid, stream, key, dyn[(rid, stream)]))
     return out
 
 
 def relations_from_store(con, *, by: Sequence[str] = DEFAULT_BY, dynamics: Sequence[RunDynamics] | None = None,
                          exclude_flagged: bool = False, distinguishable_only: bool = False) -> list[tuple[dict, Relation]]:
-    """Per configuration and τ: run mean throughput vs Rosenstein exponent of the aggregate trace
+    """Per configuration and τ (key: `by` and tau_s): run mean throughput vs Rosenstein exponent of the aggregate trace
     (Fig. 14). Pass `dynamics` from dynamics_from_store to avoid recomputing them. distinguishable_only:
     use only runs whose exponent beat its surrogates (needs dynamics with n_surrogates > 0)."""
     if dynamics is None:
@@ -103,12 +110,12 @@ def relations_from_store(con, *, by: Sequence[str] = DEFAULT_BY, dynamics: Seque
     groups: dict[tuple, list[RunDynamics]] = {}
     for d in dynamics:
         if d.stream is None and (not distinguishable_only or d.dynamics.distinguishable):
-            groups.setdefault(tuple(d.key[b] for b in by) + (d.key["tau_ms"],), []).append(d)
+            groups.setdefault(tuple(d.key[b] for b in by) + (d.key["tau_s"],), []).append(d)
     out = []
     for k in sorted(groups, key=lambda k: tuple((v is not None, v) for v in k)):
         ds = groups[k]
         rel = throughput_vs_lyapunov([d.dynamics.mean_bps for d in ds], [d.dynamics.lyapunov for d in ds])
-        out.append((dict(zip((*by, "tau_ms"), k)), rel))
+        out.append((dict(zip((*by, "tau_s"), k)), rel))
     return out
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..choose.decide import MIN_INTERVAL_RUNS
 from ..errors import ValidationError
+from ..units import to_ms
 from .confidence import bootstrap_ci
 
 
@@ -37,13 +38,13 @@ def box_stats(values) -> BoxStats:
 @dataclass(frozen=True)
 class ProfileStats:
     """The per-τ statistics of one configuration's profile (the measured profile itself, a configuration's
-    runs per τ, is choose.select.Profile); every array is indexed like `tau` (sorted, unique, in ms).
+    runs per τ, is choose.select.Profile); every array is indexed like `tau_s` (sorted, unique, in s).
 
     mean is the profile mean Θ̂_O(τ_k) = (1/n_k) Σ_i θ(τ_k, ·) over repeated runs (§5.2); ci_low/ci_high
     is its bootstrap interval at `level` (nan below 3 runs: rows() says "too few runs for an interval"); n_flagged counts runs on links that failed calibration.
     """
     key: dict
-    tau: np.ndarray
+    tau_s: np.ndarray
     count: np.ndarray
     mean: np.ndarray
     std: np.ndarray
@@ -65,23 +66,24 @@ class ProfileStats:
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(self.count > 1, self.std / np.sqrt(self.count), np.nan)
 
-    def at(self, tau) -> np.ndarray:
-        """Profile mean linearly interpolated between measured τ (§5.2); nan outside the measured range."""
-        return np.interp(tau, self.tau, self.mean, left=np.nan, right=np.nan)
+    def at(self, tau_s) -> np.ndarray:
+        """Profile mean linearly interpolated between measured τ [s] (§5.2); nan outside the measured range."""
+        return np.interp(tau_s, self.tau_s, self.mean, left=np.nan, right=np.nan)
 
     def rows(self) -> list[dict]:
+        """One row per τ, τ in ms as printed and exported (tau_ms, units.to_ms)."""
         names = ("count", "mean", "std", "median", "q1", "q3", "whisker_low", "whisker_high",
                  "n_outliers", "ci_low", "ci_high", "n_flagged")
-        return [{**self.key, "tau_ms": float(t), **{k: getattr(self, k)[i].item() for k in names},
+        return [{**self.key, "tau_ms": to_ms(t), **{k: getattr(self, k)[i].item() for k in names},
                  "level": self.level, "ci_reason": None if np.isfinite(self.ci_low[i]) else
                  "too few runs for an interval" if self.count[i] < MIN_INTERVAL_RUNS else "no interval"}
-                for i, t in enumerate(self.tau)]
+                for i, t in enumerate(self.tau_s)]
 
 
-def profile_stats(tau, throughput, *, flagged=None, key: dict | None = None, level: float = 0.95,
+def profile_stats(tau_s, throughput, *, flagged=None, key: dict | None = None, level: float = 0.95,
             n_boot: int = 2000, ci_method: str = "bca", seed=None) -> ProfileStats:
-    """Profile of per-run throughput values measured at RTTs `tau` (one entry per run)."""
-    tau = np.asarray(tau, dtype=float)
+    """Statistics of per-run throughput values measured at RTTs `tau_s` [s] (one entry per run)."""
+    tau = np.asarray(tau_s, dtype=float)
     y = np.asarray(throughput, dtype=float)
     if tau.shape != y.shape or tau.ndim != 1:
         raise ValidationError("throughput", "tau and throughput must be 1-D arrays of equal length")
@@ -107,4 +109,4 @@ def profile_stats(tau, throughput, *, flagged=None, key: dict | None = None, lev
         samples.append(v)
     arrays = {k: np.asarray(v, dtype=int if k in ("count", "n_outliers", "n_flagged") else float)
               for k, v in cols.items()}
-    return ProfileStats(key=dict(key or {}), tau=grid, level=level, samples=tuple(samples), **arrays)
+    return ProfileStats(key=dict(key or {}), tau_s=grid, level=level, samples=tuple(samples), **arrays)

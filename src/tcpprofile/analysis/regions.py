@@ -1,7 +1,7 @@
 """Noise-aware concave/convex classification of a profile from its discrete second differences.
 
 At each interior τ_i the second divided difference on the (unequal) grid is
-    D2_i = 2/(h_{i−1}+h_i) · [ (y_{i+1}−y_i)/h_i − (y_i−y_{i−1})/h_{i−1} ],   h_i = τ_{i+1} − τ_i
+    D2_i = 2/(h_{i−1}+h_i) · [ (y_{i+1}−y_i)/h_i − (y_i−y_{i−1})/h_{i−1} ],   h_i = τ_{i+1} − τ_i  [s]
 (d²f/dτ² ≤ 0 ⇔ concave, §3.2). With independent means of standard error s_j its standard error is
 sqrt(Σ c_j² s_j²) over the three coefficients c_j. A point is 'concave' if D2 < −z·se, 'convex' if
 D2 > z·se, else 'undetermined'; end points are always 'undetermined' (no second difference).
@@ -15,26 +15,29 @@ import numpy as np
 
 from ..errors import ValidationError
 from .profiles import ProfileStats
+from ..units import to_ms
 
 LABELS = ("concave", "convex", "undetermined")
+PER_MS2_PER_S2 = 1e-6   # d2 as printed and exported (docs/analysis.md: per ms²) = d2 [per s²] × (1e-3 s/ms)²
 
 
 @dataclass(frozen=True)
 class Regions:
-    tau: np.ndarray
-    d2: np.ndarray       # second divided difference [throughput units / ms²]; nan at the ends
+    tau_s: np.ndarray
+    d2: np.ndarray       # second divided difference [throughput units / s²]; nan at the ends
     d2_se: np.ndarray    # its standard error (0 when no noise estimate was given)
     label: np.ndarray    # object array of LABELS
 
     def rows(self) -> list[dict]:
-        return [{"tau_ms": float(t), "d2": float(d), "d2_se": float(s), "region": str(lab)}
-                for t, d, s, lab in zip(self.tau, self.d2, self.d2_se, self.label)]
+        """One row per τ as printed and exported: tau_ms, d2 and d2_se per ms² (PER_MS2_PER_S2)."""
+        return [{"tau_ms": to_ms(t), "d2": float(d) * PER_MS2_PER_S2, "d2_se": float(s) * PER_MS2_PER_S2,
+                 "region": str(lab)} for t, d, s, lab in zip(self.tau_s, self.d2, self.d2_se, self.label)]
 
 
-def classify_regions(tau, mean, se=None, *, z: float = 2.0) -> Regions:
-    """Classify each τ of a profile; se: standard errors of `mean` (None: no noise, sign only;
+def classify_regions(tau_s, mean, se=None, *, z: float = 2.0) -> Regions:
+    """Classify each τ [s] of a profile; se: standard errors of `mean` (None: no noise, sign only;
     nan entries make the points that use them 'undetermined')."""
-    tau = np.asarray(tau, dtype=float)
+    tau = np.asarray(tau_s, dtype=float)
     y = np.asarray(mean, dtype=float)
     s = np.zeros_like(y) if se is None else np.asarray(se, dtype=float)
     if tau.ndim != 1 or y.shape != tau.shape or s.shape != tau.shape:
@@ -59,4 +62,4 @@ def classify_regions(tau, mean, se=None, *, z: float = 2.0) -> Regions:
 
 def regions_of(profile: ProfileStats, *, z: float = 2.0) -> Regions:
     """classify_regions on a ProfileStats' mean with its standard errors."""
-    return classify_regions(profile.tau, profile.mean, profile.se, z=z)
+    return classify_regions(profile.tau_s, profile.mean, profile.se, z=z)

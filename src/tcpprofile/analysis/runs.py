@@ -1,8 +1,8 @@
 """Reading the store for analysis: successful runs with their link configuration, and 1 s traces.
 
 Only runs with status = 'ok' and a link with an RTT τ (configured, else measured: store.TAU_MS_SQL, the
-definition every reader shares) are analysed. The reader gives τ in seconds (tau_s); the analyses (profiles,
-sigmoid fits, τ_T, regions) work on tau_ms, the same τ in ms with the store's digits (units.to_ms).
+definition every reader shares) are analysed. τ is in seconds (tau_s), as the reader gives it, in every analysis
+(profiles, sigmoid fits, τ_T, regions); their rows print it in ms (units.to_ms: the store's digits).
 A run is *flagged* when its link failed calibration (calibration_ok false or link flags set) or the run
 carries flags other than the trace-assembly notes (grouping.NOTE_FLAGS); flagged runs are included and
 counted (ProfileStats.n_flagged) unless exclude_flagged=True. grouping.FLAGGED_SQL is that definition, the one
@@ -12,13 +12,12 @@ counted (ProfileStats.n_flagged) unless exclude_flagged=True. grouping.FLAGGED_S
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..store.grouping import DIMENSIONS, check_by
 from ..store import reads
-from ..units import to_ms
 
 
 @dataclass(frozen=True)
@@ -30,10 +29,6 @@ class Runs:
     capacity_bps: np.ndarray    # goodput ceiling if measured, else configured rate, else nan
     flagged: np.ndarray         # bool
     dims: dict[str, np.ndarray]  # object arrays (None for NULL)
-    tau_ms: np.ndarray = field(init=False, repr=False)   # tau_s in ms, the analyses' axis
-
-    def __post_init__(self):
-        object.__setattr__(self, "tau_ms", np.asarray(to_ms(np.asarray(self.tau_s, float)), float))
 
     def __len__(self) -> int:
         return self.run_id.size

@@ -11,6 +11,10 @@ Search: τ_T candidates are every measured τ (the point then belongs to both pi
 between neighbours, and the two one-piece cases (all convex: τ_T = min τ; all concave: τ_T = max τ).
 For each candidate and side a dense (a, τ0) grid gives the global region, then bounded least squares
 (scipy least_squares, several starts) refines the best candidates.
+
+Units: τ in seconds in and out (fit parameters a1, a2 per s). Inside, the fit works on τ normalised to [0, 1]
+over the measured grid, u = (τ − τ_min)/(τ_max − τ_min) (_scale): its grids, starts and bounds are in u and
+a·span, so its conditioning does not depend on the unit τ comes in; _to_fit maps the result back.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from scipy.special import expit
 
 from ..errors import ValidationError
 from .censoring import tau_t_of
+from ..units import to_ms
 
 _A = np.geomspace(0.3, 300.0, 40)           # steepness a·span (τ normalised to [0, 1])
 _T0 = np.linspace(-1.5, 2.5, 121)           # τ0 in normalised units
@@ -31,6 +36,7 @@ _CLIP = 1e-6
 _GRID_DTYPE = np.float32                    # grid stage only (the point estimate is refined in float64)
 _REFINE = 3                                  # candidates refined by least squares
 _START_FACTORS = (1.0,)                       # least-squares starts: a from the grid × these
+S_PER_MS = 1e-3                              # a steepness a [1/s] as printed per ms: a × 1e-3 s/ms
 
 
 def flipped_sigmoid(tau, a, tau0):
@@ -40,7 +46,7 @@ def flipped_sigmoid(tau, a, tau0):
 
 @dataclass(frozen=True)
 class DualSigmoidFit:
-    """Result in the caller's τ units (ms); a1/a2 in 1/ms. kind: 'dual' | 'convex' | 'concave'
+    """Result with τ in s (tau_T, tau_T_grid, tau1, tau2); a1/a2 in 1/s. kind: 'dual' | 'convex' | 'concave'
     (one-piece fits leave the other piece's parameters nan). sse is on the scaled profile."""
     tau_T: float
     tau_T_grid: float     # last measured τ on the concave side (min τ when all convex), as in Fig. 10
@@ -187,23 +193,24 @@ def _to_fit(tau, cands, result, cap, span) -> DualSigmoidFit:
         sse=float(sse), capacity=cap)
 
 
-def fit_dual_sigmoid(tau, mean, *, capacity: float | None = None) -> DualSigmoidFit:
-    """Fit the dual-sigmoid model to a profile mean measured at strictly increasing `tau`."""
-    tau, u, y, cap, span = _scale(tau, mean, capacity)
+def fit_dual_sigmoid(tau_s, mean, *, capacity: float | None = None) -> DualSigmoidFit:
+    """Fit the dual-sigmoid model to a profile mean measured at strictly increasing `tau_s` [s]."""
+    tau, u, y, cap, span = _scale(tau_s, mean, capacity)
     cands, (res,) = _fit_scaled(u, y[None, :], refine=True)
     return _to_fit(tau, cands, res, cap, span)
 
 
 @dataclass(frozen=True)
 class Transition:
-    """τ_T with a bootstrap interval (runs resampled within each τ, profile mean refitted)."""
+    """τ_T with a bootstrap interval (runs resampled within each τ, profile mean refitted); τ in s
+    (ci_low, ci_high, boot_tau_T, tau_min, tau_max), row() prints ms."""
     key: dict
     fit: DualSigmoidFit
     ci_low: float
     ci_high: float
     level: float
     boot_tau_T: np.ndarray
-    tau_min: float = float("nan")     # the measured RTTs' range [ms]: where a censored τ_T lies beyond
+    tau_min: float = float("nan")     # the measured RTTs' range [s]: where a censored τ_T lies beyond
     tau_max: float = float("nan")
 
     @property
@@ -212,25 +219,26 @@ class Transition:
         return tau_t_of(self.fit, [self.tau_min, self.tau_max])
 
     def row(self) -> dict:
-        """One τ_T (tau_t.TauT): tau_T_ms null when censored, tau_T_censored says beyond which end
-        (tau_T_bound_ms); its interval null when censored or from too few runs (ci_reason)."""
+        """One τ_T (tau_t.TauT) as printed and exported, τ in ms (units.to_ms), a per ms: tau_T_ms null
+        when censored, tau_T_censored says beyond which end (tau_T_bound_ms); its interval null when censored
+        or from too few runs (ci_reason)."""
         f, t = self.fit, self.tau_T
         has_ci = not t.censored and math.isfinite(self.ci_low) and math.isfinite(self.ci_high)
         reason = (None if has_ci else "censored: a bound, not a value" if t.censored
                   else "too few runs for an interval (fewer than 3 at an RTT)")
-        return {**self.key, "tau_T": t.text(), "tau_T_ms": t.value_ms,
+        return {**self.key, "tau_T": t.text(), "tau_T_ms": None if t.censored else to_ms(t.value_s),
                 "tau_T_censored": None if not t.censored else t.side,
-                "tau_T_bound_ms": t.bound_ms if t.censored else None, "kind": f.kind,
-                "tau_T_ci_low_ms": self.ci_low if has_ci else None,
-                "tau_T_ci_high_ms": self.ci_high if has_ci else None, "ci_reason": reason, "level": self.level,
-                "a1_per_ms": float(f.a1), "tau1_ms": float(f.tau1), "a2_per_ms": float(f.a2),
-                "tau2_ms": float(f.tau2),
+                "tau_T_bound_ms": to_ms(t.bound_s) if t.censored else None, "kind": f.kind,
+                "tau_T_ci_low_ms": to_ms(self.ci_low) if has_ci else None,
+                "tau_T_ci_high_ms": to_ms(self.ci_high) if has_ci else None, "ci_reason": reason, "level": self.level,
+                "a1_per_ms": float(f.a1) * S_PER_MS, "tau1_ms": to_ms(f.tau1), "a2_per_ms": float(f.a2) * S_PER_MS,
+                "tau2_ms": to_ms(f.tau2),
                 "sse_scaled": f.sse, "capacity_bps": f.capacity, "n_boot": int(self.boot_tau_T.size)}
 
 
-def transition_rtt(samples, tau, *, capacity: float | None = None, key: dict | None = None,
+def transition_rtt(samples, tau_s, *, capacity: float | None = None, key: dict | None = None,
                    n_boot: int = 200, level: float = 0.95, seed=None) -> Transition:
-    """τ_T of a profile given the per-τ samples (sequence of arrays, one per strictly increasing τ).
+    """τ_T of a profile given the per-τ samples (sequence of arrays, one per strictly increasing τ [s]).
 
     The point estimate refines the grid fit by least squares; bootstrap replicates use the grid stage
     only (same objective and candidates, cheaper); the interval is the percentile interval of the
@@ -240,7 +248,7 @@ def transition_rtt(samples, tau, *, capacity: float | None = None, key: dict | N
     if any(s.size == 0 for s in samples):
         raise ValidationError("samples", "every τ needs at least one measurement")
     mean = np.array([s.mean() for s in samples])
-    tau, u, y, cap, span = _scale(tau, mean, capacity)
+    tau, u, y, cap, span = _scale(tau_s, mean, capacity)
     cands, (res,) = _fit_scaled(u, y[None, :], refine=True)
     fit = _to_fit(tau, cands, res, cap, span)
     boot = np.empty(0)

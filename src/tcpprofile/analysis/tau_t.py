@@ -33,11 +33,11 @@ def capacity_of(capacities) -> float | None:
     return float(np.median(c)) if c.size else None
 
 
-def transition(samples, tau_ms, capacity_bps: float | None, *, key: dict | None = None, n_boot: int = 200,
+def transition(samples, tau_s, capacity_bps: float | None, *, key: dict | None = None, n_boot: int = 200,
                level: float = 0.95, seed=None) -> Transition:
-    """τ_T of one profile (per-τ run throughputs [bit/s] at strictly increasing τ [ms]): the one entry
+    """τ_T of one profile (per-τ run throughputs [bit/s] at strictly increasing τ [s]): the one entry
     point every reader uses. Transition.tau_T (a TauT) is what they print and draw. No bootstrap
     interval when any τ has fewer than MIN_INTERVAL_RUNS runs (a bootstrap of 2 runs is their range)."""
     few = min(len(s) for s in samples) < MIN_INTERVAL_RUNS
-    return transition_rtt(samples, tau_ms, capacity=capacity_bps if capacity_bps and math.isfinite(capacity_bps)
+    return transition_rtt(samples, tau_s, capacity=capacity_bps if capacity_bps and math.isfinite(capacity_bps)
                           else None, key=key, n_boot=0 if few else n_boot, level=level, seed=seed)

@@ -84,7 +84,7 @@ def rows_for(args, store) -> list[dict]:
                                     seed=args.seed)
         if args.what == "dynamics":
             return [d.row() for d in dyn]
-        return [{**key, "n": r.n, "spearman_rho": r.spearman_rho, "p_value": r.p_value,
+        return [{**A.row_key(key), "n": r.n, "spearman_rho": r.spearman_rho, "p_value": r.p_value,
                  "mean_throughput_bps": r.mean_throughput_bps, "mean_lyapunov": r.mean_lyapunov}
                 for key, r in A.relations_from_store(store, by=by, dynamics=dyn,
                                                      distinguishable_only=args.distinguishable_only)]

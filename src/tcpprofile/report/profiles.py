@@ -133,11 +133,11 @@ def draw_boxes(ax, positions: list, boxes: list, means: list, width: float = 0.6
 TRANSITION_BOOT = 200     # bootstrap refits of τ_T per profile (Fig. 10 intervals)
 
 
-def _transition(samples: list, rtts_ms: np.ndarray, capacity: float | None) -> analysis.Transition | None:
+def _transition(samples: list, rtts_s: np.ndarray, capacity: float | None) -> analysis.Transition | None:
     """analysis.transition of one profile as the report draws it (TRANSITION_BOOT draws, seed 0); None where
     the profile cannot be fitted. A module-level function: worker processes run it too."""
     try:
-        return analysis.transition(samples, rtts_ms, capacity, n_boot=TRANSITION_BOOT, seed=0)
+        return analysis.transition(samples, rtts_s, capacity, n_boot=TRANSITION_BOOT, seed=0)
     except ValidationError:
         return None
 
@@ -171,8 +171,8 @@ class SigmoidFits:
         if pool is None:
             return
         for p in profiles:
-            if len(p.rtts_ms) >= 3 and id(p) not in self._fits and id(p) not in self._pending:
-                self._pending[id(p)] = pool.submit(_transition, list(p.samples), np.asarray(p.rtts_ms),
+            if len(p.rtts_s) >= 3 and id(p) not in self._fits and id(p) not in self._pending:
+                self._pending[id(p)] = pool.submit(_transition, list(p.samples), np.asarray(p.rtts_s),
                                                    self.capacity(p))
 
     def transition(self, p: sel.Profile) -> analysis.Transition | None:
@@ -181,8 +181,8 @@ class SigmoidFits:
             if pending is not None:
                 self._fits[id(p)] = pending.result()
             else:
-                self._fits[id(p)] = (_transition(list(p.samples), np.asarray(p.rtts_ms), self.capacity(p))
-                                     if len(p.rtts_ms) >= 3 else None)
+                self._fits[id(p)] = (_transition(list(p.samples), np.asarray(p.rtts_s), self.capacity(p))
+                                     if len(p.rtts_s) >= 3 else None)
         return self._fits[id(p)]
 
     def get(self, p: sel.Profile) -> analysis.DualSigmoidFit | None:
@@ -204,14 +204,14 @@ def sigmoid_fits(data: ReportData, out: Path, fits: SigmoidFits) -> Section:
             for ax, p in zip(axes, chosen):
                 f = fits.get(p)
                 ax.plot(p.rtts_ms, np.clip(p.means / f.capacity, 0, 1), "ko", ms=4, label="scaled mean")
-                if f.kind in ("dual", "concave"):
-                    x = np.linspace(p.rtts_ms[0], f.tau_T if f.kind == "dual" else p.rtts_ms[-1], 60)
-                    ax.plot(x, analysis.flipped_sigmoid(x, f.a1, f.tau1), "b-", label="concave fit")
+                if f.kind in ("dual", "concave"):    # the fit in s (analysis), drawn over ms
+                    x = np.linspace(p.rtts_s[0], f.tau_T if f.kind == "dual" else p.rtts_s[-1], 60)
+                    ax.plot(units.to_ms(x), analysis.flipped_sigmoid(x, f.a1, f.tau1), "b-", label="concave fit")
                 if f.kind in ("dual", "convex"):
-                    x = np.linspace(f.tau_T if f.kind == "dual" else p.rtts_ms[0], p.rtts_ms[-1], 60)
-                    ax.plot(x, analysis.flipped_sigmoid(x, f.a2, f.tau2), "k--", label="convex fit")
+                    x = np.linspace(f.tau_T if f.kind == "dual" else p.rtts_s[0], p.rtts_s[-1], 60)
+                    ax.plot(units.to_ms(x), analysis.flipped_sigmoid(x, f.a2, f.tau2), "k--", label="convex fit")
                 tau = fits.transition(p).tau_T      # analysis.tau_t: "137 ms", or censored "> 366 ms"
-                ax.axvline(tau.bound_ms, color="r", lw=1, ls="-" if not tau.censored else ":",
+                ax.axvline(units.to_ms(tau.bound_s), color="r", lw=1, ls="-" if not tau.censored else ":",
                            label=rf"$\tau_T$ {'' if tau.censored else '= '}{tau.text()} ({f.kind})")
                 label(ax, f"{v}, n={n}, B={units.fmt_buffer(p.config.buffer_bytes)}", "RTT (ms)", "scaled throughput")
                 ax.set_ylim(0, 1.05)
@@ -265,15 +265,16 @@ def _draw_tau_line(ax, trs: list, name: str) -> int:
     taus = [(n, tr.tau_T, tr) for n, tr in trs]
     measured = [(n, t, tr) for n, t, tr in taus if not t.censored]
     x = np.array([n for n, _, _ in measured])
-    y = np.array([t.value_ms for _, t, _ in measured])
-    err = np.array([[t.value_ms - tr.ci_low, tr.ci_high - t.value_ms] for _, t, tr in measured]).reshape(-1, 2).T
+    y = np.array([units.to_ms(t.value_s) for _, t, _ in measured])     # drawn in ms
+    err = units.to_ms(np.array([[t.value_s - tr.ci_low, tr.ci_high - t.value_s]
+                                for _, t, tr in measured]).reshape(-1, 2).T)
     line = ax.errorbar(x, y, yerr=np.clip(np.nan_to_num(err), 0, None), fmt="o-", capsize=3, label=name)
     color = line[0].get_color()
     for side, marker, word in (("above", "^", ">"), ("below", "v", "<")):
         cens = [(n, t) for n, t, _ in taus if t.side == side]
         if cens:
-            ax.plot([n for n, _ in cens], [t.bound_ms for _, t in cens], marker, ms=8, mfc="none", ls="none",
-                    color=color, label=f"{name}: τ_T {word} {cens[0][1].bound_ms:g} ms (censored)")
+            ax.plot([n for n, _ in cens], [units.to_ms(t.bound_s) for _, t in cens], marker, ms=8, mfc="none",
+                    ls="none", color=color, label=f"{name}: τ_T {word} {units.to_ms(cens[0][1].bound_s):g} ms (censored)")
     return sum(t.censored for _, t, _ in taus)
 
 

@@ -12,7 +12,8 @@
 
 Runs are the units: intervals come from the spread of repeated runs (stats.py: Student t, at least
 3 repetitions per group). Throughput comparisons are made on log throughput (ratios), cell by cell
-(same τ and n), and averaged over cells. Constants below define "low" τ and "far above".
+(same τ and n), and averaged over cells. Constants below define "low" τ and "far above". τ is in s (the
+analysis' Runs.tau_s) throughout; the findings' texts, and (ii)'s interval, print it in ms (units.to_ms).
 Verdicts have four outcomes (stats.VERDICTS): reproduced, not reproduced, undetermined (the interval
 straddles, or too few runs for one yet: with the runs that would decide) and not testable (the design or
 the instrument cannot show it at any number of runs). Fixed-size (`-n`) and
@@ -36,13 +37,15 @@ from ..analysis.censoring import ABOVE, BELOW, MEASURED
 from ..cc.registry import spellings
 from ..store import reads
 from ..store.reads import flagged_ok_runs
+from ..units import to_ms
 from . import stats
 from .campaigns import PREFIX
 from .levels import level_of
 from .stats import Interval, combine, mean_difference, verdict
 from .transition import Crossing, crossing
 
-LOW_TAU_MS = 12.0      # "low RTT": τ ≤ 12 ms (0.4 and 11.8 ms in the campaigns)
+LOW_TAU_S = 12e-3      # "low RTT": τ ≤ 12 ms [s] (0.4 and 11.8 ms in the campaigns)
+SAME_TAU = {"rtol": 1e-5, "atol": 1e-11}   # np.isclose of one τ [s]: its default tolerance (atol 1e-8 ms) in s
 FAR_ABOVE = 2.0        # "far above": a throughput ratio of at least 2
 LOSS_500 = 1 / 500
 SURROGATES = 19        # the smallest p a surrogate test can give is 1/20 = 0.05
@@ -118,14 +121,16 @@ class Data:
             m &= np.array([v == socket_buffer for v in d["socket_buffer_bytes"]], dtype=bool)
         return m
 
-    def values(self, mask, *, tau=None, log=True) -> np.ndarray:
-        if tau is not None:
-            mask = mask & np.isclose(self.runs.tau_ms, tau)
+    def values(self, mask, *, tau_s=None, log=True) -> np.ndarray:
+        """Throughputs (log by default) of the masked runs, at τ = tau_s [s] when given."""
+        if tau_s is not None:
+            mask = mask & np.isclose(self.runs.tau_s, tau_s, **SAME_TAU)
         v = self.runs.throughput_bps[mask]
         return np.log(v) if log else v
 
     def taus(self, mask) -> np.ndarray:
-        return np.unique(self.runs.tau_ms[mask])
+        """The distinct τ [s] of the masked runs, ascending."""
+        return np.unique(self.runs.tau_s[mask])
 
     def profiles(self, mask, by=("variant", "streams", "socket_buffer_bytes", "duration_target_s",
                                  "transfer_bytes")) -> list[tuple[dict, np.ndarray]]:
@@ -192,17 +197,17 @@ def decreasing(data: Data, *, level: float = stats.LEVEL) -> Finding:
     steps = sum(data.taus(m).size - 1 for _, m in profiles)
     for key, m in profiles:
         taus = data.taus(m)
-        iv = stats.loglog_slope(np.log(taus), [data.values(m, tau=t) for t in taus], level=level)
+        iv = stats.loglog_slope(np.log(taus), [data.values(m, tau_s=t) for t in taus], level=level)
         v = verdict(iv, below=0.0)
-        rises = [f"{t0:g}→{t1:g}" for t0, t1 in zip(taus[:-1], taus[1:])
-                 if verdict(mean_difference([data.values(m, tau=t1)], [data.values(m, tau=t0)],
+        rises = [f"{to_ms(t0):g}→{to_ms(t1):g}" for t0, t1 in zip(taus[:-1], taus[1:])
+                 if verdict(mean_difference([data.values(m, tau_s=t1)], [data.values(m, tau_s=t0)],
                                             level=1 - (1 - level) / max(steps, 1)), above=0.0) == stats.REPRODUCED]
         name = _label(key) + _size(key)
         parts.append(Part(name, v, (_config(key),)))
         est = "n/a" if not math.isfinite(iv.estimate) else (
             f"{iv.estimate:.3g} [{iv.low:.3g}, {iv.high:.3g}]" if iv.known else
             f"{iv.estimate:.3g} ({_few(iv, 'τ')})")
-        lines.append(f"{name} over {taus[0]:g}-{taus[-1]:g} ms: slope {est}"
+        lines.append(f"{name} over {to_ms(taus[0]):g}-{to_ms(taus[-1]):g} ms: slope {est}"
                      + (f"; local rises {', '.join(rises)} ms" if rises else ""))
         if worst is None or iv.estimate > worst.estimate:
             worst = iv
@@ -221,7 +226,7 @@ def _tau_T(data: Data, m, rng, level: float) -> Crossing | None:
     """τ_T of a profile: the dual-sigmoid fit's crossing with draws_for(level) plausible values
     (reproduce.transition); None with fewer than 3 RTTs or 2 runs at an RTT (nothing to fit or spread)."""
     taus = data.taus(m)
-    samples = [data.values(m, tau=t, log=False) for t in taus]
+    samples = [data.values(m, tau_s=t, log=False) for t in taus]
     if taus.size < 3 or min(s.size for s in samples) < 2:
         return None
     cap = data.runs.capacity_bps[m]
@@ -230,7 +235,7 @@ def _tau_T(data: Data, m, rng, level: float) -> Crossing | None:
 
 
 def _reps(data: Data, m) -> int:
-    return int(min(np.sum(np.isclose(data.runs.tau_ms[m], t)) for t in data.taus(m)))
+    return int(min(np.sum(np.isclose(data.runs.tau_s[m], t, **SAME_TAU)) for t in data.taus(m)))
 
 
 def _tau_text(c: Crossing, level: float, reps: int) -> str:
@@ -238,7 +243,7 @@ def _tau_text(c: Crossing, level: float, reps: int) -> str:
     if reps < stats.MIN_REPS:
         return c.text()
     iv = c.interval(level)
-    return f"{c.text()} [{iv.low:.3g}, {iv.high:.3g}]"
+    return f"{c.text()} [{to_ms(iv.low):.3g}, {to_ms(iv.high):.3g}]"
 
 
 def _shift(a: Crossing, b: Crossing, level: float, reps: int) -> tuple[str, Interval]:
@@ -246,7 +251,8 @@ def _shift(a: Crossing, b: Crossing, level: float, reps: int) -> tuple[str, Inte
     cannot order them; never a tie against the claim); otherwise the censored interval decides in the
     direction the data allow (stats.censored_difference): a τ_T(more) beyond the grid's end has an
     infinite upper bound, so it is never read as lower. An interval touching 0 is undetermined. Fewer
-    than MIN_REPS runs per τ (`reps`): no interval, undetermined, with the runs per τ that would decide."""
+    than MIN_REPS runs per τ (`reps`): no interval, undetermined, with the runs per τ that would decide.
+    The interval in s, as the crossings."""
     if a.side == b.side != INSIDE:
         return stats.NOT_TESTABLE, Interval(math.nan, -math.inf, math.inf, a.lo.size, level)
     est = {(RIGHT, INSIDE): math.inf, (RIGHT, LEFT): math.inf, (INSIDE, RIGHT): -math.inf,
@@ -258,6 +264,11 @@ def _shift(a: Crossing, b: Crossing, level: float, reps: int) -> tuple[str, Inte
         return stats.UNDETERMINED, stats.unknown(est, iv.n, stats.runs_to_decide(reps, est, half, 0.0))
     v = stats.REPRODUCED if iv.low > 0 else stats.NOT_REPRODUCED if iv.high < 0 else stats.UNDETERMINED
     return v, iv
+
+
+def _in_ms(iv: Interval) -> Interval:
+    """A τ interval [s] as printed [ms] (units.to_ms; ±inf and nan stay)."""
+    return Interval(to_ms(iv.estimate), to_ms(iv.low), to_ms(iv.high), iv.n, iv.level, iv.needs)
 
 
 def transition_shift(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -> Finding:
@@ -295,6 +306,7 @@ def transition_shift(data: Data, seed: int = 0, *, level: float = stats.LEVEL) -
             continue
         reps = min(_reps(data, clean[hi][1]), _reps(data, clean[lo][1]))
         v, iv = _shift(a, b, level, reps)
+        iv = _in_ms(iv)      # the finding's statistic, printed and in its JSON: a shift in ms
         parts.append(Part(name, v, configs))
         why = " (both censored at the same grid end: not testable)" if v == stats.NOT_TESTABLE else ""
         delta = f"Δ [{iv.low:.3g}, {iv.high:.3g}]" if iv.known else f"Δ {iv.estimate:.3g} ({_few(iv, 'τ')})"
@@ -330,7 +342,7 @@ def _cells(data: Data, mask_a, mask_b, taus, streams, value) -> tuple[list, list
     A, B = [], []
     for t in taus:
         for n in streams:
-            sel = np.isclose(data.runs.tau_ms, t) & (data.runs.dims["streams"] == n)
+            sel = np.isclose(data.runs.tau_s, t, **SAME_TAU) & (data.runs.dims["streams"] == n)
             a, b = value(mask_a & sel), value(mask_b & sel)
             if a.size and b.size:
                 A.append(a)
@@ -362,16 +374,16 @@ def _uniformly_below(data: Data, a, b, taus, streams, level: float) -> tuple[str
     else:
         v = stats.UNDETERMINED
     worst = max(per, key=lambda p: p[1].estimate)[1]
-    return v, worst, [f"{t:g} ms {_ratio(iv)}" for t, iv, _ in per]
+    return v, worst, [f"{to_ms(t):g} ms {_ratio(iv)}" for t, iv, _ in per]
 
 
 def bbr_clean(data: Data, *, level: float = stats.LEVEL) -> Finding:
     """The slides (Group 1 vs BBR, clean links, 100 s traces): "their throughput is higher than BBR uniformly
     for all RTTs" (Θ at every τ of the design); "variations for lower RTTs are noticeably higher for BBR
-    compared to all others" (CoV at τ ≤ LOW_TAU_MS); and for BBR "extent of variations decreases overall with
+    compared to all others" (CoV at τ ≤ LOW_TAU_S); and for BBR "extent of variations decreases overall with
     increasing RTT" (the least-squares slope of BBR's ln CoV over ln τ through every τ, < 0)."""
     claim = "BBR varies more at low RTT, less as RTT grows, and stays below H-TCP/STCP at every RTT (clean links)"
-    stat = (f"CoV(BBR)/CoV(others) at τ ≤ {LOW_TAU_MS:g} ms (1 s traces of ≥ {LONG_TRACE_S:g} s after ramp-up); "
+    stat = (f"CoV(BBR)/CoV(others) at τ ≤ {to_ms(LOW_TAU_S):g} ms (1 s traces of ≥ {LONG_TRACE_S:g} s after ramp-up); "
             "parts: BBR's ln CoV slope over ln τ, Θ_BBR/Θ_H-TCP and Θ_BBR/Θ_STCP at every τ")
     clean = data.mask(loss="none")
     short = int((clean & data.mask(variant=(BBR,) + OTHERS_CLEAN) & ~_long(data)).sum())
@@ -379,19 +391,19 @@ def bbr_clean(data: Data, *, level: float = stats.LEVEL) -> Finding:
     bbr, others = clean & data.mask(variant=BBR), clean & data.mask(variant=OTHERS_CLEAN)
     streams = np.unique(data.runs.dims["streams"][clean].astype(int)) if clean.any() else []
     taus = data.taus(bbr)
-    low = [t for t in taus if t <= LOW_TAU_MS]
+    low = [t for t in taus if t <= LOW_TAU_S]
     cov = variability(data, data.runs.run_id[bbr | others])
     covs = lambda m: np.array([cov[r] for r in data.runs.run_id[m] if r in cov])  # noqa: E731
     iv_var = mean_difference(*_cells(data, bbr, others, low, streams, covs), level=level)
     bbr_cfg = tuple((BBR, int(n)) for n in streams)
     parts = [Part("variability at low τ", verdict(iv_var, above=0.0),
                   bbr_cfg + tuple((v, int(n)) for v in ("cubic", "htcp", "scalable") for n in streams))]
-    lines = [f"variability ratio at τ ≤ {LOW_TAU_MS:g} ms {_ratio(iv_var)} ({len(cov)} traces)"]
-    groups = [covs(bbr & np.isclose(data.runs.tau_ms, t)) for t in taus]
+    lines = [f"variability ratio at τ ≤ {to_ms(LOW_TAU_S):g} ms {_ratio(iv_var)} ({len(cov)} traces)"]
+    groups = [covs(bbr & np.isclose(data.runs.tau_s, t, **SAME_TAU)) for t in taus]
     if len(taus) >= 2 and all(g.size for g in groups):
         iv_slope = stats.linear_combination(stats.slope_weights(np.log(taus)), groups, level=level)
         parts.append(Part("BBR's variability falls with τ", verdict(iv_slope, below=0.0), bbr_cfg))
-        lines.append(f"slope of BBR's ln CoV over ln τ ({taus[0]:g}-{taus[-1]:g} ms): "
+        lines.append(f"slope of BBR's ln CoV over ln τ ({to_ms(taus[0]):g}-{to_ms(taus[-1]):g} ms): "
                      + (f"{iv_slope.estimate:.3g} [{iv_slope.low:.3g}, {iv_slope.high:.3g}]" if iv_slope.known
                         else f"{iv_slope.estimate:.3g} ({_few(iv_slope, 'τ')})"))
     else:
@@ -442,11 +454,12 @@ def bbr_loss(data: Data, *, level: float = stats.LEVEL) -> Finding:
             parts.append(Part(name, stats.NOT_TESTABLE, ((BBR, int(n)),)))
             lines.append(f"{name}: not testable (< 3 RTTs: no interior point above or below a chord)")
             continue
-        iv = stats.linear_combination(stats.chord_weights(t), [data.values(m, tau=x, log=False) for x in t],
+        iv = stats.linear_combination(stats.chord_weights(t), [data.values(m, tau_s=x, log=False) for x in t],
                                       level=level)
         parts.append(Part(name, verdict(iv, above=0.0), ((BBR, int(n)),)))
         g = lambda x: x / 1e9  # noqa: E731  Gbit/s
-        lines.append(f"BBR n={n} mean excess over the chord {t[0]:g}-{t[-1]:g} ms at {[float(x) for x in t[1:-1]]} ms: "
+        lines.append(f"BBR n={n} mean excess over the chord {to_ms(t[0]):g}-{to_ms(t[-1]):g} ms at "
+                     f"{[float(x) for x in to_ms(t[1:-1])]} ms: "
                      + (f"{g(iv.estimate):.3g} [{g(iv.low):.3g}, {g(iv.high):.3g}] Gbit/s" if iv.known
                         else f"{g(iv.estimate):.3g} Gbit/s ({_few(iv, 'τ')})"))
     return Finding("iv", claim, stat, _exp(worst), combine(p.verdict for p in parts), "; ".join(lines),
@@ -501,7 +514,7 @@ def lyapunov_throughput(data: Data, seed: int = 0, *, level: float = stats.LEVEL
     for d in sus:
         i = pos[d.run_id]
         k = tuple(data.runs.dims[b][i] for b in ("variant", "streams", "socket_buffer_bytes", "transfer_bytes",
-                                                  "duration_target_s")) + (float(data.runs.tau_ms[i]),)
+                                                  "duration_target_s")) + (float(data.runs.tau_s[i]),)
         theta_s = bar.get(d.run_id, np.empty(0))
         if theta_s.size and np.all(np.isfinite(theta_s)):     # θ̄_S: the trace's mean after its ramp-up
             by_cfg.setdefault(k, []).append((d, float(theta_s.mean())))
@@ -527,7 +540,7 @@ def lyapunov_throughput(data: Data, seed: int = 0, *, level: float = stats.LEVEL
     per_tau = {}
     for k, xs in enough.items():
         per_tau.setdefault((k[0], k[1], k[-1]), []).extend(d.dynamics.neighbour_mean for d, _ in xs)
-    means = "; ".join(f"{c} n={n} τ={t:g} ms: mean local exponent {np.mean(x):.3g}"
+    means = "; ".join(f"{c} n={n} τ={to_ms(t):g} ms: mean local exponent {np.mean(x):.3g}"
                       for (c, n, t), x in sorted(per_tau.items(), key=lambda kv: (str(kv[0][0]), kv[0][1], kv[0][2])))
     return Finding("v", claim, stat, iv, v,
                    head + f"; ρ {iv.estimate:.2f} [{iv.low:.2f}, {iv.high:.2f}] over {strata} configurations; "

@@ -7,7 +7,7 @@ one-piece concave fit puts τ_T beyond the grid's end, a convex one before its s
 or the midpoint of two (the split between the pieces), so two profiles whose profiles cross C/2 in the same
 half-step read the same. Here the value is the *fitted crossing*: the τ between the split's neighbouring
 grid RTTs where the two fitted pieces are equally far from one half, g1(τ) + g2(τ) = 1 (g1 ≥ 1/2 ≥ g2 there,
-both decreasing, so the root is unique; clipped to the bracket when the pieces leave it), in ms.
+both decreasing, so the root is unique; clipped to the bracket when the pieces leave it), in s (text() prints ms).
 
 Interval: per-τ means drawn from their Student-t posterior (stats.mean_draws: m + s/√n·t_{n−1}), each
 draw refitted (grid stage for the split, then the same bounded least squares as the point fit on that split)
@@ -29,6 +29,7 @@ from scipy.special import expit
 
 from ..analysis import sigmoid
 from ..analysis.censoring import ABOVE, BELOW, MEASURED
+from ..units import to_ms
 from . import stats
 
 TAIL_DRAWS = 3       # draws beyond each end of the interval: its quantiles are order statistics inside the sample
@@ -67,7 +68,7 @@ def _pieces(u, y, cand, t0):
 
 @dataclass(frozen=True)
 class Crossing:
-    """τ_T of one profile [ms]: the point (the fitted crossing, or the grid end a censored τ_T lies beyond),
+    """τ_T of one profile [s]: the point (the fitted crossing, or the grid end a censored τ_T lies beyond),
     where it lies (analysis.censoring: measured, above, below) and draws as bounds (lo = hi when measured)."""
     point: float
     side: str
@@ -83,7 +84,9 @@ class Crossing:
                               float(np.quantile(self.hi, (1 + level) / 2, method="higher")), self.lo.size, level)
 
     def text(self) -> str:
-        return {ABOVE: f"> {self.tau_max:g}", BELOW: f"< {self.tau_min:g}"}.get(self.side, f"{self.point:.3g}")
+        """As printed, in ms (units.to_ms): '86.9', '> 366', '< 11.8'."""
+        return {ABOVE: f"> {to_ms(self.tau_max):g}", BELOW: f"< {to_ms(self.tau_min):g}"}.get(
+            self.side, f"{to_ms(self.point):.3g}")
 
 
 _memo: "OrderedDict[bytes, tuple[Crossing, dict]]" = OrderedDict()
@@ -91,7 +94,7 @@ _memo: "OrderedDict[bytes, tuple[Crossing, dict]]" = OrderedDict()
 
 def crossing(taus, samples, capacity: float | None, *, level: float, rng: np.random.Generator,
              draws: int | None = None) -> Crossing:
-    """τ_T of a profile (per-τ run throughputs [bit/s] at strictly increasing τ [ms], ≥ 2 runs each) and
+    """τ_T of a profile (per-τ run throughputs [bit/s] at strictly increasing τ [s], ≥ 2 runs each) and
     draws_for(level) plausible values. Below MIN_REPS runs the draws are normal (the t posterior of 2 runs
     is Cauchy): a provisional spread for how many runs would decide, never a verdict's interval.
 

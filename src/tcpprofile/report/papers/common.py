@@ -40,19 +40,21 @@ def censored_side(fit) -> str | None:
     return {ABOVE: "right", BELOW: "left"}.get(side_of(fit))
 
 
-def tau_text(fit, rtts_ms) -> str:
-    """τ_T as the report prints it (analysis.tau_t, the one τ_T `analyze` prints too): a censored τ_T is
-    a bound, never a value."""
+def tau_text(fit, rtts_s) -> str:
+    """τ_T as the report prints it (analysis.tau_t, the one τ_T `analyze` prints too; RTTs [s]): a censored
+    τ_T is a bound, never a value."""
     from ...analysis.tau_t import tau_t_of
-    return tau_t_of(fit, rtts_ms).text()
+    return tau_t_of(fit, rtts_s).text()
 
 
-def interval_text(tr, rtts_ms) -> str:
-    """The bootstrap interval of τ_T; an end at the grid's edge is censored there too."""
+def interval_text(tr, rtts_s) -> str:
+    """The bootstrap interval of τ_T (RTTs and interval in s), printed in ms; an end at the grid's edge is
+    censored there too."""
     if censored_side(tr.fit) or not (math.isfinite(tr.ci_low) and math.isfinite(tr.ci_high)):
         return "–"
-    lo = f"≤ {min(rtts_ms):g}" if tr.ci_low <= min(rtts_ms) else f"{tr.ci_low:.3g}"
-    hi = f"> {max(rtts_ms):g}" if tr.ci_high >= max(rtts_ms) else f"{tr.ci_high:.3g}"
+    ms = units.to_ms
+    lo = f"≤ {ms(min(rtts_s)):g}" if tr.ci_low <= min(rtts_s) else f"{ms(tr.ci_low):.3g}"
+    hi = f"> {ms(max(rtts_s)):g}" if tr.ci_high >= max(rtts_s) else f"{ms(tr.ci_high):.3g}"
     return f"[{lo}, {hi}] ms"
 
 

@@ -192,11 +192,11 @@ def exponents_vs_concavity(data: ReportData, out: Path, fits: SigmoidFits) -> li
         m = _median_abs(L)
         runs += len(lengths)
         side = censored_side(tr.fit)
-        rows.append([p.config.label(), rtts_text(p.rtts_ms), tau_text(tr.fit, p.rtts_ms), tr.fit.kind,
+        rows.append([p.config.label(), rtts_text(p.rtts_ms), tau_text(tr.fit, p.rtts_s), tr.fit.kind,
                      str(len(lengths)), f"{m:.3f}"])
         classes.append("flagged" if side else "")
         x.append(m)
-        y.append(max(p.rtts_ms) if side == "right" else min(p.rtts_ms) if side == "left" else tr.fit.tau_T)
+        y.append(max(p.rtts_ms) if side == "right" else min(p.rtts_ms) if side == "left" else units.to_ms(tr.fit.tau_T))
         cens.append(side)
     # ranks: a τ_T censored above the grid ranks above every measured one (ties among themselves),
     # one censored below ranks below them: Spearman's ρ needs only the order

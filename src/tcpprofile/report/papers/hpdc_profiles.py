@@ -142,10 +142,10 @@ def transitions(data: ReportData, out: Path, fits: SigmoidFits) -> list:
                 runs += p.runs
                 (n_hi if side == "right" else n_lo if side == "left" else n_in).append(p.config.streams)
                 if side is None:
-                    t_in.append(tr.fit.tau_T)
+                    t_in.append(units.to_ms(tr.fit.tau_T))   # drawn in ms
                 name = paper_buffer(b)
                 rows.append([v, buffer_text(b), str(p.config.streams), rtts_text(p.rtts_ms),
-                             str(p.runs), tau_text(tr.fit, p.rtts_ms), interval_text(tr, p.rtts_ms), tr.fit.kind,
+                             str(p.runs), tau_text(tr.fit, p.rtts_s), interval_text(tr, p.rtts_s), tr.fit.kind,
                              _paper_cubic(name, p.config.streams) if v == "cubic" else "–"])
                 classes.append("flagged" if side else "")
             color = ax.plot(n_in, t_in, "o-", ms=5, label=f"B={units.fmt_buffer(b)}")[0].get_color()

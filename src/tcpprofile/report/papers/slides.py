@@ -122,10 +122,10 @@ def _shape(fits: SigmoidFits, p) -> str:
     if tr is None:
         return "– (< 3 RTTs)"
     if tr.fit.kind == "concave":
-        return f"concave over the grid (τ_T {tau_text(tr.fit, p.rtts_ms)})"
+        return f"concave over the grid (τ_T {tau_text(tr.fit, p.rtts_s)})"
     if tr.fit.kind == "convex":
-        return f"convex (τ_T {tau_text(tr.fit, p.rtts_ms)})"
-    return f"concave to τ_T = {tau_text(tr.fit, p.rtts_ms)}, then convex"
+        return f"convex (τ_T {tau_text(tr.fit, p.rtts_s)})"
+    return f"concave to τ_T = {tau_text(tr.fit, p.rtts_s)}, then convex"
 
 
 def losses(data: ReportData, out: Path, fits: SigmoidFits) -> list:
