@@ -325,26 +325,7 @@ def test_emulated_end_to_end_against_calibration(tmp_path):
     pytest.fail(f"every one of {ATTEMPTS} campaigns met an engine stall that moved a timing bound: {history}")
 
 
-def test_resume_after_sigkill_emulated(tmp_path):
-    testbed = _testbed()
-    db = tmp_path / "k.duckdb"
-    cmd = TCPPROFILE + ["run", str(emulated_spec(tmp_path, duration="1s", reps=3)), "--db", str(db)]
-    try:
-        _kill_after_first_run(cmd)
-        killed = stored_link_namespaces(db)
-        assert killed <= link_namespaces()       # SIGKILL: the killed campaign's link is still there
-        with Store.open(db, read_only=True) as s:
-            before = s.query("SELECT * EXCLUDE (raw_json) FROM runs WHERE status = 'ok' ORDER BY run_id")
-        assert 1 <= len(before) < 6
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0, r.stderr
-        _check_resumed(db, before, 6)
-        # before any clean-up by this test: the resumed campaign removed the killed one's link at its
-        # start, and took its own down at its end
-        resumed = stored_link_namespaces(db) - killed
-        assert resumed and not (killed | resumed) & link_namespaces()
-    finally:
-        testbed.cleanup_leftovers()
+# SIGKILL and resume on an emulated link: tests/test_campaign_kills.py (20 kills, each resumed).
 
 
 def test_sigint_emulated_exits_nonzero_and_leaves_nothing(tmp_path):

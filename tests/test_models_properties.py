@@ -69,7 +69,7 @@ def _bad_values(con):
     return bad
 
 
-CASES = [(cls, name, bad) for cls in {*MODELS.values(), GenericModel}
+CASES = [(cls, name, bad) for cls in sorted({*MODELS.values(), GenericModel}, key=lambda c: c.__name__)
          for name, con in cls._constraints.items() for bad in _bad_values(con)]
 
 

@@ -65,7 +65,14 @@ def mutated(path: str, value) -> str:
     return dump(doc)
 
 
-DELETE = object()
+class _Delete:
+    """The value that removes a field (its repr names it, so the test ids are the same in every process)."""
+
+    def __repr__(self) -> str:
+        return "DELETE"
+
+
+DELETE = _Delete()
 
 # (path to change, new value, field the error must name)
 CASES = [
