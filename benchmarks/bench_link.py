@@ -209,7 +209,7 @@ def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, flo
             periods.add(link.engine_stats(period=True))
         report.seek(0)
         out = report.read()
-        loaded = [c.min_rtt_ms for c in conns if c.min_rtt_ms is not None]
+        loaded = [c.min_rtt_s * 1e3 for c in conns if c.min_rtt_s is not None]     # [ms], as printed
         limits = sender_limits(conns)
         wall = time.monotonic() - t0
         cpu = {k: (process_cpu_seconds(p) - cpu0[k]) / wall for k, p in pids.items()}

@@ -16,10 +16,10 @@ _ACKED = re.compile(r"\bbytes_acked:([0-9]+)")
 DATA_CONNECTION_BYTES = 1 << 20     # iperf3's control connection moves a few kB: not a data stream
 
 
-def min_rtt_ms(host, role: str, port: int, min_bytes: int = DATA_CONNECTION_BYTES) -> float | None:
-    """Smallest RTT sample [ms] (tcp_info min_rtt) over the data connections to port, now; None if none."""
+def min_rtt_s(host, role: str, port: int, min_bytes: int = DATA_CONNECTION_BYTES) -> float | None:
+    """Smallest RTT sample [s] (tcp_info min_rtt) over the data connections to port, now; None if none."""
     out = host.run(role, ["ss", "-tinH", "state", "established", f"dport = :{port}"], check=False, timeout=10).stdout
-    rtts = [c.min_rtt_ms for c in parse_ss(out, min_bytes) if c.min_rtt_ms is not None]
+    rtts = [c.min_rtt_s for c in parse_ss(out, min_bytes) if c.min_rtt_s is not None]
     return min(rtts) if rtts else None
 
 
@@ -29,11 +29,12 @@ _CHRONO = {k: re.compile(rf"\b{k}:([0-9]+)ms") for k in ("busy", "rwnd_limited",
 
 @dataclass(frozen=True)
 class ConnSample:
-    """One `ss -ti` sample of one data connection: tcp_info's min_rtt [ms], its chrono counters
-    (tcpi_busy_time, tcpi_rwnd_limited, tcpi_sndbuf_limited [ms], cumulative over the connection's
-    life) and whether the latest delivery-rate sample was app-limited (tcpi_delivery_rate_app_limited)."""
+    """One `ss -ti` sample of one data connection: tcp_info's min_rtt [s] (ss prints ms to 1 µs), its chrono
+    counters (tcpi_busy_time, tcpi_rwnd_limited, tcpi_sndbuf_limited: whole ms as ss prints them, cumulative over
+    the connection's life; kept in ms: only their ratios are judged, and the store's tcp_*_ms columns hold them)
+    and whether the latest delivery-rate sample was app-limited (tcpi_delivery_rate_app_limited)."""
     local: str
-    min_rtt_ms: float | None
+    min_rtt_s: float | None
     busy_ms: int
     rwnd_limited_ms: int
     sndbuf_limited_ms: int
@@ -59,7 +60,8 @@ def parse_ss(out: str, min_bytes: int = DATA_CONNECTION_BYTES) -> list[ConnSampl
             continue
         rtt = _MINRTT.search(info)
         chrono = {k: int(m.group(1)) if (m := r.search(info)) else 0 for k, r in _CHRONO.items()}
-        samples.append(ConnSample(local, float(rtt.group(1)) if rtt else None, chrono["busy"],
+        min_rtt_s = float(rtt.group(1)) / 1e3 if rtt else None      # ss prints min_rtt in ms (misc/ss.c)
+        samples.append(ConnSample(local, min_rtt_s, chrono["busy"],
                                   chrono["rwnd_limited"], chrono["sndbuf_limited"],
                                   re.search(r"\bapp_limited\b", info) is not None))
     return samples
@@ -112,14 +114,14 @@ def host_limited(limit: str | None, socket_buffer_bytes: int | None) -> bool:
 
 
 class RttWatcher:
-    """Samples the run's data connections (`ss -ti`) every RTT_SAMPLE_S: min_rtt (.value, the
+    """Samples the run's data connections (`ss -ti`) every RTT_SAMPLE_S: min_rtt (.value_s [s], the
     smallest seen; min_rtt is itself a running minimum) and every sample (.samples, for the chrono
     counters: the connections close when the run ends, so the last sample before that is kept)."""
 
     def __init__(self, host, role: str, port: int, first_s: float = RTT_SAMPLE_S):
         """first_s: when the first sample is taken (remote runs: early, so that a 1 s run has one)."""
         self.host, self.role, self.port, self.first_s = host, role, port, first_s
-        self.value: float | None = None
+        self.value_s: float | None = None
         self.samples: list[ConnSample] = []
         self._stop = threading.Event()
 
@@ -139,9 +141,9 @@ class RttWatcher:
                 return
             conns = parse_ss(out)
             self.samples += conns
-            rtts = [c.min_rtt_ms for c in conns if c.min_rtt_ms is not None]
+            rtts = [c.min_rtt_s for c in conns if c.min_rtt_s is not None]
             if rtts:
-                self.value = min(rtts) if self.value is None else min(self.value, *rtts)
+                self.value_s = min(rtts) if self.value_s is None else min(self.value_s, *rtts)
 
     def __exit__(self, *exc) -> None:
         self._stop.set()

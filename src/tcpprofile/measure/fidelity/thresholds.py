@@ -4,18 +4,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...units import to_ms
+
 
 @dataclass(frozen=True)
 class Thresholds:
-    """When a run is flagged. Tolerances are per run; see docs/testbed.md for how they were chosen."""
-    rtt_rel: float = 0.01            # rtt_base_off: |base RTT − τ| > max(rtt_rel·τ, rtt_abs_ms)
-    rtt_abs_ms: float = 0.1
-    late_mean_ms: float = 0.02       # engine_late: both directions' mean lateness together above
-    late_mean_rel: float = 0.01      #   max(late_mean_ms, late_mean_rel·τ) (added to every RTT; 0.02 ms =
+    """When a run is flagged. Tolerances are per run; see docs/testbed.md for how they were chosen. Durations in
+    seconds (`_s`); the store's fidelity_json keeps them in ms under their `_ms` names (stored())."""
+    rtt_rel: float = 0.01            # rtt_base_off: |base RTT − τ| > max(rtt_rel·τ, rtt_abs_s)
+    rtt_abs_s: float = 0.1e-3        #   0.1 ms
+    late_mean_s: float = 0.02e-3     # engine_late: both directions' mean lateness together above
+    late_mean_rel: float = 0.01      #   max(late_mean_s, late_mean_rel·τ) (added to every RTT; 20 µs =
                                      #   G/2, delayd's release spread at its 40 µs granularity) …
-    stall_ms: float = 0.5            # a stall: a release later than max(stall_ms, min(stall_rel·τ,
-    stall_rel: float = 0.01          #   stall_cap_ms)): the RTT tolerance, capped at HyStart's ACK-train
-    stall_cap_ms: float = 2.0        #   gap (hystart_ack_delta_us, tcp_cubic.c); docs/testbed.md
+    stall_s: float = 0.5e-3          # a stall: a release later than max(stall_s, min(stall_rel·τ,
+    stall_rel: float = 0.01          #   stall_cap_s)): 0.5 ms, the RTT tolerance, capped at HyStart's ACK-train
+    stall_cap_s: float = 2e-3        #   gap, 2 ms (hystart_ack_delta_us, tcp_cubic.c); docs/testbed.md
     stall_resolution_rel: float = 0.002   # engine_stall: stall_effect_bound above the instrument's run-to-run
                                      #   resolution: CoV of Θ, median 0.20 % over 12 configurations × 10 runs
                                      #   at 45.6 ms, 10 Gbit/s (benchmarks/data/adaptive-45.6ms-10rep.csv;
@@ -30,8 +33,14 @@ class Thresholds:
     foreign_cores: float = 0.2       # host_contended: other processes used more CPU than this
                                      # (PSI pressure is stored, not judged: our own iperf3, engines and
                                      # softirq keep it at 0.15-0.6 on a quiet 2-core host)
-    ts_tick_ms: float = 1.0          # RTT samples from the timestamp option are whole ticks (see rtt_off)
+    ts_tick_s: float = 1e-3          # RTT samples from the timestamp option are whole 1 ms ticks (see rtt_off)
     loss_z: float = 3.29             # loss_off: dropped count outside ±3.29 σ of the binomial (99.9 %)
+
+    def stored(self) -> dict:
+        """The thresholds as the store's fidelity_json records them: durations in ms under `_ms` names (as
+        every run recorded them before the code kept seconds), the rest as they are."""
+        return {(k[:-2] + "_ms" if k.endswith("_s") else k): (to_ms(v) if k.endswith("_s") else v)
+                for k, v in self.__dict__.items()}
 
 
 THRESHOLDS = Thresholds()
