@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...same_rtt import RTT_ABS_TOL_S, RTT_REL_TOL
 from ...units import to_ms
 
 
@@ -11,8 +12,8 @@ from ...units import to_ms
 class Thresholds:
     """When a run is flagged. Tolerances are per run; see docs/testbed.md for how they were chosen. Durations in
     seconds (`_s`); the store's fidelity_json keeps them in ms under their `_ms` names (stored())."""
-    rtt_rel: float = 0.01            # rtt_base_off: |base RTT − τ| > max(rtt_rel·τ, rtt_abs_s)
-    rtt_abs_s: float = 0.1e-3        #   0.1 ms
+    rtt_rel: float = RTT_REL_TOL       # rtt_base_off: |base RTT − τ| > max(rtt_rel·τ, rtt_abs_s): 1 %, 0.1 ms,
+    rtt_abs_s: float = RTT_ABS_TOL_S   #   the one "same RTT" of calibration and select (same_rtt.py)
     late_mean_s: float = 0.02e-3     # engine_late: both directions' mean lateness together above
     late_mean_rel: float = 0.01      #   max(late_mean_s, late_mean_rel·τ) (added to every RTT; 20 µs =
                                      #   G/2, delayd's release spread at its 40 µs granularity) …
