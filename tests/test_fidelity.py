@@ -216,22 +216,22 @@ def test_parse_ss_reads_each_data_connection_and_its_chrono_counters():
     conns = connections.parse_ss(SS_OUT)
     assert [c.local for c in conns] == ["10.77.1.1:41002", "10.77.1.1:41004"]   # 4 kB control connection left out
     a, b = conns
-    assert (a.busy_ms, a.rwnd_limited_ms, a.sndbuf_limited_ms, a.app_limited, a.min_rtt_s) == \
-        (10000, 2000, 0, True, 11.801 / 1e3)
-    assert (b.busy_ms, b.rwnd_limited_ms, b.sndbuf_limited_ms, b.app_limited, b.min_rtt_s) == \
-        (10000, 0, 100, False, 11.795 / 1e3)
+    assert (a.busy_s, a.rwnd_limited_s, a.sndbuf_limited_s, a.app_limited, a.min_rtt_s) == \
+        (10.0, 2.0, 0.0, True, 11.801 / 1e3)
+    assert (b.busy_s, b.rwnd_limited_s, b.sndbuf_limited_s, b.app_limited, b.min_rtt_s) == \
+        (10.0, 0.0, 0.1, False, 11.795 / 1e3)
 
 
 def test_sender_limits_keep_each_connections_last_sample_and_classify():
     first = connections.parse_ss(SS_OUT)
-    later = [dataclasses.replace(c, busy_ms=c.busy_ms * 2, app_limited=False) for c in first]
+    later = [dataclasses.replace(c, busy_s=c.busy_s * 2, app_limited=False) for c in first]
     lim = connections.sender_limits(first + later)
-    assert (lim.busy_ms, lim.rwnd_limited_ms, lim.sndbuf_limited_ms) == (40000, 2000, 100)   # not summed twice
+    assert (lim.busy_s, lim.rwnd_limited_s, lim.sndbuf_limited_s) == (40.0, 2.0, 0.1)   # not summed twice
     assert lim.app_limited_share == 0.25                                                     # 1 of 4 samples
     assert connections.limited_by(lim, thresholds.THRESHOLDS) == "network"          # rwnd 5.0 % of busy: not above 5 %
-    rwnd = dataclasses.replace(lim, rwnd_limited_ms=2001)
+    rwnd = dataclasses.replace(lim, rwnd_limited_s=2.001)
     assert connections.limited_by(rwnd, thresholds.THRESHOLDS) == "receive_window"
-    assert connections.limited_by(dataclasses.replace(lim, sndbuf_limited_ms=2001), thresholds.THRESHOLDS) == "send_buffer"
+    assert connections.limited_by(dataclasses.replace(lim, sndbuf_limited_s=2.001), thresholds.THRESHOLDS) == "send_buffer"
     assert connections.limited_by(dataclasses.replace(lim, app_limited_share=0.6), thresholds.THRESHOLDS) == "application"
     assert connections.limited_by(None, thresholds.THRESHOLDS) is None
     # flagged when the host chose the limit (autotuning), not when the run asked for a buffer (-w)

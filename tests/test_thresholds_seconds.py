@@ -1,5 +1,5 @@
 """Each duration threshold of fidelity.thresholds.Thresholds, in seconds, met by readings as the instrument reads
-them (ss's min_rtt text through connections.parse_ss, the engines' ns counters through monitors.engine_readings):
+them (ss's min_rtt and chrono counters through connections.parse_ss, the engines' ns counters through monitors.engine_readings):
 a reading exactly on the bound is inside (each flag says "beyond"), one resolution step past it (1 µs of ss,
 1 ns of the engines) is outside. The bounds on decimals of ms are the cases where arithmetic in binary64 lands
 an ulp beside the decimal (0.4e-3 − 0.1e-3 > 0.3e-3): the verdicts' slack keeps them inside."""
@@ -99,3 +99,18 @@ def test_stall_excess_on_the_resolution_is_minor_and_a_nanosecond_more_is_materi
         "engine_stall_minor"
     assert verdicts.stall_flag(engines(fwd_max_ns=8_000_000, fwd_excess_ns=8_000_001), tau("45.6ms"), T) == \
         "engine_stall"
+
+
+def ss_limits(busy_ms: int, rwnd_ms: int, sndbuf_ms: int) -> connections.SenderLimits:
+    """One data connection's chrono counters as ss prints them (whole ms), read to seconds by parse_ss."""
+    out = (f"0 0 10.77.1.1:40002 10.77.1.2:5201\n\t cubic bytes_acked:2000000000 busy:{busy_ms}ms"
+           f" rwnd_limited:{rwnd_ms}ms sndbuf_limited:{sndbuf_ms}ms minrtt:11.8\n")
+    return connections.sender_limits(connections.parse_ss(out))
+
+
+@pytest.mark.parametrize("busy_ms", [10_000, 580, 1140])    # 5 % of 0.58 s: 0.029 < 0.05 × 0.58 in binary64
+def test_limited_for_exactly_the_share_of_busy_time_is_the_network_and_a_millisecond_more_is_not(busy_ms):
+    on = busy_ms * 5 // 100                                  # limit_share: 5 % of busy time
+    assert connections.limited_by(ss_limits(busy_ms, on, on), T) == "network"
+    assert connections.limited_by(ss_limits(busy_ms, on + 1, on), T) == "receive_window"
+    assert connections.limited_by(ss_limits(busy_ms, on, on + 1), T) == "send_buffer"

@@ -117,10 +117,11 @@ def loss_seed(run_id: str) -> int:
 
 
 def limit_columns(limits: SenderLimits | None) -> dict:
+    """The sender's limits as the runs table keeps them: the chrono counters in ms."""
     keys = ("tcp_busy_ms", "tcp_rwnd_limited_ms", "tcp_sndbuf_limited_ms", "tcp_app_limited_share")
     if limits is None:
         return dict.fromkeys(keys)
-    return dict(zip(keys, (limits.busy_ms, limits.rwnd_limited_ms, limits.sndbuf_limited_ms,
+    return dict(zip(keys, (to_ms(limits.busy_s), to_ms(limits.rwnd_limited_s), to_ms(limits.sndbuf_limited_s),
                            limits.app_limited_share)))
 
 

@@ -44,6 +44,26 @@ class Thresholds:
                 for k, v in self.__dict__.items()}
 
 
+# Comparisons. Readings are decimals of ms (ss prints min_rtt to 1 µs below 1 s, the chrono counters in whole ms)
+# or whole ns (the engines' counters), converted to seconds once where they are read (connections.parse_ss,
+# monitors.engine_readings); a bound is computed in seconds from τ and the thresholds. Either can land a few ulps
+# beside the decimal it stands for (0.4e-3 − 0.1e-3 ≠ 0.3e-3 in binary64), so a reading on a bound is on it,
+# within 1e-13 relative (some 450 ulps; 1 fs at 10 ms): far below ss's 1 µs, the engines' 1 ns and a mean
+# lateness's 1 ns / packets released (5e-13 of 20 µs at 10^8 packets). On a bound is inside every threshold
+# (each flag says "beyond").
+_SLACK = 1e-13
+
+
+def beyond(x: float, bound: float) -> bool:
+    """x is past an upper bound (not on it)."""
+    return x > bound + _SLACK * abs(bound)
+
+
+def short_of(x: float, bound: float) -> bool:
+    """x is below a lower bound (not on it)."""
+    return x < bound - _SLACK * abs(bound)
+
+
 THRESHOLDS = Thresholds()
 
 # The flags that say the instrument was not faithful during a run, so that the same run made again may

@@ -5,24 +5,7 @@ from __future__ import annotations
 import math
 
 from .host import HostLoad
-from .thresholds import THRESHOLDS, Thresholds
-
-
-# Readings are decimals of ms (ss prints min_rtt to 1 µs) or whole ns (the engines' counters), converted to seconds
-# once where they are read (connections.parse_ss, monitors.engine_readings); a bound is computed in seconds from τ
-# and the thresholds. Either can land a few ulps beside the decimal it stands for (0.4e-3 − 0.1e-3 ≠ 0.3e-3 in
-# binary64), so a reading on a bound is on it, within 1e-13 relative (some 450 ulps; 1 fs at 10 ms): far below ss's
-# 1 µs, the engines' 1 ns and a mean lateness's 1 ns / packets released (5e-13 of 20 µs at 10^8 packets).
-# On a bound is inside every threshold (each flag is "beyond").
-_SLACK = 1e-13
-
-
-def _above(x: float, bound: float) -> bool:
-    return x > bound + _SLACK * abs(bound)
-
-
-def _below(x: float, bound: float) -> bool:
-    return x < bound - _SLACK * abs(bound)
+from .thresholds import THRESHOLDS, Thresholds, beyond, short_of
 
 
 def rtt_off(base_s: float, target_s: float, t: Thresholds = THRESHOLDS, frame_s: float = 0.0) -> bool:
@@ -35,11 +18,11 @@ def rtt_off(base_s: float, target_s: float, t: Thresholds = THRESHOLDS, frame_s:
     whose other samples sat at τ). A whole number of ticks up to one tick below τ is that, not the wire
     (the engine never releases more than G/2 = 20 µs early)."""
     tol = max(t.rtt_rel * target_s, t.rtt_abs_s)
-    if not _below(base_s, target_s - tol) and not _above(base_s, target_s + frame_s + tol):
+    if not short_of(base_s, target_s - tol) and not beyond(base_s, target_s + frame_s + tol):
         return False
     ticks = base_s / t.ts_tick_s
     tick_sample = base_s < target_s and abs(ticks - round(ticks)) < 1e-9      # whole ticks, to 1e-12 s as before
-    return not (tick_sample and not _below(base_s, target_s - t.ts_tick_s - tol))
+    return not (tick_sample and not short_of(base_s, target_s - t.ts_tick_s - tol))
 
 
 def loss_off(mode: str, rate: float, every: int, seen: int, dropped: int, t: Thresholds = THRESHOLDS) -> bool:
@@ -62,7 +45,7 @@ def _per_direction(readings: dict, name: str) -> list[float]:
 def engine_late(readings: dict, target_s: float, t: Thresholds = THRESHOLDS) -> bool:
     """The engines added more than the tolerated delay on average (readings: monitors.engine_readings, [s])."""
     added_s = sum(_per_direction(readings, "late_mean_s"))
-    return _above(added_s, max(t.late_mean_s, t.late_mean_rel * target_s))
+    return beyond(added_s, max(t.late_mean_s, t.late_mean_rel * target_s))
 
 
 def stall_threshold_s(target_s: float, t: Thresholds = THRESHOLDS) -> float:
@@ -77,7 +60,7 @@ def engine_stall(readings: dict, target_s: float, t: Thresholds = THRESHOLDS) ->
     """Some release, in either direction, was later than stall_threshold_s (a stall was seen; whether
     it matters is stall_flag's question)."""
     worst_s = max(_per_direction(readings, "late_max_s"), default=0.0)
-    return _above(worst_s, stall_threshold_s(target_s, t))
+    return beyond(worst_s, stall_threshold_s(target_s, t))
 
 
 def stall_effect_bound(readings: dict, wall_s: float, t: Thresholds = THRESHOLDS) -> float | None:
