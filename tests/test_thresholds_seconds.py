@@ -1,8 +1,9 @@
 """Each duration threshold of fidelity.thresholds.Thresholds, in seconds, met by readings as the instrument reads
-them (ss's min_rtt and chrono counters through connections.parse_ss, the engines' ns counters through monitors.engine_readings):
-a reading exactly on the bound is inside (each flag says "beyond"), one resolution step past it (1 µs of ss,
-1 ns of the engines) is outside. The bounds on decimals of ms are the cases where arithmetic in binary64 lands
-an ulp beside the decimal (0.4e-3 − 0.1e-3 > 0.3e-3): the verdicts' slack keeps them inside."""
+them (ss's min_rtt and chrono counters through connections.parse_ss, the engines' ns counters through
+monitors.engine_readings): a reading exactly on the bound is inside (each flag says "beyond"), one resolution step
+past it (1 µs or 1 ms of ss, 1 ns of the engines) is outside. The bounds on decimals of ms are the cases where
+arithmetic in binary64 lands an ulp beside the decimal (0.4e-3 − 0.1e-3 > 0.3e-3): the slack of thresholds.beyond
+and short_of keeps them inside."""
 
 from __future__ import annotations
 
