@@ -209,7 +209,7 @@ def emulated(rtt_ms: float, offloads: str, seconds: int, *, loss: tuple[str, flo
             periods.add(link.engine_stats(period=True))
         report.seek(0)
         out = report.read()
-        loaded = [c.min_rtt_ms for c in conns if c.min_rtt_ms is not None]
+        loaded = [c.min_rtt_s * 1e3 for c in conns if c.min_rtt_s is not None]     # [ms], as printed
         limits = sender_limits(conns)
         wall = time.monotonic() - t0
         cpu = {k: (process_cpu_seconds(p) - cpu0[k]) / wall for k, p in pids.items()}
@@ -336,8 +336,8 @@ def main() -> int:
                 late = {d: f"{r['late_mean'][d]:.0f}/{r['late_p99'][d]:.0f}/{r['late_p999'][d]:.0f}/"
                            f"{r['late_max'][d]:.0f}" for d in ("forward", "reverse")}
                 lim = r["limits"]
-                why = (f"{r['limited_by']} ({100 * lim.rwnd_limited_ms / max(lim.busy_ms, 1):.1f}/"
-                       f"{100 * lim.sndbuf_limited_ms / max(lim.busy_ms, 1):.1f}/{lim.app_limited_share:.2f})"
+                why = (f"{r['limited_by']} ({100 * lim.rwnd_limited_s / max(lim.busy_s, 1e-3):.1f}/"
+                       f"{100 * lim.sndbuf_limited_s / max(lim.busy_s, 1e-3):.1f}/{lim.app_limited_share:.2f})"
                        if lim else "-")
                 app = f"{r['app_busy']:.0%}" if r["app_busy"] is not None else "-"
                 print(f"{rtt:>7} {n:>2} {r['idle']:>8.3f} {loaded:>8} {r['whole']:>6.2f} {r['last']:>6.2f} "

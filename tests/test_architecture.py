@@ -36,7 +36,7 @@ LAYERS: list[tuple[str, set[str]]] = [
 ]
 # Arrows up that stay for now, each with its reason; nothing else may go up.
 EXCEPTIONS = {
-    # calibrate's minimum-RTT estimate reuses fidelity.connections.min_rtt_ms (imported inside the function);
+    # calibrate's minimum-RTT estimate reuses fidelity.connections.min_rtt_s (imported inside the function);
     # fidelity sits above testbed because its host sampler reads the netns processes through ownprocs ->
     # testbed.netns.
     "tcpprofile.testbed.calibrate -> tcpprofile.measure.fidelity.connections",

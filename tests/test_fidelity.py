@@ -32,10 +32,10 @@ class FakeHost:
 
 def test_min_rtt_reads_data_connections_only():
     host = FakeHost(SS_OUTPUT)
-    assert connections.min_rtt_ms(host, "sender", 5301) == pytest.approx(45.597)      # the control connection is left out
+    assert connections.min_rtt_s(host, "sender", 5301) == pytest.approx(45.597e-3)   # the control connection is left out
     assert "dport = :5301" in host.argv
-    assert connections.min_rtt_ms(host, "sender", 5301, min_bytes=1) == pytest.approx(45.420)
-    assert connections.min_rtt_ms(FakeHost(""), "sender", 5301) is None
+    assert connections.min_rtt_s(host, "sender", 5301, min_bytes=1) == pytest.approx(45.420e-3)
+    assert connections.min_rtt_s(FakeHost(""), "sender", 5301) is None
 
 
 @pytest.mark.parametrize("base, target, off", [(0.49, 0.4, False), (0.51, 0.4, True), (0.31, 0.4, False),
@@ -45,7 +45,7 @@ def test_min_rtt_reads_data_connections_only():
                                                (11.0, 11.8, False), (10.0, 11.8, True), (11.5, 11.8, True),
                                                (45.0, 45.6, False), (44.0, 45.6, True), (12.0, 11.8, True)])
 def test_rtt_tolerance_is_max_of_1_percent_and_0_1_ms(base, target, off):
-    assert verdicts.rtt_off(base, target) is off
+    assert verdicts.rtt_off(base / 1e3, target / 1e3) is off          # the readings as ss prints them [ms], in s
 
 
 def test_periodic_loss_must_be_exactly_one_in_n_up_to_one():
@@ -65,32 +65,32 @@ def test_uniform_loss_within_the_binomial_interval():
 
 
 def test_engine_late_sums_directions_and_scales_with_tau():
-    cols = {"engine_fwd_late_mean_us": 15.0, "engine_rev_late_mean_us": 4.0,
-            "engine_fwd_late_max_us": 900.0, "engine_rev_late_max_us": 400.0}
-    assert not verdicts.engine_late(cols, 0.4)                       # 0.019 ms added <= G/2 = 0.02 ms
-    assert verdicts.engine_late({**cols, "engine_rev_late_mean_us": 6.0}, 0.4)
+    cols = {"engine_fwd_late_mean_s": 15.0e-6, "engine_rev_late_mean_s": 4.0e-6,
+            "engine_fwd_late_max_s": 900.0e-6, "engine_rev_late_max_s": 400.0e-6}
+    assert not verdicts.engine_late(cols, 0.4e-3)                       # 0.019 ms added <= G/2 = 0.02 ms
+    assert verdicts.engine_late({**cols, "engine_rev_late_mean_s": 6.0e-6}, 0.4e-3)
     # measured at 10 Gbit/s, 0.4 ms, β = 0.5 MB (CUBIC n = 1, 9.0 Gbit/s): fwd +32 µs, rev −3.5 µs → late;
     # 5 Gbit/s at 0.8 ms, same β (4.90 of 4.95 Gbit/s): fwd +14.8, rev −5.7 → not; 11.8 ms: −13.6, −18.0
-    assert verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 32.3, "engine_rev_late_mean_us": -3.5}, 0.4)
-    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 14.8, "engine_rev_late_mean_us": -5.7}, 0.8)
-    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 100.0}, 11.8)          # 1 % of 11.8 = 0.118
-    assert verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 130.0}, 11.8)
-    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_us": 2000.0}, 366.0)   # 1 % of 366 ms = 3.66
-    assert not verdicts.engine_late({**cols, "engine_fwd_late_max_us": 25_000.0}, 11.8)   # the worst case: engine_stall
-    assert not verdicts.engine_late({k: None for k in cols}, 11.8)
+    assert verdicts.engine_late({**cols, "engine_fwd_late_mean_s": 32.3e-6, "engine_rev_late_mean_s": -3.5e-6}, 0.4e-3)
+    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_s": 14.8e-6, "engine_rev_late_mean_s": -5.7e-6}, 0.8e-3)
+    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_s": 100.0e-6}, 11.8e-3)          # 1 % of 11.8 = 0.118
+    assert verdicts.engine_late({**cols, "engine_fwd_late_mean_s": 130.0e-6}, 11.8e-3)
+    assert not verdicts.engine_late({**cols, "engine_fwd_late_mean_s": 2000.0e-6}, 366.0e-3)   # 1 % of 366 ms = 3.66
+    assert not verdicts.engine_late({**cols, "engine_fwd_late_max_s": 25_000.0e-6}, 11.8e-3)   # the worst case: engine_stall
+    assert not verdicts.engine_late({k: None for k in cols}, 11.8e-3)
 
 
 def test_engine_stall_on_any_release_beyond_half_a_ms_or_one_percent_of_tau_capped_at_2_ms():
-    cols = {"engine_fwd_late_mean_us": 15.0, "engine_rev_late_mean_us": 4.0,
-            "engine_fwd_late_max_us": 400.0, "engine_rev_late_max_us": 100.0}
-    assert not verdicts.engine_stall(cols, 11.8)                                       # 0.4 ms <= 0.5 ms
-    assert verdicts.engine_stall({**cols, "engine_rev_late_max_us": 600.0}, 11.8)      # either direction
-    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 9300.0}, 91.6)     # issue 21: 9.3 ms at 11.8 ms
-    assert not verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 1800.0}, 183.0)  # 1 % of 183 ms = 1.83 ms
-    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 183.0)
-    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 2100.0}, 366.0)      # capped at 2 ms, not 3.66
-    assert not verdicts.engine_stall({**cols, "engine_fwd_late_max_us": 1900.0}, 366.0)
-    assert not verdicts.engine_stall({k: None for k in cols}, 11.8)
+    cols = {"engine_fwd_late_mean_s": 15.0e-6, "engine_rev_late_mean_s": 4.0e-6,
+            "engine_fwd_late_max_s": 400.0e-6, "engine_rev_late_max_s": 100.0e-6}
+    assert not verdicts.engine_stall(cols, 11.8e-3)                                       # 0.4 ms <= 0.5 ms
+    assert verdicts.engine_stall({**cols, "engine_rev_late_max_s": 600.0e-6}, 11.8e-3)      # either direction
+    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_s": 9300.0e-6}, 91.6e-3)     # issue 21: 9.3 ms at 11.8 ms
+    assert not verdicts.engine_stall({**cols, "engine_fwd_late_max_s": 1800.0e-6}, 183.0e-3)  # 1 % of 183 ms = 1.83 ms
+    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_s": 1900.0e-6}, 183.0e-3)
+    assert verdicts.engine_stall({**cols, "engine_fwd_late_max_s": 2100.0e-6}, 366.0e-3)      # capped at 2 ms, not 3.66
+    assert not verdicts.engine_stall({**cols, "engine_fwd_late_max_s": 1900.0e-6}, 366.0e-3)
+    assert not verdicts.engine_stall({k: None for k in cols}, 11.8e-3)
 
 
 BUSY = "import time\nt = time.monotonic()\nwhile time.monotonic() - t < {s}: pass\n"
@@ -145,11 +145,11 @@ def test_our_own_load_is_not_contention():
 def test_a_frames_serialisation_is_part_of_the_wire():
     """At 1 Gbit/s and MTU 9000 a data frame takes 72 µs on the wire: 10.132 ms at τ = 10 ms is
     τ + frame + 0.06 ms, within tolerance; without the frame time it would not be."""
-    frame_ms = (9000 + 38) * 8 / 1e9 * 1e3
-    assert verdicts.rtt_off(10.132, 10.0)
-    assert not verdicts.rtt_off(10.132, 10.0, frame_ms=frame_ms)
-    assert verdicts.rtt_off(10.2, 10.0, frame_ms=frame_ms)
-    assert verdicts.rtt_off(9.85, 10.0, frame_ms=frame_ms)      # the frame time never excuses a short wire
+    frame_s = (9000 + 38) * 8 / 1e9
+    assert verdicts.rtt_off(10.132e-3, 10.0e-3)
+    assert not verdicts.rtt_off(10.132e-3, 10.0e-3, frame_s=frame_s)
+    assert verdicts.rtt_off(10.2e-3, 10.0e-3, frame_s=frame_s)
+    assert verdicts.rtt_off(9.85e-3, 10.0e-3, frame_s=frame_s)      # the frame time never excuses a short wire
 
 
 def test_an_engine_that_died_during_the_run_leaves_the_verdict_to_the_run():
@@ -216,22 +216,22 @@ def test_parse_ss_reads_each_data_connection_and_its_chrono_counters():
     conns = connections.parse_ss(SS_OUT)
     assert [c.local for c in conns] == ["10.77.1.1:41002", "10.77.1.1:41004"]   # 4 kB control connection left out
     a, b = conns
-    assert (a.busy_ms, a.rwnd_limited_ms, a.sndbuf_limited_ms, a.app_limited, a.min_rtt_ms) == \
-        (10000, 2000, 0, True, 11.801)
-    assert (b.busy_ms, b.rwnd_limited_ms, b.sndbuf_limited_ms, b.app_limited, b.min_rtt_ms) == \
-        (10000, 0, 100, False, 11.795)
+    assert (a.busy_s, a.rwnd_limited_s, a.sndbuf_limited_s, a.app_limited, a.min_rtt_s) == \
+        (10.0, 2.0, 0.0, True, 11.801 / 1e3)
+    assert (b.busy_s, b.rwnd_limited_s, b.sndbuf_limited_s, b.app_limited, b.min_rtt_s) == \
+        (10.0, 0.0, 0.1, False, 11.795 / 1e3)
 
 
 def test_sender_limits_keep_each_connections_last_sample_and_classify():
     first = connections.parse_ss(SS_OUT)
-    later = [dataclasses.replace(c, busy_ms=c.busy_ms * 2, app_limited=False) for c in first]
+    later = [dataclasses.replace(c, busy_s=c.busy_s * 2, app_limited=False) for c in first]
     lim = connections.sender_limits(first + later)
-    assert (lim.busy_ms, lim.rwnd_limited_ms, lim.sndbuf_limited_ms) == (40000, 2000, 100)   # not summed twice
+    assert (lim.busy_s, lim.rwnd_limited_s, lim.sndbuf_limited_s) == (40.0, 2.0, 0.1)   # not summed twice
     assert lim.app_limited_share == 0.25                                                     # 1 of 4 samples
     assert connections.limited_by(lim, thresholds.THRESHOLDS) == "network"          # rwnd 5.0 % of busy: not above 5 %
-    rwnd = dataclasses.replace(lim, rwnd_limited_ms=2001)
+    rwnd = dataclasses.replace(lim, rwnd_limited_s=2.001)
     assert connections.limited_by(rwnd, thresholds.THRESHOLDS) == "receive_window"
-    assert connections.limited_by(dataclasses.replace(lim, sndbuf_limited_ms=2001), thresholds.THRESHOLDS) == "send_buffer"
+    assert connections.limited_by(dataclasses.replace(lim, sndbuf_limited_s=2.001), thresholds.THRESHOLDS) == "send_buffer"
     assert connections.limited_by(dataclasses.replace(lim, app_limited_share=0.6), thresholds.THRESHOLDS) == "application"
     assert connections.limited_by(None, thresholds.THRESHOLDS) is None
     # flagged when the host chose the limit (autotuning), not when the run asked for a buffer (-w)

@@ -16,8 +16,12 @@ from tcpprofile.testbed.engine import EngineStats
 
 
 def cols(fwd_ms=None, rev_ms=None, fwd_max_us=None, rev_max_us=None, bound=None) -> dict:
-    return {"engine_fwd_stall_excess_ms": fwd_ms, "engine_rev_stall_excess_ms": rev_ms,
-            "engine_fwd_late_max_us": fwd_max_us, "engine_rev_late_max_us": rev_max_us, "stall_effect_bound": bound}
+    """The engines' readings (monitors.engine_readings, [s]) from the given ms and µs."""
+    def s(v, per_s):
+        return None if v is None else v / per_s
+    return {"engine_fwd_stall_excess_s": s(fwd_ms, 1e3), "engine_rev_stall_excess_s": s(rev_ms, 1e3),
+            "engine_fwd_late_max_s": s(fwd_max_us, 1e6), "engine_rev_late_max_s": s(rev_max_us, 1e6),
+            "stall_effect_bound": bound}
 
 
 def test_the_bound_is_both_directions_excess_over_the_wall_time_times_the_amplification():
@@ -32,11 +36,11 @@ def test_the_bound_is_both_directions_excess_over_the_wall_time_times_the_amplif
 
 
 def test_the_bound_counts_only_what_the_queue_did_not_cover_where_the_engines_recorded_it():
-    c = {**cols(300.0, 100.0), "engine_fwd_stall_uncovered_ms": 6.0, "engine_rev_stall_uncovered_ms": 2.0}
+    c = {**cols(300.0, 100.0), "engine_fwd_stall_uncovered_s": 6.0e-3, "engine_rev_stall_uncovered_s": 2.0e-3}
     assert verdicts.stall_effect_bound(c, 2.0) == pytest.approx(0.004)       # 8 ms of 2 s, not 400 ms
-    c["engine_rev_stall_uncovered_ms"] = None                         # that engine's record predates it
+    c["engine_rev_stall_uncovered_s"] = None                          # that engine's record predates it
     assert verdicts.stall_effect_bound(c, 2.0) == pytest.approx(0.053)       # (6 + its whole 100 ms) of 2 s
-    c = {**cols(300.0, 100.0), "engine_fwd_stall_uncovered_ms": 0.0, "engine_rev_stall_uncovered_ms": 0.0}
+    c = {**cols(300.0, 100.0), "engine_fwd_stall_uncovered_s": 0.0, "engine_rev_stall_uncovered_s": 0.0}
     assert verdicts.stall_effect_bound(c, 2.0) == 0.0                        # every episode inside the queue's cover
 
 
@@ -52,13 +56,13 @@ def test_the_bound_counts_only_what_the_queue_did_not_cover_where_the_engines_re
 ], ids=["none", "minor-no-excess", "minor-just-inside", "material-just-beyond", "material-small-releases",
         "old-engine-stall", "old-engine-none"])
 def test_the_flag_is_material_only_beyond_the_resolution(c, flag):
-    assert verdicts.stall_flag(c, 45.6) == flag
+    assert verdicts.stall_flag(c, 45.6e-3) == flag
 
 
 def test_the_resolution_is_a_threshold_of_its_own():
     coarse = dataclasses.replace(thresholds.THRESHOLDS, stall_resolution_rel=0.01)
-    assert verdicts.stall_flag(cols(fwd_max_us=30_000.0, bound=0.009), 45.6, coarse) == "engine_stall_minor"
-    assert verdicts.stall_flag(cols(fwd_max_us=30_000.0, bound=0.011), 45.6, coarse) == "engine_stall"
+    assert verdicts.stall_flag(cols(fwd_max_us=30_000.0, bound=0.009), 45.6e-3, coarse) == "engine_stall_minor"
+    assert verdicts.stall_flag(cols(fwd_max_us=30_000.0, bound=0.011), 45.6e-3, coarse) == "engine_stall"
 
 
 def _flagged(flags: str | None) -> bool:

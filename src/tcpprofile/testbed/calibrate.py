@@ -29,6 +29,7 @@ from ..measure import ping
 from ..errors import TcpProfileError
 from ..same_rtt import rtt_tolerance_s
 from ..packet_overhead import line_rate_bps
+from ..units import to_ms
 from .config import LinkConfig
 
 PINGS = 80
@@ -183,9 +184,9 @@ TCP_PROBE_SECONDS = 2
 
 
 def measure_tcp_rtt(link) -> float | None:
-    """The idle RTT as TCP measures it [ms]: tcp_info min_rtt of a sparse iperf3 flow (kernel
+    """The idle RTT as TCP measures it [s]: tcp_info min_rtt of a sparse iperf3 flow (kernel
     timestamps at both ends, no user-space wake-ups: the same measure as a run's base RTT)."""
-    from ..measure.fidelity.connections import min_rtt_ms
+    from ..measure.fidelity.connections import min_rtt_s
     server = link.popen("receiver", ["iperf3", "-s", "-1", "-p", str(IPERF_PORT)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     best = None
@@ -196,7 +197,7 @@ def measure_tcp_rtt(link) -> float | None:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + TCP_PROBE_SECONDS + 30 + 4 * link.config.rtt_s
         while client.poll() is None and time.monotonic() < deadline:
-            m = min_rtt_ms(link, "sender", IPERF_PORT, min_bytes=64 << 10)
+            m = min_rtt_s(link, "sender", IPERF_PORT, min_bytes=64 << 10)
             if m is not None:
                 best = m if best is None else min(best, m)
             time.sleep(0.2)
@@ -220,17 +221,19 @@ def calibrate(link) -> Calibration:
     delay_ns = int(round(cfg.rtt_s / 2 * 1e9))
     link.set_delay_ns(delay_ns)
     sample = measure_rtt(link)
-    tcp_rtt = measure_tcp_rtt(link)
-    measured_ms = tcp_rtt if tcp_rtt is not None else sample.trimmed_ms
+    tcp_rtt_s = measure_tcp_rtt(link)
+    # The record keeps ms (Calibration's fields are the stored JSON): ping's summary is in ms as ping prints it
+    measured_ms = to_ms(tcp_rtt_s) if tcp_rtt_s is not None else sample.trimmed_ms
+    measured_s = tcp_rtt_s if tcp_rtt_s is not None else sample.trimmed_ms / 1e3
     rate_measured = line_rate_bps(goodput, cfg.mtu)
     flags = []
-    if not rtt_within(measured_ms / 1e3, cfg):
+    if not rtt_within(measured_s, cfg):
         flags.append("rtt_off")
     if rate_measured < RATE_LOW_FRACTION * cfg.rate_bps:
         flags.append("rate_low")
     return Calibration(
         rtt_target_ms=cfg.rtt_s * 1e3, rtt_measured_ms=measured_ms, rtt_ping_ms=sample.trimmed_ms,
-        rtt_source="tcp_info min_rtt" if tcp_rtt is not None else "ping -U", rtt_mean_ms=sample.mean_ms,
+        rtt_source="tcp_info min_rtt" if tcp_rtt_s is not None else "ping -U", rtt_mean_ms=sample.mean_ms,
         rtt_min_ms=sample.min_ms, rtt_max_ms=sample.max_ms, rtt_mdev_ms=sample.mdev_ms, pings=sample.count,
         delay_per_direction_ms=delay_ns / 1e6, rate_target_bps=cfg.rate_bps, rate_measured_bps=rate_measured,
         goodput_measured_bps=goodput, goodput_ceiling_bps=cfg.goodput_ceiling_bps, ok=not flags, flags=flags)

@@ -26,6 +26,13 @@ Measured for every run (remote runs: the host and the base RTT only):
            during the run, and the busy share of the application CPUs (both ends run there).
 Flags and their thresholds (docs/testbed.md gives the measurements behind them): see THRESHOLDS.
 
+Units: every duration inside is in seconds (`_s`): the thresholds, the readings (ss's min_rtt and chrono
+counters in ms, the engines' ns counters, PSI's µs are converted where they are read: connections.parse_ss,
+monitors.engine_readings, host) and every comparison (verdicts.py, connections.limited_by; a reading on a bound
+is inside it: thresholds.beyond). The store keeps its columns' units (rtt_base_ms, engine_*_late_*_us,
+engine_*_stall_*_ms, tcp_*_ms; fidelity_json's thresholds under their _ms names), converted at the writing edge
+(monitors.store_columns, rtt_columns, limit_columns, Thresholds.stored).
+
 Modules: thresholds.py (Thresholds, RERUN_FLAGS), host.py (HostSampler), connections.py (RttWatcher,
-min_rtt_ms, limited_by), verdicts.py (one function per flag), monitors.py (remote_monitor, emulated_monitor).
+min_rtt_s, limited_by), verdicts.py (one function per flag), monitors.py (remote_monitor, emulated_monitor).
 """

@@ -7,7 +7,7 @@ import re
 import threading
 from dataclasses import dataclass
 
-from .thresholds import Thresholds
+from .thresholds import Thresholds, beyond
 
 RTT_SAMPLE_S = 2.0     # [s] between `ss -ti` samples of the data connections
 
@@ -16,10 +16,10 @@ _ACKED = re.compile(r"\bbytes_acked:([0-9]+)")
 DATA_CONNECTION_BYTES = 1 << 20     # iperf3's control connection moves a few kB: not a data stream
 
 
-def min_rtt_ms(host, role: str, port: int, min_bytes: int = DATA_CONNECTION_BYTES) -> float | None:
-    """Smallest RTT sample [ms] (tcp_info min_rtt) over the data connections to port, now; None if none."""
+def min_rtt_s(host, role: str, port: int, min_bytes: int = DATA_CONNECTION_BYTES) -> float | None:
+    """Smallest RTT sample [s] (tcp_info min_rtt) over the data connections to port, now; None if none."""
     out = host.run(role, ["ss", "-tinH", "state", "established", f"dport = :{port}"], check=False, timeout=10).stdout
-    rtts = [c.min_rtt_ms for c in parse_ss(out, min_bytes) if c.min_rtt_ms is not None]
+    rtts = [c.min_rtt_s for c in parse_ss(out, min_bytes) if c.min_rtt_s is not None]
     return min(rtts) if rtts else None
 
 
@@ -29,14 +29,14 @@ _CHRONO = {k: re.compile(rf"\b{k}:([0-9]+)ms") for k in ("busy", "rwnd_limited",
 
 @dataclass(frozen=True)
 class ConnSample:
-    """One `ss -ti` sample of one data connection: tcp_info's min_rtt [ms], its chrono counters
-    (tcpi_busy_time, tcpi_rwnd_limited, tcpi_sndbuf_limited [ms], cumulative over the connection's
-    life) and whether the latest delivery-rate sample was app-limited (tcpi_delivery_rate_app_limited)."""
+    """One `ss -ti` sample of one data connection: tcp_info's min_rtt [s] (ss prints ms, to 1 µs below 1 s), its chrono
+    counters (tcpi_busy_time, tcpi_rwnd_limited, tcpi_sndbuf_limited [s]; ss prints whole ms; cumulative over the
+    connection's life) and whether the latest delivery-rate sample was app-limited (tcpi_delivery_rate_app_limited)."""
     local: str
-    min_rtt_ms: float | None
-    busy_ms: int
-    rwnd_limited_ms: int
-    sndbuf_limited_ms: int
+    min_rtt_s: float | None
+    busy_s: float
+    rwnd_limited_s: float
+    sndbuf_limited_s: float
     app_limited: bool
 
 
@@ -58,8 +58,10 @@ def parse_ss(out: str, min_bytes: int = DATA_CONNECTION_BYTES) -> list[ConnSampl
         if not acked or int(acked.group(1)) < min_bytes:
             continue
         rtt = _MINRTT.search(info)
-        chrono = {k: int(m.group(1)) if (m := r.search(info)) else 0 for k, r in _CHRONO.items()}
-        samples.append(ConnSample(local, float(rtt.group(1)) if rtt else None, chrono["busy"],
+        # ss prints the chrono counters as whole ms (misc/ss.c: "busy:%llums", tcpi_busy_time / 1000)
+        chrono = {k: int(m.group(1)) / 1e3 if (m := r.search(info)) else 0.0 for k, r in _CHRONO.items()}
+        min_rtt_s = float(rtt.group(1)) / 1e3 if rtt else None   # ms (misc/ss.c: minrtt:%g, tcpi_min_rtt / 1000.0)
+        samples.append(ConnSample(local, min_rtt_s, chrono["busy"],
                                   chrono["rwnd_limited"], chrono["sndbuf_limited"],
                                   re.search(r"\bapp_limited\b", info) is not None))
     return samples
@@ -67,11 +69,11 @@ def parse_ss(out: str, min_bytes: int = DATA_CONNECTION_BYTES) -> list[ConnSampl
 
 @dataclass(frozen=True)
 class SenderLimits:
-    """The sender's tcp_info over a run: chrono counters summed over the data connections (each
+    """The sender's tcp_info over a run: chrono counters [s] summed over the data connections (each
     connection's last sample), and the share of all connection samples marked app_limited."""
-    busy_ms: float
-    rwnd_limited_ms: float
-    sndbuf_limited_ms: float
+    busy_s: float
+    rwnd_limited_s: float
+    sndbuf_limited_s: float
     app_limited_share: float | None
 
 
@@ -81,8 +83,8 @@ def sender_limits(samples: list[ConnSample]) -> SenderLimits | None:
     last: dict[str, ConnSample] = {}
     for c in samples:                 # chrono counters are cumulative: a connection's last sample counts
         last[c.local] = c
-    return SenderLimits(sum(c.busy_ms for c in last.values()), sum(c.rwnd_limited_ms for c in last.values()),
-                        sum(c.sndbuf_limited_ms for c in last.values()),
+    return SenderLimits(sum(c.busy_s for c in last.values()), sum(c.rwnd_limited_s for c in last.values()),
+                        sum(c.sndbuf_limited_s for c in last.values()),
                         sum(c.app_limited for c in samples) / len(samples))
 
 
@@ -92,11 +94,11 @@ def limited_by(limits: SenderLimits | None, t: "Thresholds") -> str | None:
     application (app_limited: the sender did not fill the window: iperf3 or its CPU), else the
     network (cwnd-limited: the path). Chrono shares are of busy time (tcp_chrono_start in
     net/ipv4/tcp_output.c: busy counts while data is unacked)."""
-    if limits is None or limits.busy_ms <= 0:
+    if limits is None or limits.busy_s <= 0:
         return None
-    if limits.rwnd_limited_ms > t.limit_share * limits.busy_ms:
+    if beyond(limits.rwnd_limited_s, t.limit_share * limits.busy_s):
         return "receive_window"
-    if limits.sndbuf_limited_ms > t.limit_share * limits.busy_ms:
+    if beyond(limits.sndbuf_limited_s, t.limit_share * limits.busy_s):
         return "send_buffer"
     if limits.app_limited_share is not None and limits.app_limited_share > t.app_limited_share:
         return "application"
@@ -112,14 +114,14 @@ def host_limited(limit: str | None, socket_buffer_bytes: int | None) -> bool:
 
 
 class RttWatcher:
-    """Samples the run's data connections (`ss -ti`) every RTT_SAMPLE_S: min_rtt (.value, the
+    """Samples the run's data connections (`ss -ti`) every RTT_SAMPLE_S: min_rtt (.value_s [s], the
     smallest seen; min_rtt is itself a running minimum) and every sample (.samples, for the chrono
     counters: the connections close when the run ends, so the last sample before that is kept)."""
 
     def __init__(self, host, role: str, port: int, first_s: float = RTT_SAMPLE_S):
         """first_s: when the first sample is taken (remote runs: early, so that a 1 s run has one)."""
         self.host, self.role, self.port, self.first_s = host, role, port, first_s
-        self.value: float | None = None
+        self.value_s: float | None = None
         self.samples: list[ConnSample] = []
         self._stop = threading.Event()
 
@@ -139,9 +141,9 @@ class RttWatcher:
                 return
             conns = parse_ss(out)
             self.samples += conns
-            rtts = [c.min_rtt_ms for c in conns if c.min_rtt_ms is not None]
+            rtts = [c.min_rtt_s for c in conns if c.min_rtt_s is not None]
             if rtts:
-                self.value = min(rtts) if self.value is None else min(self.value, *rtts)
+                self.value_s = min(rtts) if self.value_s is None else min(self.value_s, *rtts)
 
     def __exit__(self, *exc) -> None:
         self._stop.set()

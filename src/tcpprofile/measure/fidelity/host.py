@@ -41,13 +41,13 @@ def _procs_running() -> int:
     return 0
 
 
-def _pressure_some_us() -> int | None:
-    """Total µs some task waited for a CPU (PSI), or None without PSI."""
+def _pressure_some_s() -> float | None:
+    """Total time [s] some task waited for a CPU (PSI), or None without PSI."""
     try:
         first = Path("/proc/pressure/cpu").read_text().splitlines()[0]
     except OSError:
         return None
-    return int(first.rsplit("total=", 1)[1])
+    return int(first.rsplit("total=", 1)[1]) / 1e6      # total= in µs (Documentation/accounting/psi.rst)
 
 
 _KTHREAD = 0x00200000    # PF_KTHREAD in /proc/PID/stat flags
@@ -156,7 +156,7 @@ class HostSampler:
         self._t0 = time.monotonic()
         self._cpu0 = _cpu_times()
         self._cpus0 = _cpu_times_of(self.cpus) if self.cpus else None
-        self._psi0 = _pressure_some_us()
+        self._psi0 = _pressure_some_s()
         self._procs0 = _processes()
         if self.port is not None:
             self._path = ownprocs.testbed_pids()
@@ -183,8 +183,8 @@ class HostSampler:
         wall = max(time.monotonic() - self._t0, 1e-9)
         busy1, total1 = _cpu_times()
         busy = (busy1 - self._cpu0[0]) / max(total1 - self._cpu0[1], 1)
-        psi1 = _pressure_some_us()
-        pressure = (psi1 - self._psi0) / 1e6 / wall if psi1 is not None and self._psi0 is not None else None
+        psi1 = _pressure_some_s()
+        pressure = (psi1 - self._psi0) / wall if psi1 is not None and self._psi0 is not None else None
         usage = foreign_usage(self._procs0, _processes(), os.getpid(), os.sysconf("SC_CLK_TCK"), wall,
                               self._path | self._server)
         foreign = sum(usage.values())
