@@ -203,7 +203,12 @@ class HTCP(FirstPrinciplesModel):
             return self._Ah_inv(y, s)
         rho, ts, Ats, _ = sc
         z = y / s
-        return np.where(z <= ts, z, self._Ah_inv(Ats + np.maximum(z - ts, 0.0) / rho, 1.0))
+        out = np.array(np.broadcast_to(z, np.broadcast_shapes(z.shape, np.shape(ts))))
+        i = np.flatnonzero(~(out <= ts))  # A^{-1} beyond t* only where it is taken (the cubic costs ~0.1 µs a row)
+        if i.size:
+            at = lambda a: np.broadcast_to(a, out.shape).ravel()[i]  # noqa: E731
+            out.ravel()[i] = self._Ah_inv(at(Ats) + np.maximum(at(z) - at(ts), 0.0) / at(rho), 1.0)
+        return out
 
     def _after_loss(self, W, r):
         return r.b * W

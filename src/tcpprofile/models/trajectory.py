@@ -150,7 +150,7 @@ class Trajectory:
                         D = np.where(here, N0 + dat * (T - T0) / dur, D)
                 else:
                     i = np.flatnonzero(here)
-                    D[i] = N0[i] + self.model._grow(p[3][i], _take(p[4], i), T[i] - T0[i], r.take(_mask(i, T)))[0]
+                    D[i] = N0[i] + self.model._grow(p[3][i], _take(p[4], i), T[i] - T0[i], r.take(i))[0]
                 done = done | here
             T0, N0 = T0 + dur, N0 + dat
         return np.where(done, D, N0 + (T - T0) * self.steady)
@@ -158,7 +158,7 @@ class Trajectory:
     def _invert(self, p, i, target):
         """t ∈ [0, t_I] with D(t) = target on a Phase I piece: Newton from t_I (D convex: w grows), D' = w/τ."""
         _, tI, _, Ws, st = p
-        rr, s, Wi = self.r.take(_mask(i, self.P)), _take(st, i), Ws[i]
+        rr, s, Wi = self.r.take(i), _take(st, i), Ws[i]
         t = tI[i].copy()
         for _ in range(NEWTON):
             D, w = self.model._grow(Wi, s, t, rr)
@@ -231,12 +231,6 @@ def slow_start_peak(model, r):
         over = np.where(trains, np.maximum(P_train - bdp, 0.0) / C, over)
         small = small | trains                        # the drop before the link is full
     return P, over, small
-
-
-def _mask(i, like):
-    m = np.zeros(like.shape, dtype=bool)
-    m[i] = True
-    return m
 
 
 def _take(st: dict, i) -> dict:
