@@ -55,6 +55,10 @@ BITS = 8.0
 # drop-tail overflow window Cτ + β: the median of (F − bytes received)/(Cτ + β) over the development store
 # benchmarks/data/physics-dev-0.2bdp (45 runs, 11.8–366 ms: 1.66–4.94; docs/models.md, "Fixed-size transfers")
 SEND_BACKLOG = 2.92
+# Rows evaluated at a time (components): a block's arrays (256 KiB of float64) stay in the CPU's cache and in
+# the allocator's heap. Whole 200,000-row arrays (1.6 MB each) are returned to the kernel when freed and
+# page-faulted back in on the next allocation: up to half the time of a call (bench_models, minor faults)
+BLOCK_ROWS = 32768
 
 
 def _expected(p, other, first):
@@ -547,7 +551,20 @@ class FirstPrinciplesModel(Model):
         F = self._param_array("size", size, self.size_bytes) * BITS
         W = self._param_array("wmax", wmax, self._wmax_default()) * BITS
         duration, loss = self._duration_loss(duration, loss)
-        return self._compute(tau, n, beta, F, W, duration, loss)
+        return self._compute_blocks(tau, n, beta, F, W, duration, loss)
+
+    def _compute_blocks(self, *args) -> dict:
+        """_compute over blocks of BLOCK_ROWS rows of the broadcast arguments (None: not given), concatenated.
+        Each row's arithmetic is the same in a block as in the whole (a row depends on the others only through
+        the stop tests of the global Newton loops, as it did within one call)."""
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args if a is not None))
+        size = math.prod(shape)
+        if size <= BLOCK_ROWS:
+            return self._compute(*args)
+        flat = [a if a is None or np.ndim(a) == 0 else np.broadcast_to(a, shape).ravel() for a in args]
+        parts = [self._compute(*(a if a is None or np.ndim(a) == 0 else a[i:i + BLOCK_ROWS] for a in flat))
+                 for i in range(0, size, BLOCK_ROWS)]
+        return {k: np.concatenate([p[k] for p in parts]).reshape(shape) for k in parts[0]}
 
     def predict(self, tau, *, n=1, buffer=None, size=None, wmax=None, duration=None, loss=None) -> np.ndarray:
         """Predicted throughput min(S, C) in bits/s, broadcast over tau [s], n, buffer, size, wmax [bytes],

@@ -113,10 +113,11 @@ class Trajectory:
 
     def time(self, F):
         """Time [s] to send F bits (from t = 0, the lag included)."""
-        tau = self.r.tau
-        with np.errstate(all="ignore"):
-            t = self.lag + tau * np.log2(1.0 + F * LN2 / self.nw0)  # Eq. (3) inverted, within slow start
         done = F <= self.N_ss
+        t = np.full(F.shape, np.nan)  # set on every row that ends `done` (the logarithm only on those within slow start)
+        i = np.flatnonzero(done)
+        with np.errstate(all="ignore"):
+            t[i] = _at(self.lag, i) + self.r.tau[i] * np.log2(1.0 + F[i] * LN2 / self.nw0[i])  # Eq. (3) inverted
         T0, N0 = self.T_ss.copy(), self.N_ss.copy()
         for p in self.pieces:
             dur, dat = p[1], p[2]
@@ -137,9 +138,11 @@ class Trajectory:
     def data(self, T):
         """Data [bits] sent in T seconds (from t = 0)."""
         r = self.r
-        grow = np.minimum(np.maximum(T - self.lag, 0.0) / r.tau, 1000.0)  # RTTs of doubling (capped: exp2 finite)
-        D = self.nw0 * (np.exp2(grow) - 1.0) / LN2  # Eq. (3) within slow start
         done = T <= self.T_ss
+        D = np.full(T.shape, np.nan)  # set on every row that ends `done` (exp2 only on those within slow start)
+        i = np.flatnonzero(done)
+        grow = np.minimum(np.maximum(T[i] - _at(self.lag, i), 0.0) / r.tau[i], 1000.0)  # RTTs of doubling (capped)
+        D[i] = self.nw0[i] * (np.exp2(grow) - 1.0) / LN2  # Eq. (3) within slow start
         T0, N0 = self.T_ss.copy(), self.N_ss.copy()
         for p in self.pieces:
             dur, dat = p[1], p[2]
@@ -202,7 +205,14 @@ def slow_start_peak(model, r):
     ys, xs = y[fluid], x[fluid]
     for _ in range(NEWTON_XD):  # g(x) = (2^x − 1)/ln 2 − x + κh·2^x − y, convex: Newton from the right
         e = np.exp2(xs)
-        step = ((e - 1.0) / LN2 - xs + kappa * h * e - ys) / np.maximum(e * (1.0 + 0.5 * kappa) - 1.0, 1e-300)
+        if kappa:
+            step = ((e - 1.0) / LN2 - xs + kappa * h * e - ys) / np.maximum(e * (1.0 + 0.5 * kappa) - 1.0, 1e-300)
+        else:  # the same step without the κ terms (+ 0·h·e, × (1 + 0.5·0)), in place
+            e -= 1.0
+            step = e / LN2
+            step -= xs
+            step -= ys
+            step /= np.maximum(e, 1e-300, out=e)
         xs = xs - step
         if not np.any(step > 1e-14 * xs):
             break
@@ -231,6 +241,11 @@ def slow_start_peak(model, r):
         over = np.where(trains, np.maximum(P_train - bdp, 0.0) / C, over)
         small = small | trains                        # the drop before the link is full
     return P, over, small
+
+
+def _at(a, i):
+    """Rows i of a per-row array, or the scalar itself."""
+    return a[i] if np.ndim(a) else a
 
 
 def _take(st: dict, i) -> dict:
