@@ -55,10 +55,10 @@ BITS = 8.0
 # drop-tail overflow window Cτ + β: the median of (F − bytes received)/(Cτ + β) over the development store
 # benchmarks/data/physics-dev-0.2bdp (45 runs, 11.8–366 ms: 1.66–4.94; docs/models.md, "Fixed-size transfers")
 SEND_BACKLOG = 2.92
-# Rows evaluated at a time (components): a block's arrays (256 KiB of float64) stay in the CPU's cache and in
-# the allocator's heap. Whole 200,000-row arrays (1.6 MB each) are returned to the kernel when freed and
+# Rows evaluated at a time (components; at most, in equal blocks): a block's arrays (≤ 512 KiB of float64) stay in
+# the CPU's cache and in the allocator's heap. Whole 200,000-row arrays (1.6 MB each) are returned to the kernel when freed and
 # page-faulted back in on the next allocation: up to half the time of a call (bench_models, minor faults)
-BLOCK_ROWS = 32768
+BLOCK_ROWS = 65536
 
 
 def _expected(p, other, first):
@@ -542,6 +542,10 @@ class FirstPrinciplesModel(Model):
         (data sent) [bits]; k (epochs); case (0: ends in slow start, 1, 2); subcase (1: W_m ≤ W_max,
         2: W_m > W_max, 0: n/a); phase1 (Phase I non-empty); loss_limited; S and throughput = min(S, C) [bit/s].
         """
+        return self._evaluate(COMPONENT_NAMES, tau, n, buffer, size, wmax, duration, loss)
+
+    def _evaluate(self, names, tau, n, buffer, size, wmax, duration, loss) -> dict:
+        """components' validation and evaluation; names: the components wanted (at least)."""
         self._validate_params()
         tau = positive_array("tau", tau, units="s")
         n = positive_array("n", n, units="streams")
@@ -551,26 +555,27 @@ class FirstPrinciplesModel(Model):
         F = self._param_array("size", size, self.size_bytes) * BITS
         W = self._param_array("wmax", wmax, self._wmax_default()) * BITS
         duration, loss = self._duration_loss(duration, loss)
-        return self._compute_blocks(tau, n, beta, F, W, duration, loss)
+        return self._compute_blocks(names, tau, n, beta, F, W, duration, loss)
 
-    def _compute_blocks(self, *args) -> dict:
-        """_compute over blocks of BLOCK_ROWS rows of the broadcast arguments (None: not given), concatenated.
+    def _compute_blocks(self, names, *args) -> dict:
+        """_compute over blocks of BLOCK_ROWS rows of the broadcast arguments (None: not given), the components
+        `names` concatenated (only those: fresh whole arrays cost page faults).
         Each row's arithmetic is the same in a block as in the whole (a row depends on the others only through
         the stop tests of the global Newton loops, as it did within one call)."""
         shape = np.broadcast_shapes(*(np.shape(a) for a in args if a is not None))
         size = math.prod(shape)
         if size <= BLOCK_ROWS:
             return self._compute(*args)
+        step = -(-size // -(-size // BLOCK_ROWS))  # equal blocks of at most BLOCK_ROWS rows
         flat = [a if a is None or np.ndim(a) == 0 else np.broadcast_to(a, shape).ravel() for a in args]
-        parts = [self._compute(*(a if a is None or np.ndim(a) == 0 else a[i:i + BLOCK_ROWS] for a in flat))
-                 for i in range(0, size, BLOCK_ROWS)]
-        return {k: np.concatenate([p[k] for p in parts]).reshape(shape) for k in parts[0]}
+        parts = [self._compute(*(a if a is None or np.ndim(a) == 0 else a[i:i + step] for a in flat))
+                 for i in range(0, size, step)]
+        return {k: np.concatenate([p[k] for p in parts]).reshape(shape) for k in names}
 
     def predict(self, tau, *, n=1, buffer=None, size=None, wmax=None, duration=None, loss=None) -> np.ndarray:
         """Predicted throughput min(S, C) in bits/s, broadcast over tau [s], n, buffer, size, wmax [bytes],
         duration [s] and loss [probability per segment] (see components)."""
-        return self.components(tau, n=n, buffer=buffer, size=size, wmax=wmax, duration=duration,
-                               loss=loss)["throughput"]
+        return self._evaluate(("throughput",), tau, n, buffer, size, wmax, duration, loss)["throughput"]
 
     def fit(self, tau, throughput, *, n=1, size=None, duration=None, loss=None, buffer_bounds=BUFFER_BOUNDS,
             wmax_bounds=WMAX_BOUNDS):
