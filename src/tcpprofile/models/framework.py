@@ -56,8 +56,9 @@ BITS = 8.0
 # benchmarks/data/physics-dev-0.2bdp (45 runs, 11.8–366 ms: 1.66–4.94; docs/models.md, "Fixed-size transfers")
 SEND_BACKLOG = 2.92
 # Rows evaluated at a time (components; at most, in equal blocks): a block's arrays (≤ 512 KiB of float64) stay in
-# the CPU's cache and in the allocator's heap. Whole 200,000-row arrays (1.6 MB each) are returned to the kernel when freed and
-# page-faulted back in on the next allocation: up to half the time of a call (bench_models, minor faults)
+# the CPU's cache and in the allocator's heap. Whole arrays of 200,000 rows (1.6 MB each) went back to the kernel
+# when freed (glibc trims the heap) and were page-faulted in again on the next allocation: ~30,000 minor faults,
+# up to half the time of a call in bench_models
 BLOCK_ROWS = 65536
 
 
@@ -118,7 +119,8 @@ def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100
         out[idx] = x
         if not run.any():
             break
-        idx, lo, hi, flo, fhi, side = (a[run] for a in (idx, lo, hi, flo, fhi, side))
+        if not run.all():
+            idx, lo, hi, flo, fhi, side = (a[run] for a in (idx, lo, hi, flo, fhi, side))
     return out
 
 
@@ -351,16 +353,6 @@ class FirstPrinciplesModel(Model):
                 Ws = np.where(sub2, Wmax2, Wm)  # Eq. (11): W_s = min(W_m, W_max)
                 # Eq. (8) holds at W_m: N_m = C·T_m + β in subcase 1 (only T_m needed); at W_max otherwise.
                 T0, N0, Tm = self._epoch_parts(Ws, s)
-                i2 = np.flatnonzero(sub2)
-                if i2.size:
-                    Tm2, Nm2 = self._phase2(Ws[i2], s.take(i2))
-                    Tm[i2] = Tm2
-                Nm = np.where(sub2, 0.0, s.C * Tm + s.beta)
-                if i2.size:
-                    Nm[i2] = Nm2
-                g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
-                Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
-                Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
                 has1 = self._after_loss(Ws, s) < s.bdp
                 if self.queue_fill:
                     # Above Cτ the link is full and the queue holds W − Cτ: Phase II carries C·T_m; a window
@@ -368,6 +360,17 @@ class FirstPrinciplesModel(Model):
                     Tm = np.where(sub2, 1.0, Tm)  # any length: the rate is C
                     Nm, Tb, Nb = s.C * Tm, np.zeros_like(Tm), np.zeros_like(Tm)
                     has1 = has1 & ~sub2
+                else:
+                    i2 = np.flatnonzero(sub2)
+                    if i2.size:
+                        Tm2, Nm2 = self._phase2(Ws[i2], s.take(i2))
+                        Tm[i2] = Tm2
+                    Nm = np.where(sub2, 0.0, s.C * Tm + s.beta)
+                    if i2.size:
+                        Nm[i2] = Nm2
+                    g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
+                    Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0 [s]
+                    Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
                 T0, N0 = np.where(has1, T0, 0.0), np.where(has1, N0, 0.0)
             out["W_m"][c2], out["W_s"][c2] = Wm, Ws
             out["T_0"][c2], out["N_0"][c2], out["T_m"][c2], out["N_m"][c2] = T0, N0, Tm, Nm

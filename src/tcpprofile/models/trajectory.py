@@ -114,7 +114,7 @@ class Trajectory:
     def time(self, F):
         """Time [s] to send F bits (from t = 0, the lag included)."""
         done = F <= self.N_ss
-        t = np.full(F.shape, np.nan)  # set on every row that ends `done` (the logarithm only on those within slow start)
+        t = np.full(F.shape, np.nan)  # set on every row that ends `done` (the logarithm only on those in slow start)
         i = np.flatnonzero(done)
         with np.errstate(all="ignore"):
             t[i] = _at(self.lag, i) + self.r.tau[i] * np.log2(1.0 + F[i] * LN2 / self.nw0[i])  # Eq. (3) inverted
@@ -199,10 +199,11 @@ def slow_start_peak(model, r):
     q1 = 1.0 / LN2 - 1.0
     train = y < kappa * h                             # (a)
     small = y < q1 + kappa / LN2                      # (a) and (b): the drop within the first RTT of overload
-    fluid = small & ~train                            # (b)
-    # ln 2·x²/2 + κh ≤ g(x) + y: Newton starts right of the root
-    x = np.sqrt(np.maximum(np.minimum(y, q1 + kappa / LN2) - kappa * h, 0.0) * 2.0 / LN2)
-    ys, xs = y[fluid], x[fluid]
+    fluid = np.flatnonzero(small & ~train)            # (b) (row indices)
+    ys = y[fluid]
+    # ln 2·x²/2 + κh ≤ g(x) + y: Newton starts right of the root (x = 0 on the train rows, replaced below)
+    xs = np.sqrt(np.maximum(np.minimum(ys, q1 + kappa / LN2) - kappa * h, 0.0) * 2.0 / LN2)
+    x = np.zeros(y.shape)
     for _ in range(NEWTON_XD):  # g(x) = (2^x − 1)/ln 2 − x + κh·2^x − y, convex: Newton from the right
         e = np.exp2(xs)
         if kappa:
