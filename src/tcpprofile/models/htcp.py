@@ -166,8 +166,9 @@ class HTCP(FirstPrinciplesModel):
             c = np.cos(np.arccos(t) / 3)
         else:
             c = np.empty_like(t)
-            c[trig] = np.cos(np.arccos(t[trig]) / 3)
-            c[~trig] = np.cosh(np.arccosh(t[~trig]) / 3)
+            i, j = np.flatnonzero(trig), np.flatnonzero(~trig)  # indices: cheaper than a mask, per array
+            c[i] = np.cos(np.arccos(t[i]) / 3)
+            c[j] = np.cosh(np.arccosh(t[j]) / 3)
         u = np.clip(2 * math.sqrt(396.0) * c - 20, 0.0, v)  # p(u) ≥ u ⇒ u ≤ v
         for _ in range(2):
             uu = u * u
