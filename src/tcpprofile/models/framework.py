@@ -55,6 +55,11 @@ BITS = 8.0
 # drop-tail overflow window Cτ + β: the median of (F − bytes received)/(Cτ + β) over the development store
 # benchmarks/data/physics-dev-0.2bdp (45 runs, 11.8–366 ms: 1.66–4.94; docs/models.md, "Fixed-size transfers")
 SEND_BACKLOG = 2.92
+# Rows evaluated at a time (components; at most, in equal blocks): a block's arrays (≤ 512 KiB of float64) stay in
+# the CPU's cache and in the allocator's heap. Whole arrays of 200,000 rows (1.6 MB each) went back to the kernel
+# when freed (glibc trims the heap) and were page-faulted in again on the next allocation: ~30,000 minor faults,
+# up to half the time of a call in bench_models
+BLOCK_ROWS = 65536
 
 
 def _expected(p, other, first):
@@ -67,8 +72,12 @@ class Rows(dict):
 
     __getattr__ = dict.__getitem__
 
-    def take(self, mask: np.ndarray) -> "Rows":
-        return Rows({k: v[mask] for k, v in self.items()})
+    def take(self, rows: np.ndarray) -> "Rows":
+        """The rows of a boolean mask or of an index array. A mask is turned into indices once: indexing each
+        array by a random mask costs about 15× indexing it by the indices (a branch per element)."""
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        return Rows({k: v[rows] for k, v in self.items()})
 
 
 def bisect_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 80) -> np.ndarray:
@@ -110,7 +119,8 @@ def illinois_increasing(g, lo: np.ndarray, hi: np.ndarray, iterations: int = 100
         out[idx] = x
         if not run.any():
             break
-        idx, lo, hi, flo, fhi, side = (a[run] for a in (idx, lo, hi, flo, fhi, side))
+        if not run.all():
+            idx, lo, hi, flo, fhi, side = (a[run] for a in (idx, lo, hi, flo, fhi, side))
     return out
 
 
@@ -329,13 +339,13 @@ class FirstPrinciplesModel(Model):
         phase1 = np.zeros(tau.shape, dtype=bool)
 
         # Case 1 (§IV-B): W_max ≤ Cτ — window flat at W_max after slow start, rate W_max/τ.
-        c1 = case == 1
+        c1 = np.flatnonzero(case == 1)  # row indices (masks: see Rows.take)
         Na[c1] = F[c1] - Ns[c1]  # N_a = F − N_s  [bits]
         Ta[c1] = Na[c1] * tau[c1] / Wagg[c1]  # T_a = N_a·τ/W_max  [s]
 
-        c2 = case == 2
-        if c2.any():
-            s = r if c2.all() else r.take(c2)
+        c2 = np.flatnonzero(case == 2)
+        if c2.size:
+            s = r if c2.size == tau.size else r.take(c2)
             Wmax2 = Wagg[c2]
             with np.errstate(all="ignore"):
                 Wm = self._solve_wm(s)
@@ -343,15 +353,6 @@ class FirstPrinciplesModel(Model):
                 Ws = np.where(sub2, Wmax2, Wm)  # Eq. (11): W_s = min(W_m, W_max)
                 # Eq. (8) holds at W_m: N_m = C·T_m + β in subcase 1 (only T_m needed); at W_max otherwise.
                 T0, N0, Tm = self._epoch_parts(Ws, s)
-                if sub2.any():
-                    Tm2, Nm2 = self._phase2(Ws[sub2], s.take(sub2))
-                    Tm[sub2] = Tm2
-                Nm = np.where(sub2, 0.0, s.C * Tm + s.beta)
-                if sub2.any():
-                    Nm[sub2] = Nm2
-                g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
-                Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0  [s]
-                Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
                 has1 = self._after_loss(Ws, s) < s.bdp
                 if self.queue_fill:
                     # Above Cτ the link is full and the queue holds W − Cτ: Phase II carries C·T_m; a window
@@ -359,6 +360,17 @@ class FirstPrinciplesModel(Model):
                     Tm = np.where(sub2, 1.0, Tm)  # any length: the rate is C
                     Nm, Tb, Nb = s.C * Tm, np.zeros_like(Tm), np.zeros_like(Tm)
                     has1 = has1 & ~sub2
+                else:
+                    i2 = np.flatnonzero(sub2)
+                    if i2.size:
+                        Tm2, Nm2 = self._phase2(Ws[i2], s.take(i2))
+                        Tm[i2] = Tm2
+                    Nm = np.where(sub2, 0.0, s.C * Tm + s.beta)
+                    if i2.size:
+                        Nm[i2] = Nm2
+                    g = Nm - s.C * Tm - s.beta  # Eq. (8) at W_s: 0 in subcase 1, < 0 in subcase 2
+                    Tb = np.where(sub2, -g / (Wmax2 / s.tau - s.C), 0.0)  # N_max + N_β − C(T_max+T_β) − β = 0 [s]
+                    Nb = np.where(sub2, Wmax2 / s.tau * Tb, 0.0)  # N_β = (W_max/τ)·T_β  [bits]
                 T0, N0 = np.where(has1, T0, 0.0), np.where(has1, N0, 0.0)
             out["W_m"][c2], out["W_s"][c2] = Wm, Ws
             out["T_0"][c2], out["N_0"][c2], out["T_m"][c2], out["N_m"][c2] = T0, N0, Tm, Nm
@@ -373,17 +385,18 @@ class FirstPrinciplesModel(Model):
         W_L, keep = np.full(tau.shape, np.nan), np.full(tau.shape, np.nan)
         lossy = np.isfinite(segs)
         if lossy.any():  # external loss: per flow on C/n and β/n (module docstring)
-            pick = (lambda a: a) if lossy.all() else (lambda a: a[lossy])  # noqa: E731
+            li = np.flatnonzero(lossy)
+            pick = (lambda a: a) if li.size == tau.size else (lambda a: a[li])  # noqa: E731
             nl, th = pick(n), pick(thresh)
             fl = self._rows(pick(tau), np.ones(nl.size), pick(r.beta) / nl, pick(C) / nl)
-            keep[lossy] = self._after_loss(th, fl) / th  # after-loss factor (transient)
+            keep[li] = self._after_loss(th, fl) / th  # after-loss factor (transient)
             w_clean = np.where(pick(case) == 2, pick(out["W_s"]), pick(Wagg)) / nl
             segs_l = pick(segs)
             wl, rate = self._loss_limited(segs_l, fl, w_clean)
             rate = self._variant_loss_rate(segs_l, fl, rate)
-            W_L[lossy] = wl * nl
+            W_L[li] = wl * nl
             clean = pick(sustained)
-            sustained[lossy] = np.where(np.isfinite(rate), np.minimum(rate * nl, clean), clean)
+            sustained[li] = np.where(np.isfinite(rate), np.minimum(rate * nl, clean), clean)
         loss_limited = np.isfinite(W_L)
         with np.errstate(all="ignore"):  # a loss epoch carries N segments per flow in T_a = N_a/rate
             Na = np.where(loss_limited, n * segs * M, Na)
@@ -418,12 +431,13 @@ class FirstPrinciplesModel(Model):
                 # Data sent in T: F(T) = N_s + (T − T_s)·N_a/T_a, or Eq. (3) within slow start  [bits]
                 grow = np.maximum(T - lag, 0.0)  # time slow start has been growing  [s]
                 F = Ns + (T - Ts) * sustained
-                F[in_ss] = n[in_ss] * w0[in_ss] * (np.exp2(grow[in_ss] / tau[in_ss]) - 1.0) / LN2  # (exp2 only there)
+                i = np.flatnonzero(in_ss)
+                F[i] = n[i] * w0[i] * (np.exp2(grow[i] / tau[i]) - 1.0) / LN2  # (exp2 only there)
                 k = np.where(in_ss, 0.0, (F - Ns) / Na)
                 S = np.where(np.isinf(T), sustained, F / span)
             finite = np.isfinite(F) if duration is None else np.isfinite(T)
-            tr = loss_limited & ~in_ss & np.isfinite(sustained) & finite
-            if tr.any():  # the decay from the slow-start window to W_L (transient.py)
+            tr = np.flatnonzero(loss_limited & ~in_ss & np.isfinite(sustained) & finite)
+            if tr.size:  # the decay from the slow-start window to W_L (transient.py)
                 nt = n[tr]
                 tra = Transient(thresh[tr], keep[tr], W_L[tr] / nt, nt * segs[tr] * M[tr], nt, tau[tr], C[tr] / nt,
                                 sustained[tr])
@@ -432,26 +446,32 @@ class FirstPrinciplesModel(Model):
                 else:
                     F[tr] = Ns[tr] + tra.data(T[tr] - Ts[tr])
                     S[tr] = F[tr] / span[tr]
-            tj = (np.zeros(tau.shape, dtype=bool) if not (self.trajectory and self.queue_fill) else
-                  ~lossy & (case == 2) & (Wagg >= bdp + r.beta) & np.isfinite(F if duration is None else b(duration)))
+            tj = np.flatnonzero(~lossy & (case == 2) & (Wagg >= bdp + r.beta) & np.isfinite(F if duration is None else
+                                                                                          b(duration))
+                                ) if self.trajectory and self.queue_fill else np.zeros(0, dtype=np.intp)
             other = None  # slow start's other outcome: (rows, its probability, its rate or data there)
-            if tj.any():  # slow start's overshoot, the loss burst, the first epochs (trajectory.py)
-                rt = r if tj.all() else r.take(tj)
+            if tj.size:  # slow start's overshoot, the loss burst, the first epochs (trajectory.py)
+                rt = r if tj.size == tau.size else r.take(tj)
                 lag_tj = lag[tj] if np.ndim(lag) else lag
                 tra = Trajectory(self, rt, sustained[tj], lag_tj, w0[tj])
                 if duration is None:
-                    S[tj] = F[tj] / tra.time(F[tj])
-                    in_ss[tj] = F[tj] <= tra.N_ss
+                    F_tj = F[tj]
+                    S[tj] = F_tj / tra.time(F_tj)
+                    in_ss[tj] = F_tj <= tra.N_ss
                 else:
-                    in_ss[tj] = T[tj] <= tra.T_ss
-                    F[tj] = tra.data(T[tj])
+                    T_tj = T[tj]
+                    in_tj = T_tj <= tra.T_ss
+                    in_ss[tj] = in_tj
+                    F_tj = F[tj] = tra.data(T_tj)
                     if self.receiver_report:
-                        span[tj] = np.where(in_ss[tj], T[tj] + tau[tj], span[tj])
-                    S[tj] = F[tj] / span[tj]
+                        span[tj] = span_tj = np.where(in_tj, T_tj + tau[tj], span[tj])
+                    else:
+                        span_tj = span[tj]
+                    S[tj] = F_tj / span_tj
                 p_alt = tra.p_alt
                 if p_alt is not None and np.any(p_alt > 0):  # the variant's _ss_branch (docs/models.md)
                     on = np.flatnonzero(p_alt > 0)   # indices: one scan of the mask for every array taken
-                    rows = np.flatnonzero(tj)[on]
+                    rows = tj[on]
                     alt = Trajectory(self, rt.take(on), sustained[rows], lag_tj[on] if np.ndim(lag_tj) else lag_tj,
                                      w0[rows], alt=True, peak=tuple(v[on] for v in tra.peak))
                     other = (rows, p_alt[on], F[rows] / alt.time(F[rows]) if duration is None else alt.data(T[rows]))
@@ -525,6 +545,10 @@ class FirstPrinciplesModel(Model):
         (data sent) [bits]; k (epochs); case (0: ends in slow start, 1, 2); subcase (1: W_m ≤ W_max,
         2: W_m > W_max, 0: n/a); phase1 (Phase I non-empty); loss_limited; S and throughput = min(S, C) [bit/s].
         """
+        return self._evaluate(COMPONENT_NAMES, tau, n, buffer, size, wmax, duration, loss)
+
+    def _evaluate(self, names, tau, n, buffer, size, wmax, duration, loss) -> dict:
+        """components' validation and evaluation; names: the components wanted (at least)."""
         self._validate_params()
         tau = positive_array("tau", tau, units="s")
         n = positive_array("n", n, units="streams")
@@ -534,13 +558,27 @@ class FirstPrinciplesModel(Model):
         F = self._param_array("size", size, self.size_bytes) * BITS
         W = self._param_array("wmax", wmax, self._wmax_default()) * BITS
         duration, loss = self._duration_loss(duration, loss)
-        return self._compute(tau, n, beta, F, W, duration, loss)
+        return self._compute_blocks(names, tau, n, beta, F, W, duration, loss)
+
+    def _compute_blocks(self, names, *args) -> dict:
+        """_compute over blocks of BLOCK_ROWS rows of the broadcast arguments (None: not given), the components
+        `names` concatenated (only those: fresh whole arrays cost page faults).
+        Each row's arithmetic is the same in a block as in the whole (a row depends on the others only through
+        the stop tests of the global Newton loops, as it did within one call)."""
+        shape = np.broadcast_shapes(*(np.shape(a) for a in args if a is not None))
+        size = math.prod(shape)
+        if size <= BLOCK_ROWS:
+            return self._compute(*args)
+        step = -(-size // -(-size // BLOCK_ROWS))  # equal blocks of at most BLOCK_ROWS rows
+        flat = [a if a is None or np.ndim(a) == 0 else np.broadcast_to(a, shape).ravel() for a in args]
+        parts = [self._compute(*(a if a is None or np.ndim(a) == 0 else a[i:i + step] for a in flat))
+                 for i in range(0, size, step)]
+        return {k: np.concatenate([p[k] for p in parts]).reshape(shape) for k in names}
 
     def predict(self, tau, *, n=1, buffer=None, size=None, wmax=None, duration=None, loss=None) -> np.ndarray:
         """Predicted throughput min(S, C) in bits/s, broadcast over tau [s], n, buffer, size, wmax [bytes],
         duration [s] and loss [probability per segment] (see components)."""
-        return self.components(tau, n=n, buffer=buffer, size=size, wmax=wmax, duration=duration,
-                               loss=loss)["throughput"]
+        return self._evaluate(("throughput",), tau, n, buffer, size, wmax, duration, loss)["throughput"]
 
     def fit(self, tau, throughput, *, n=1, size=None, duration=None, loss=None, buffer_bounds=BUFFER_BOUNDS,
             wmax_bounds=WMAX_BOUNDS):

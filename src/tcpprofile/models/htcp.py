@@ -166,8 +166,9 @@ class HTCP(FirstPrinciplesModel):
             c = np.cos(np.arccos(t) / 3)
         else:
             c = np.empty_like(t)
-            c[trig] = np.cos(np.arccos(t[trig]) / 3)
-            c[~trig] = np.cosh(np.arccosh(t[~trig]) / 3)
+            i, j = np.flatnonzero(trig), np.flatnonzero(~trig)  # indices: cheaper than a mask, per array
+            c[i] = np.cos(np.arccos(t[i]) / 3)
+            c[j] = np.cosh(np.arccosh(t[j]) / 3)
         u = np.clip(2 * math.sqrt(396.0) * c - 20, 0.0, v)  # p(u) ≥ u ⇒ u ≤ v
         for _ in range(2):
             uu = u * u
@@ -203,7 +204,12 @@ class HTCP(FirstPrinciplesModel):
             return self._Ah_inv(y, s)
         rho, ts, Ats, _ = sc
         z = y / s
-        return np.where(z <= ts, z, self._Ah_inv(Ats + np.maximum(z - ts, 0.0) / rho, 1.0))
+        out = np.array(np.broadcast_to(z, np.broadcast_shapes(z.shape, np.shape(ts))))
+        i = np.flatnonzero(~(out <= ts))  # A^{-1} beyond t* only where it is taken (the cubic costs ~0.1 µs a row)
+        if i.size:
+            at = lambda a: np.broadcast_to(a, out.shape).ravel()[i]  # noqa: E731
+            out.ravel()[i] = self._Ah_inv(at(Ats) + np.maximum(at(z) - at(ts), 0.0) / at(rho), 1.0)
+        return out
 
     def _after_loss(self, W, r):
         return r.b * W

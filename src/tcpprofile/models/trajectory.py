@@ -113,10 +113,11 @@ class Trajectory:
 
     def time(self, F):
         """Time [s] to send F bits (from t = 0, the lag included)."""
-        tau = self.r.tau
-        with np.errstate(all="ignore"):
-            t = self.lag + tau * np.log2(1.0 + F * LN2 / self.nw0)  # Eq. (3) inverted, within slow start
         done = F <= self.N_ss
+        t = np.full(F.shape, np.nan)  # set on every row that ends `done` (the logarithm only on those in slow start)
+        i = np.flatnonzero(done)
+        with np.errstate(all="ignore"):
+            t[i] = _at(self.lag, i) + self.r.tau[i] * np.log2(1.0 + F[i] * LN2 / self.nw0[i])  # Eq. (3) inverted
         T0, N0 = self.T_ss.copy(), self.N_ss.copy()
         for p in self.pieces:
             dur, dat = p[1], p[2]
@@ -137,9 +138,11 @@ class Trajectory:
     def data(self, T):
         """Data [bits] sent in T seconds (from t = 0)."""
         r = self.r
-        grow = np.minimum(np.maximum(T - self.lag, 0.0) / r.tau, 1000.0)  # RTTs of doubling (capped: exp2 finite)
-        D = self.nw0 * (np.exp2(grow) - 1.0) / LN2  # Eq. (3) within slow start
         done = T <= self.T_ss
+        D = np.full(T.shape, np.nan)  # set on every row that ends `done` (exp2 only on those within slow start)
+        i = np.flatnonzero(done)
+        grow = np.minimum(np.maximum(T[i] - _at(self.lag, i), 0.0) / r.tau[i], 1000.0)  # RTTs of doubling (capped)
+        D[i] = self.nw0[i] * (np.exp2(grow) - 1.0) / LN2  # Eq. (3) within slow start
         T0, N0 = self.T_ss.copy(), self.N_ss.copy()
         for p in self.pieces:
             dur, dat = p[1], p[2]
@@ -150,7 +153,7 @@ class Trajectory:
                         D = np.where(here, N0 + dat * (T - T0) / dur, D)
                 else:
                     i = np.flatnonzero(here)
-                    D[i] = N0[i] + self.model._grow(p[3][i], _take(p[4], i), T[i] - T0[i], r.take(_mask(i, T)))[0]
+                    D[i] = N0[i] + self.model._grow(p[3][i], _take(p[4], i), T[i] - T0[i], r.take(i))[0]
                 done = done | here
             T0, N0 = T0 + dur, N0 + dat
         return np.where(done, D, N0 + (T - T0) * self.steady)
@@ -158,7 +161,7 @@ class Trajectory:
     def _invert(self, p, i, target):
         """t ∈ [0, t_I] with D(t) = target on a Phase I piece: Newton from t_I (D convex: w grows), D' = w/τ."""
         _, tI, _, Ws, st = p
-        rr, s, Wi = self.r.take(_mask(i, self.P)), _take(st, i), Ws[i]
+        rr, s, Wi = self.r.take(i), _take(st, i), Ws[i]
         t = tI[i].copy()
         for _ in range(NEWTON):
             D, w = self.model._grow(Wi, s, t, rr)
@@ -196,13 +199,21 @@ def slow_start_peak(model, r):
     q1 = 1.0 / LN2 - 1.0
     train = y < kappa * h                             # (a)
     small = y < q1 + kappa / LN2                      # (a) and (b): the drop within the first RTT of overload
-    fluid = small & ~train                            # (b)
-    # ln 2·x²/2 + κh ≤ g(x) + y: Newton starts right of the root
-    x = np.sqrt(np.maximum(np.minimum(y, q1 + kappa / LN2) - kappa * h, 0.0) * 2.0 / LN2)
-    ys, xs = y[fluid], x[fluid]
+    fluid = np.flatnonzero(small & ~train)            # (b) (row indices)
+    ys = y[fluid]
+    # ln 2·x²/2 + κh ≤ g(x) + y: Newton starts right of the root (x = 0 on the train rows, replaced below)
+    xs = np.sqrt(np.maximum(np.minimum(ys, q1 + kappa / LN2) - kappa * h, 0.0) * 2.0 / LN2)
+    x = np.zeros(y.shape)
     for _ in range(NEWTON_XD):  # g(x) = (2^x − 1)/ln 2 − x + κh·2^x − y, convex: Newton from the right
         e = np.exp2(xs)
-        step = ((e - 1.0) / LN2 - xs + kappa * h * e - ys) / np.maximum(e * (1.0 + 0.5 * kappa) - 1.0, 1e-300)
+        if kappa:
+            step = ((e - 1.0) / LN2 - xs + kappa * h * e - ys) / np.maximum(e * (1.0 + 0.5 * kappa) - 1.0, 1e-300)
+        else:  # the same step without the κ terms (+ 0·h·e, × (1 + 0.5·0)), in place
+            e -= 1.0
+            step = e / LN2
+            step -= xs
+            step -= ys
+            step /= np.maximum(e, 1e-300, out=e)
         xs = xs - step
         if not np.any(step > 1e-14 * xs):
             break
@@ -233,10 +244,9 @@ def slow_start_peak(model, r):
     return P, over, small
 
 
-def _mask(i, like):
-    m = np.zeros(like.shape, dtype=bool)
-    m[i] = True
-    return m
+def _at(a, i):
+    """Rows i of a per-row array, or the scalar itself."""
+    return a[i] if np.ndim(a) else a
 
 
 def _take(st: dict, i) -> dict:
