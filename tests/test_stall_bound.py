@@ -93,7 +93,7 @@ def test_the_columns_are_the_runs_deltas_and_name_the_injection_in_force():
     after = {"forward": snapshot(released=10, late_episodes=9, late_excess_ns=240_000_000, stall_holds=6,
                                  stall_every_ns=2_000_000_000, stall_hold_ns=50_000_000, late_uncovered_ns=70_500_000),
              "reverse": snapshot(released=10, late_episodes=1, late_excess_ns=1_000_000, late_uncovered_ns=1_000_000)}
-    c = monitors.engine_columns(before, after, 8.0)
+    c = monitors.store_columns(monitors.engine_readings(before, after, 8.0))
     assert (c["engine_fwd_stall_episodes"], c["engine_fwd_stall_excess_ms"], c["engine_fwd_stall_injected_holds"]) == \
         (4, 200.0, 4)
     assert (c["engine_fwd_stall_inject_hold_ms"], c["engine_fwd_stall_inject_every_s"]) == (50.0, 2.0)
@@ -102,10 +102,10 @@ def test_the_columns_are_the_runs_deltas_and_name_the_injection_in_force():
     assert c["engine_rev_stall_inject_hold_ms"] is None and c["engine_rev_stall_inject_every_s"] is None
     assert (c["engine_fwd_stall_uncovered_ms"], c["engine_rev_stall_uncovered_ms"]) == (60.5, 0.0)
     schema7 = {k: dataclasses.replace(v, late_uncovered_ns=None) for k, v in after.items()}
-    c = monitors.engine_columns(before, schema7, 8.0)
+    c = monitors.store_columns(monitors.engine_readings(before, schema7, 8.0))
     assert c["engine_fwd_stall_uncovered_ms"] is None and c["engine_fwd_stall_excess_ms"] == 200.0
     old = {k: dataclasses.replace(v, late_episodes=None, late_excess_ns=None, stall_holds=None) for k, v in after.items()}
-    c = monitors.engine_columns(before, old, 8.0)
+    c = monitors.store_columns(monitors.engine_readings(before, old, 8.0))
     assert c["engine_fwd_stall_excess_ms"] is None and c["engine_rev_stall_injected_holds"] is None
 
 

@@ -152,11 +152,6 @@ def store_columns(readings: dict) -> dict:
     return out
 
 
-def engine_columns(before: dict, after: dict, wall_s: float) -> dict:
-    """engine_readings as the runs table's columns (store_columns)."""
-    return store_columns(engine_readings(before, after, wall_s))
-
-
 def engine_readings(before: dict, after: dict, wall_s: float) -> dict:
     """Per-direction deltas of two engine snapshots (period=True at both ends), durations in seconds, read
     from the engines' ns counters here, once: engine_{fwd,rev}_late_{mean,max,p99,p999}_s, …_drops,
