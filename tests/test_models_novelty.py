@@ -232,3 +232,28 @@ def test_the_new_condition_specs():
         for p in s.sweep()[:6]:
             assert nc.run_seconds(p) >= 8 * p.transfer_bytes / (p.link.rate_bps * 8948 / 9038)
     assert nc.main([]) == 0
+
+
+NEWCOND_5GBIT = [DATA / f"models-newcond-5gbit-{s}.toml" for s in ("500mb", "2500mb", "10gb")]
+
+
+def test_the_5gbit_twin_is_the_design_at_half_the_rate_and_half_the_sizes():
+    """The 5 Gbit/s twin (pre-registered for a host that cannot carry 10 Gbit/s per packet) is the 10 Gbit/s design
+    with the rate and every size halved — so each transfer spans the same number of BDPs, F/(C·τ) — and new seeds;
+    every cell is new in β and τ against every seen store at any rate (so ≥ 2 apart without counting the rate)."""
+    seen = _seen()
+    seen_beta = {c.buffer_bdp for c in seen}
+    seen_tau = {c.rtt_ms for c in seen}
+    for ten, five in zip(NEWCOND, NEWCOND_5GBIT):
+        a, b = spec.load(ten), spec.load(five)
+        assert b.name == "models-newcond-5gbit-" + {10**9: "500mb", 5 * 10**9: "2500mb", 2 * 10**10: "10gb"}[a.sizes[0]]
+        assert b.seed != a.seed and b.sizes[0] * 2 == a.sizes[0]
+        assert {p.rate_bps for p in b.links} == {5e9}
+        assert [(p.rtt_s, p.buffer_label, p.mtu) for p in a.links] == [(p.rtt_s, p.buffer_label, p.mtu) for p in b.links]
+        assert (a.variants, a.streams, a.repetitions, a.order, a.socket_buffers) == (
+            b.variants, b.streams, b.repetitions, b.order, b.socket_buffers)
+        assert {(pa.transfer_bytes * 8 / (pa.link.rate_bps * pa.link.rtt_s)) for pa in a.sweep()} == {
+            (pb.transfer_bytes * 8 / (pb.link.rate_bps * pb.link.rtt_s)) for pb in b.sweep()}
+        cells = cells_of_spec(b)
+        assert too_close(cells, seen) == []
+        assert all(c.buffer_bdp not in seen_beta and c.rtt_ms not in seen_tau for c in cells)
