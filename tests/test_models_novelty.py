@@ -52,8 +52,11 @@ DEV = [DesignCell("cubic", n, b, t, TEN_GB, CTX) for n in (1, 4) for b in (0.1, 
     (DesignCell("cubic", 1, 0.1, 11.8, "F=1000000000", CTX), 1, "new F"),
     (DesignCell("cubic", 8, 2.0, 250.0, "F=20000000000", CTX), 4, "new n+β+τ+F"),
     (DesignCell("cubic", 3, 0.7, 11.8, TEN_GB, CTX), 2, "new n+β"),
-    (DesignCell("htcp", 1, 0.1, 11.8, TEN_GB, CTX), 4, "new n+β+τ+F"),             # no development cell of H-TCP
-    (DesignCell("cubic", 1, 0.1, 11.8, TEN_GB, (10e9, 9000, "1/500", "auto")), 4, "new n+β+τ+F"),  # another link
+    (DesignCell("htcp", 1, 0.1, 11.8, TEN_GB, CTX), 5, "new n+β+τ+F+C"),           # no development cell of H-TCP
+    (DesignCell("cubic", 1, 0.1, 11.8, TEN_GB, (10e9, 9000, "1/500", "auto")), 5, "new n+β+τ+F+C"),  # another link
+    (DesignCell("cubic", 4, 0.3, 45.6, TEN_GB, (5e9, 9000, "none", "auto")), 1, "new C"),   # another rate: one dimension
+    (DesignCell("cubic", 1, 0.15, 30.0, "F=500000000", (5e9, 9000, "none", "auto")), 4, "new β+τ+F+C"),
+    (DesignCell("cubic", 4, 0.3, 45.6, TEN_GB, (10.02e9, 9000, "none", "auto")), 0, "same cell"),   # C within 0.5 %
 ])
 def test_distance_and_group(cell, dist, label):
     assert distance(cell, DEV)[0] == dist
@@ -96,14 +99,14 @@ def test_E_per_group_from_known_predictions():
     b = {"in": np.full(5, 4e9), "rtt": np.array([8e9, 8e9, np.nan, 8e9, 8e9])}
     rows = by_novelty(cols, {"a": a, "b": b}, DEV, modes=("in", "rtt"))
     got = {(r.variant, r.group): r for r in rows}
-    assert set(got) == {("cubic", "same cell"), ("cubic", "new τ"), ("htcp", "new n+β+τ+F")}
+    assert set(got) == {("cubic", "same cell"), ("cubic", "new τ"), ("htcp", "new n+β+τ+F+C")}
     same, new = got["cubic", "same cell"], got["cubic", "new τ"]
     assert (same.configs, same.runs, new.configs, new.runs) == (2, 4, 2, 3)
     assert same.errors["a"]["in"] == pytest.approx(2.0) and same.errors["a"]["rtt"] == pytest.approx(4.0)
     assert new.errors["a"]["in"] == pytest.approx(15.0) and new.errors["a"]["rtt"] == pytest.approx(30.0)
     assert same.errors["b"]["in"] == pytest.approx(50.0) and same.errors["b"]["rtt"] == pytest.approx(0.0)
     assert np.isnan(new.errors["b"]["rtt"])
-    assert got["htcp", "new n+β+τ+F"].distance == (4, 4) and new.distance == (1, 1)
+    assert got["htcp", "new n+β+τ+F+C"].distance == (5, 5) and new.distance == (1, 1)
 
 
 # -- the CLI on a synthetic store ---------------------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """How far a measured configuration is from the models' development design (issue 31; docs/models.md,
 "New-condition validation").
 
-A cell is (variant, n, β × BDP, τ, F) with its link context (rate, MTU, loss, socket buffer), F the transfer
-size (iperf3 -n) or duration (-t). The four novelty dimensions are n, β, τ and F. Against a development design
+A cell is (variant, n, β × BDP, τ, F, C) with its link context (MTU, loss, socket buffer), F the transfer
+size (iperf3 -n) or duration (-t), C the link's rate. The five novelty dimensions are n, β, τ, F and C (every
+development store is at 10 Gbit/s; a store at another rate is new in C, not a wholly other link). Against a development design
 (a list of cells: the development stores' specs, or the stores table benchmarks/data/model-stores.csv):
 
-* distance = the fewest of the four dimensions in which the cell differs from a development cell of the same
-  variant and context (0: the same cell; 4: no development cell of that variant and context);
+* distance = the fewest of the five dimensions in which the cell differs from a development cell of the same
+  variant and context (0: the same cell; 5: no development cell of that variant and context);
 * new = the dimensions whose value no development cell of that variant and context had (new n: n never
   measured in development);
 * the group: "same cell", "new " + the new dimensions ("new n+β"), or "new combination" (each value measured,
@@ -28,8 +29,8 @@ from ..errors import ValidationError
 from .fit import is_missing
 from ..units import to_ms
 
-DIMENSIONS = ("n", "β", "τ", "F")
-REL = {"β": 0.02, "τ": 0.005}   # relative tolerance of "the same value" (β: bytes rounded to whole bytes)
+DIMENSIONS = ("n", "β", "τ", "F", "C")
+REL = {"β": 0.02, "τ": 0.005, "C": 0.005}   # relative tolerance of "the same value" (β: bytes rounded to whole bytes)
 STORE_COLUMNS = ("store", "role", "source", "campaign", "variants", "streams", "buffers_bdp", "rtts_ms", "amounts",
                  "socket_buffers", "loss", "rate_bps", "mtu", "repetitions", "runs", "cells",
                  "shared_validation_cells", "used_for")
@@ -47,7 +48,13 @@ class DesignCell:
     context: tuple = ()             # (rate_bps, mtu, loss, socket buffer bytes or "auto")
 
     def values(self) -> tuple:
-        return self.streams, self.buffer_bdp, self.rtt_ms, self.amount
+        """The novelty dimensions' values (DIMENSIONS): n, β × BDP, τ [ms], F, C [bit/s] (the context's rate)."""
+        return self.streams, self.buffer_bdp, self.rtt_ms, self.amount, self.context[0] if self.context else None
+
+    def link(self) -> tuple:
+        """What a development cell must share to be compared: the context without the rate (MTU, loss, socket
+        buffer)."""
+        return self.context[1:]
 
 
 def _same(dim: str, a, b) -> bool:
@@ -116,7 +123,7 @@ def _loss_label(mode, rate) -> str:
 
 def distance(cell: DesignCell, development) -> tuple[int, tuple[str, ...]]:
     """(distance, new dimensions) of a cell from a development design (module docstring)."""
-    mine = [d for d in development if d.variant == cell.variant and d.context == cell.context]
+    mine = [d for d in development if d.variant == cell.variant and d.link() == cell.link()]
     values = cell.values()
     if not mine:
         return len(DIMENSIONS), DIMENSIONS
@@ -134,7 +141,7 @@ def group(dist: int, new: tuple[str, ...]) -> str:
 
 
 def too_close(design, development, minimum: int = 2) -> list[tuple[DesignCell, int]]:
-    """The cells of `design` that differ from a development cell in fewer than `minimum` of the four dimensions
+    """The cells of `design` that differ from a development cell in fewer than `minimum` of the five dimensions
     (the new-condition design's rule), with their distance; empty when the design keeps the rule."""
     return [(c, d) for c in design for d in [distance(c, development)[0]] if d < minimum]
 
