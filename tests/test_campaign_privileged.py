@@ -325,6 +325,33 @@ def test_emulated_end_to_end_against_calibration(tmp_path):
     pytest.fail(f"every one of {ATTEMPTS} campaigns met an engine stall that moved a timing bound: {history}")
 
 
+def test_emulated_autotuned_size_mode_is_timed_by_its_delivery(tmp_path):
+    """A fixed-size transfer with autotuned buffers on an emulated link asks iperf3 for F plus what the send
+    buffers can hold at the link's largest window (campaign.autotuned_request_bytes: 7.44·(C·τ + β) at MTU
+    9000), so its receiver reads F and the run is timed by that delivery. Asked for F alone (before), iperf3 ended
+    when F was written and the receiver never read F (every run `size_undelivered`: 0.15–0.48 GB of 0.5 GB
+    read at 5 Gbit/s, 8–130 ms)."""
+    _testbed()
+    from tcpprofile import campaign, spec
+    path = emulated_spec(tmp_path, streams="[1, 2]", rtts='["40ms"]')
+    path.write_text(path.read_text().replace('duration = "3s"', 'size = "60MB"'))
+    points = {p.streams: p for p in spec.load(path).sweep()}
+    db = tmp_path / "size.duckdb"
+    r = subprocess.run(TCPPROFILE + ["run", str(path), "--db", str(db)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    with Store.open(db, read_only=True) as s:
+        runs = s.query("SELECT * FROM runs")
+    assert len(runs) == 2
+    for run in runs:
+        asked = json.loads(run["raw_json"])["start"]["test_start"]["bytes"]
+        extra = campaign.autotuned_request_bytes(points[run["streams"]])
+        assert extra > 7 * (1e9 * 0.04 / 8 * 2) and asked == 60 * 10**6 + extra
+        assert run["status"] == "ok" and "size_undelivered" not in (run["flags"] or ""), run["flags"]
+        assert run["size_delivered_s"] is not None
+        assert run["throughput_bps"] == pytest.approx(8 * 60e6 / run["size_delivered_s"])
+        assert run["bytes_transferred"] >= 60 * 10**6
+
+
 # SIGKILL and resume on an emulated link: tests/test_campaign_kills.py (20 kills, each resumed).
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tcpprofile import campaign, spec
+from tcpprofile.measure import iperf
+from tcpprofile.packet_overhead import mss_bytes
 from tcpprofile.store.db import Store
 
 DATA = Path(__file__).resolve().parent / "data" / "iperf3"
@@ -243,13 +245,17 @@ def test_expected_and_timeout_durations():
                    'loss=[{mode="none"},{mode="uniform",p=1e-4}]\n'
                    '[transfer]\nvariant="cubic"\nsize="1GB"\nsocket_buffer=["default","1MB"]\n')
     e = {(p.link.loss.mode, p.socket_buffer_bytes): campaign.expected_seconds(p) for p in s.sweep()}
-    # no loss, autotuned: 8 s at 0.9 Gbit/s plus ten RTTs and a second
-    assert e[("none", None)] == pytest.approx(8e9 / 0.9e9 + 1 + 1)
+    # no loss, autotuned: F and what the autotuned send buffers can hold at the link's largest window
+    # (iperf.autotuned_send_buffers_bytes) at 0.9 Gbit/s, plus ten RTTs and a second
+    link = s.sweep()[0].link
+    held = iperf.autotuned_send_buffers_bytes(1e9 * 0.1 / 8 + link.buffer_bytes, mss_bytes(link.mtu or 1500), 1)
+    assert held > 7 * (1e9 * 0.1 / 8 + link.buffer_bytes)
+    assert e[("none", None)] == pytest.approx((1e9 + held) * 8 / 0.9e9 + 1 + 1)
     # 1 MB window at 100 ms: 80 Mbit/s, for F and the 2 + 2 MB its send and receive buffers may hold
     # (iperf.size_request_bytes)
     assert e[("none", 10**6)] == pytest.approx((1e9 + 4e6) * 8 / 80e6 + 2)
     # Mathis at p = 1e-4, MSS 8948 B: 8948·8/0.1·√15000 ≈ 87.7 Mbit/s
-    assert e[("uniform", None)] == pytest.approx(8e9 / (8948 * 8 / 0.1 * (1.5e4) ** 0.5) + 2)
+    assert e[("uniform", None)] == pytest.approx((1e9 + held) * 8 / (8948 * 8 / 0.1 * (1.5e4) ** 0.5) + 2)
     for p in s.sweep():
         assert campaign.timeout_seconds(p) >= 4 * campaign.expected_seconds(p)
 

@@ -16,17 +16,33 @@ from tcpprofile.measure import iperf
 DATA = Path(__file__).parent / "data" / "iperf3"
 
 
+def test_autotuned_send_buffers_from_tcp_sndbuf_expand():
+    """tcp_sndbuf_expand's arithmetic by hand: MSS 8948 → per_mss = roundup_pow_of_two(8948 + 320 + 320) + 256 =
+    16640 B; at 5 Gbit/s, 130 ms, β = 0.7 × BDP the window C·τ + β = 138.1 MB, slow start's peak twice that:
+    30,873 segments, × 2 × 16640 B; MSS 1448 → 4096 + 256 = 4352 B per segment; a tiny window: 10 segments
+    a flow."""
+    window = 5e9 * 0.13 / 8 * 1.7
+    assert iperf.autotuned_send_buffers_bytes(window, 8948, 1) == 2 * 30873 * 16640
+    assert iperf.autotuned_send_buffers_bytes(window, 8948, 1) / window == pytest.approx(7.44, abs=0.01)
+    assert iperf.autotuned_send_buffers_bytes(10**6, 1448, 1) == 2 * 1382 * 4352
+    assert iperf.autotuned_send_buffers_bytes(1000, 8948, 3) == 2 * 30 * 16640
+
+
 def test_the_request_adds_what_the_send_and_receive_buffers_can_hold():
     # Linux grants twice the -w request per socket (net/core/sock.c), and iperf3 sets -w on both ends:
     # 10 streams × (2 + 2) × 128 MiB
     assert iperf.size_request_bytes(10**9, 10, 128 * 2**20) == 10**9 + 10 * (2 + 2) * 128 * 2**20  # sndbuf + rcvbuf
-    assert iperf.size_request_bytes(10**9, 1, None) == 10**9          # autotuned: no bound, F asked for
+    assert iperf.size_request_bytes(10**9, 1, None) == 10**9          # autotuned, remote: no bound, F asked for
+    assert iperf.size_request_bytes(10**9, 1, None, 7 * 10**8) == 17 * 10**8   # autotuned, emulated: F + buffers
     argv = iperf.client_argv("10.0.0.2", 5201, cc="cubic", streams=2, socket_buffer=1000, transfer_bytes=10**6,
                              duration_s=None, reverse=False)
     assert argv[argv.index("-n") + 1] == str(10**6 + 8000) and argv[argv.index("-i") + 1] == "0.1"
     argv = iperf.client_argv("10.0.0.2", 5201, cc="cubic", streams=2, socket_buffer=None, transfer_bytes=None,
                              duration_s=8, reverse=False)
     assert argv[argv.index("-i") + 1] == "1" and "-n" not in argv
+    argv = iperf.client_argv("10.0.0.2", 5201, cc="cubic", streams=2, socket_buffer=None, transfer_bytes=10**6,
+                             duration_s=None, reverse=False, autotuned_bytes=5 * 10**6)
+    assert argv[argv.index("-n") + 1] == str(6 * 10**6) and "-w" not in argv
     # what parse() sums the reports into: 1 s bins for the 0.1 s size reports, nothing for duration runs
     assert iperf.stored_interval_s(10**6) == 1 and iperf.stored_interval_s(None) is None
 

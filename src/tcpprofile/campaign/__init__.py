@@ -15,14 +15,16 @@ from .environments import (CongestionControl, CwndCapture, Environment, Environm
 from .executor import Block, Executor, LinkSetup, LinkUp, LocalExecutor, RunDone, RunStarted, Settings, run_block
 from .policies import POLICIES
 from .policy import BasePolicy, Policy
-from .progress import ASSUMED_RATE_BPS, LINK_SETUP_ESTIMATE_S, Progress, expected_seconds, timeout_seconds
+from .progress import (ASSUMED_RATE_BPS, LINK_SETUP_ESTIMATE_S, Progress, autotuned_request_bytes, expected_seconds,
+                       timeout_seconds)
 from .recorder import Recorder
 from .runner import Summary, exit_code, format_summary, run_campaign, summarise
 
 __all__ = [
     "ASSUMED_RATE_BPS", "Block", "CongestionControl", "CwndCapture", "Environment", "EnvironmentFactory",
     "BasePolicy", "Executor", "LINK_SETUP_ESTIMATE_S", "LinkSetup", "LinkUp", "LocalExecutor", "POLICIES",
-    "Policy", "Progress", "Recorder", "RunDone", "RunStarted", "Settings", "Summary", "cwnd_trace", "emulated",
+    "Policy", "Progress", "Recorder", "RunDone", "RunStarted", "Settings", "Summary", "autotuned_request_bytes",
+    "cwnd_trace", "emulated",
     "exit_code", "expected_seconds", "format_summary", "link_config", "ping_rtt", "remote", "run_block",
     "run_campaign", "summarise", "timeout_seconds",
 ]

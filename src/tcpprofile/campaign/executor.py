@@ -25,7 +25,7 @@ from ..spec import CampaignSpec, LinkPoint, RunPoint
 from ..store.db import dumps
 from .environments import (CongestionControl, Environment, EnvironmentFactory, cwnd_trace, emulated, port_taken,
                            remote)
-from .progress import timeout_seconds
+from .progress import autotuned_request_bytes, timeout_seconds
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,8 @@ def run_one(settings: Settings, session: LinkSession, seq: int, p: RunPoint,
         env = session.env
         argv = iperf.client_argv(env.addr, env.port, cc=impl["cc_kernel_name"], streams=p.streams,
                                  socket_buffer=p.socket_buffer_bytes, transfer_bytes=p.transfer_bytes,
-                                 duration_s=p.duration_s, reverse=p.reverse, zerocopy=p.zerocopy)
+                                 duration_s=p.duration_s, reverse=p.reverse, zerocopy=p.zerocopy,
+                                 autotuned_bytes=autotuned_request_bytes(p))
         base.update(link_id=session.link_id, sysctls_json=dumps(env.sysctls))
         yield RunStarted(seq, p, attempt, {**base, "status": "running", "attempts": attempt})
         with cwnd_trace(env.port, settings.trace_cwnd) as capture, env.monitor(env.port, run=base) as fid:

@@ -8,10 +8,22 @@ from typing import TextIO
 
 from ..spec import LinkPoint, RunPoint
 from ..packet_overhead import mss_bytes
-from ..measure.iperf import size_request_bytes
+from ..measure.iperf import autotuned_send_buffers_bytes, size_request_bytes
 
 LINK_SETUP_ESTIMATE_S = 15.0   # set-up plus calibration, for the ETA
 ASSUMED_RATE_BPS = 1e9         # remote mode without a nominal rate: for ETA and timeouts only
+
+
+def autotuned_request_bytes(p: RunPoint) -> int | None:
+    """What a fixed-size transfer with autotuned buffers asks for beyond F so that its receiver reads F
+    (iperf.size_request_bytes): what the send buffers can hold at the link's largest window C·τ + β
+    (iperf.autotuned_send_buffers_bytes). None where it is not needed or not known: duration mode, -w given,
+    a remote link (β unknown)."""
+    link = p.link
+    if p.transfer_bytes is None or p.socket_buffer_bytes or link.kind != "emulated" or not link.buffer_bytes:
+        return None
+    window = link.rate_bps * link.rtt_s / 8 + link.buffer_bytes     # C·τ + β [bytes]
+    return autotuned_send_buffers_bytes(window, mss_bytes(link.mtu or 1500), p.streams)
 
 
 def expected_seconds(p: RunPoint) -> float:
@@ -27,7 +39,8 @@ def expected_seconds(p: RunPoint) -> float:
     if link.loss.rate > 0:
         mss = mss_bytes(link.mtu or 1500) * 8     # bits; remote links: MTU 1500 assumed
         rate = min(rate, p.streams * mss / rtt * math.sqrt(1.5 / link.loss.rate))  # Mathis: MSS/τ·√(3/2p)
-    sent = size_request_bytes(p.transfer_bytes, p.streams, p.socket_buffer_bytes)   # F and what buffers hold
+    sent = size_request_bytes(p.transfer_bytes, p.streams, p.socket_buffer_bytes,   # F and what buffers hold
+                              autotuned_request_bytes(p))
     return sent * 8 / rate + 10 * rtt + 1.0
 
 

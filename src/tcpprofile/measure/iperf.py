@@ -278,7 +278,30 @@ def stored_interval_s(transfer_bytes: int | None) -> float | None:
     return None if report_interval_s(transfer_bytes) == TRACE_INTERVAL_S else TRACE_INTERVAL_S
 
 
-def size_request_bytes(transfer_bytes: int, streams: int, socket_buffer: int | None) -> int:
+# What an autotuned send buffer can hold (tcp_sndbuf_expand, net/ipv4/tcp_input.c): sk_sndbuf =
+# min(tcp_wmem[2], SNDBUF_EXPAND · max(TCP_INIT_CWND, cwnd) · per_mss), per_mss = roundup_pow_of_two(mss +
+# MAX_TCP_HEADER + SKB_DATA_ALIGN(sizeof(skb_shared_info))) + SKB_DATA_ALIGN(sizeof(sk_buff)); x86-64 sizes.
+SNDBUF_EXPAND = 2            # "Cubic needs 1.7 factor, rounded to 2" (no variant here sets ca_ops->sndbuf_expand)
+TCP_INIT_CWND = 10           # segments (include/net/tcp.h)
+MAX_TCP_HEADER = 320         # bytes: L1_CACHE_ALIGN(128 + MAX_HEADER)
+SKB_SHARED_INFO = 320        # bytes: SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+SK_BUFF = 256                # bytes: SKB_DATA_ALIGN(sizeof(struct sk_buff))
+SLOW_START_OVERSHOOT = 2     # the largest window: slow start doubles past the link's C·τ + β before a loss is seen
+
+
+def autotuned_send_buffers_bytes(window_bytes: float, mss: int, streams: int) -> int:
+    """The most payload the autotuned send buffers of `streams` flows hold on a link whose largest window (all
+    flows) is C·τ + β = window_bytes: each buffer grows to SNDBUF_EXPAND · cwnd · per_mss (tcp_sndbuf_expand),
+    and never shrinks; the flows' windows sum to at most SLOW_START_OVERSHOOT · window_bytes (slow start's last
+    doubling), each at least TCP_INIT_CWND segments. A socket's queued payload is at most its sk_sndbuf
+    (sk_wmem_queued counts each skb's truesize ≥ its payload). At MTU 9000: 7.44·(C·τ + β)."""
+    per_mss = (1 << math.ceil(math.log2(mss + MAX_TCP_HEADER + SKB_SHARED_INFO))) + SK_BUFF      # bytes
+    segments = max(streams * TCP_INIT_CWND, math.ceil(SLOW_START_OVERSHOOT * window_bytes / mss))
+    return SNDBUF_EXPAND * segments * per_mss
+
+
+def size_request_bytes(transfer_bytes: int, streams: int, socket_buffer: int | None,
+                       autotuned_bytes: int | None = None) -> int:
     """What to ask iperf3 -n for so that the receiver reads transfer_bytes F before the test ends.
     iperf3 -n ends when the client has WRITTEN F into its sockets (iperf_client_api.c: bytes_sent >=
     settings->bytes → TEST_END), and the server then closes its sockets (iperf_server_api.c, TEST_END):
@@ -289,14 +312,18 @@ def size_request_bytes(transfer_bytes: int, streams: int, socket_buffer: int | N
     are acknowledged; acknowledged bytes the server has not read yet sit in its receive buffer, which -w
     sets too (iperf_tcp.c: SO_RCVBUF on both ends; sk_rcvbuf = 2·w) and which the server drops unread at
     TEST_END (seen: 53 KB of 300 MB short with 2 streams of 100 KB). After F + n·(2w + 2w) written the
-    server has read at least F. Autotuned buffers (no -w) have no such bound: F is asked for, and a
-    transfer whose receiver did not read F is flagged (parse)."""
-    return transfer_bytes + (streams * (2 + 2) * socket_buffer if socket_buffer else 0)   # send + receive buffer
+    server has read at least F. Autotuned buffers (no -w): F + `autotuned_bytes`, what the send buffers can
+    hold on the link (autotuned_send_buffers_bytes; an emulated link, where C, τ and β are known: the
+    receiver's unread bytes have no such bound, and a transfer whose receiver did not read F is still
+    flagged, parse); None (a remote link): F is asked for."""
+    if socket_buffer:
+        return transfer_bytes + streams * (2 + 2) * socket_buffer      # send + receive buffer
+    return transfer_bytes + (autotuned_bytes or 0)
 
 
 def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: int | None,
                 transfer_bytes: int | None, duration_s: int | None, reverse: bool,
-                zerocopy: bool = False) -> list[str]:
+                zerocopy: bool = False, autotuned_bytes: int | None = None) -> list[str]:
     """The client's command line; a fixed-size transfer asks for more than F (size_request_bytes) and
     reports every SIZE_INTERVAL_S, so that its delivery of F can be timed (parse)."""
     interval = str(report_interval_s(transfer_bytes))
@@ -304,7 +331,8 @@ def client_argv(addr: str, port: int, *, cc: str, streams: int, socket_buffer: i
             "--get-server-output"]
     if socket_buffer is not None:
         argv += ["-w", str(socket_buffer)]
-    argv += (["-n", str(size_request_bytes(transfer_bytes, streams, socket_buffer))] if transfer_bytes is not None
+    argv += (["-n", str(size_request_bytes(transfer_bytes, streams, socket_buffer, autotuned_bytes))]
+             if transfer_bytes is not None
              else ["-t", str(duration_s)])
     if reverse:
         argv.append("-R")
