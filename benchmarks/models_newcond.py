@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from tcpprofile import spec  # noqa: E402
+from tcpprofile.campaign import autotuned_request_bytes  # noqa: E402
 from tcpprofile.packet_overhead import TCP_IP_HEADERS  # noqa: E402
 from tcpprofile.models import make_model  # noqa: E402
 from tcpprofile.models.configurations import DEFAULT_CONFIGURATION, configuration, model_parameters  # noqa: E402
@@ -36,7 +37,10 @@ SPECS = tuple(DATA / f"models-newcond-{s}.toml" for s in ("1gb", "5gb", "20gb"))
 # The same design at 5 Gbit/s with half the sizes (same F/(C·τ), same time), pre-registered 2026-11-29 for a host
 # that cannot carry 10 Gbit/s per packet (docs/models.md "New-condition validation").
 SPECS_5GBIT = tuple(DATA / f"models-newcond-5gbit-{s}.toml" for s in ("500mb", "2500mb", "10gb"))
-DESIGNS = {"10 Gbit/s": SPECS, "5 Gbit/s": SPECS_5GBIT}
+# The 5 Gbit/s twin again, its fixed-size transfers timed by their delivery (autotuned: F plus what the send
+# buffers hold, docs/spec.md), pre-registered 2026-11-29 after the twin's first measurement read no run's delivery.
+SPECS_DELIVERED = tuple(DATA / f"models-newcond-5gbit-delivered-{s}.toml" for s in ("500mb", "2500mb", "10gb"))
+DESIGNS = {"10 Gbit/s": SPECS, "5 Gbit/s": SPECS_5GBIT, "5 Gbit/s, timed by delivery": SPECS_DELIVERED}
 STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
 STARTUP_RTTS = 1.2        # measured d = 1.16–1.24 RTTs on models-validation-3 (docs/models.md)
@@ -47,7 +51,8 @@ WIRE_BYTES = 38           # Ethernet preamble, header, FCS, gap per packet (docs
 
 
 def run_seconds(point, config: str = DEFAULT_CONFIGURATION) -> float:
-    """Estimated seconds of one run (spec.RunPoint, size mode): 8F/Θ + RUN_OVERHEAD_S."""
+    """Estimated seconds of one run (spec.RunPoint, size mode): 8F/Θ, what the request asks beyond F at the
+    link's rate, RUN_OVERHEAD_S."""
     params, per_variant = configuration(config)
     link = point.link
     mss = link.mtu - TCP_IP_HEADERS
@@ -56,7 +61,10 @@ def run_seconds(point, config: str = DEFAULT_CONFIGURATION) -> float:
                        startup_rtts=STARTUP_RTTS, **model_parameters(params), **per_variant.get(point.variant, {}))
     theta = float(model.predict(link.rtt_s, n=point.streams, size=point.transfer_bytes, buffer=link.buffer_bytes,
                                 wmax=AUTOTUNE_LIMIT / 2))
-    return 8 * point.transfer_bytes / theta + RUN_OVERHEAD_S
+    # beyond F the run goes on for what the autotuned send buffers can hold, at the link's rate (the request that
+    # lets the receiver read F: campaign.autotuned_request_bytes)
+    extra = autotuned_request_bytes(point) or 0
+    return 8 * point.transfer_bytes / theta + 8 * extra / capacity + RUN_OVERHEAD_S
 
 
 def campaign_seconds(s: spec.CampaignSpec) -> float:

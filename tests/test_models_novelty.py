@@ -260,3 +260,15 @@ def test_the_5gbit_twin_is_the_design_at_half_the_rate_and_half_the_sizes():
         cells = cells_of_spec(b)
         assert too_close(cells, seen) == []
         assert all(c.buffer_bdp not in seen_beta and c.rtt_ms not in seen_tau for c in cells)
+
+
+def test_the_delivered_twin_is_the_5gbit_twin_renamed():
+    """The twin measured again with fixed-size transfers timed by their delivery: the same design, seed and sizes
+    as the 5 Gbit/s twin; only the name differs (so one store can hold both)."""
+    for twin in NEWCOND_5GBIT:
+        again = twin.with_name(twin.name.replace("5gbit-", "5gbit-delivered-"))
+        a, b = spec.load(twin), spec.load(again)
+        assert b.name == a.name.replace("5gbit-", "5gbit-delivered-")
+        assert [(p.variant, p.streams, p.link, p.transfer_bytes, p.repetition) for p in a.sweep()] == [
+            (p.variant, p.streams, p.link, p.transfer_bytes, p.repetition) for p in b.sweep()]
+        assert a.seed == b.seed and a.order == b.order
