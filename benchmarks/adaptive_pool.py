@@ -199,6 +199,12 @@ def run_pool(args) -> list[tuple[str, float, float]]:
           f"best of all {reps} repetitions (what a prior of E ≥ the margin cannot settle)")
     truth = {k: priors_of(k, g) for k, g in groups.items()}
     ties = {k: exhaustive(g, args.margin) for k, g in groups.items()}
+    # the floor of any rule that runs every candidate once and rests its decision on all `reps` runs (confirm's
+    # and model's 'shown'): the decision's reps runs, one of every other candidate, nothing for the tie
+    floor = sum(reps * float(g[ties[k][0]][1].mean()) + sum(float(d.mean()) for c, (_, d) in g.items()
+                                                             if c != ties[k][0]) for k, g in groups.items())
+    print(f"floor: the exhaustive decision's {reps} runs and one run of every other candidate, none more for "
+          f"its tie: {floor:.0f} transfer s ({fixed / floor:.2f}×)")
     kw = dict(margin=args.margin, confidence=args.confidence, max_reps=reps)
     rows = [("confirm (tune's default)", lambda k: None, {"first": 2}),
             ("model (correct priors)", lambda k: truth[k], {"first": 2}),
