@@ -87,10 +87,16 @@ def load_store_pool(path: str, campaign: str) -> tuple[dict, list[str]]:
     if not rows:
         raise SystemExit(f"{path}: no ok fixed-size runs of a campaign named {campaign!r}")
     runs = defaultdict(list)
+    def link(r):
+        return (float(r["rtt_ms"]), int(r["buffer_bytes"]), float(r["rate_bps"]), int(r["transfer_bytes"]),
+                int(r["mtu"] or 1500))
+
+    undelivered = defaultdict(int)      # runs rated by iperf3's end, not by their delivery: the priors' backlog
+    for r in rows:
+        undelivered[link(r)] += "size_undelivered" in (r["flags"] or "")
     for r in rows:
         r["throughput_bps"], r["duration_s"] = float(r["throughput_bps"]), float(r["duration_s"])
-        race = Race(float(r["rtt_ms"]), int(r["buffer_bytes"]), float(r["rate_bps"]), int(r["transfer_bytes"]),
-                    int(r["mtu"] or 1500))
+        race = Race(*link(r), delivered=undelivered[link(r)] == 0)
         runs[race, Config(r["variant"], "", int(r["streams"]), None)].append((r["throughput_bps"], r["duration_s"]))
     groups = defaultdict(dict)
     for (race, c), xs in runs.items():
@@ -132,11 +138,13 @@ class Race:
     rate_bps: float
     size_bytes: int
     mtu: int
+    delivered: bool = False   # its runs timed by their delivery of F (else iperf3's rate: the validation stores')
 
 
 def priors_of(race: Race, group: dict) -> dict:
     return {c: prior_for(c.variant, c.streams, rtt_s=race.rtt_ms / 1e3, rate_bps=race.rate_bps,
-                         buffer_bytes=race.buffer_bytes, mtu=race.mtu, size_bytes=race.size_bytes) for c in group}
+                         buffer_bytes=race.buffer_bytes, mtu=race.mtu, size_bytes=race.size_bytes,
+                         delivered=race.delivered) for c in group}
 
 
 def exhaustive(group: dict, margin: float) -> tuple[Config, set]:

@@ -4,6 +4,7 @@ configuration of benchmarks/data/models-newcond-*.toml differs from every store 
 design and its estimated time; the same for its 5 Gbit/s twin (models-newcond-5gbit-*: half the rate, half the sizes).
 
     python benchmarks/models_newcond.py            # the check, the design, the estimate; exit 1 if a cell is too close
+    python benchmarks/models_newcond.py --db STORE [CAMPAIGN-LIKE]   # E from the configuration alone, measured
 
 Measure (a day whose link carries 10 Gbit/s; under the exclusive lock), then read the store by novelty:
 
@@ -58,7 +59,8 @@ def run_seconds(point, config: str = DEFAULT_CONFIGURATION) -> float:
     mss = link.mtu - TCP_IP_HEADERS
     capacity = link.rate_bps * mss / (link.mtu + WIRE_BYTES)   # payload ceiling [bit/s]
     model = make_model(point.variant, capacity_bps=capacity, mss_bytes=mss, queue_fill=True, receiver_report=True,
-                       startup_rtts=STARTUP_RTTS, **model_parameters(params), **per_variant.get(point.variant, {}))
+                       startup_rtts=STARTUP_RTTS, **{**model_parameters(params), "send_backlog": 0.0},
+                       **per_variant.get(point.variant, {}))     # timed by delivery: nothing left unsent
     theta = float(model.predict(link.rtt_s, n=point.streams, size=point.transfer_bytes, buffer=link.buffer_bytes,
                                 wmax=AUTOTUNE_LIMIT / 2))
     # beyond F the run goes on for what the autotuned send buffers can hold, at the link's rate (the request that
@@ -72,7 +74,66 @@ def campaign_seconds(s: spec.CampaignSpec) -> float:
     return sum(run_seconds(p) for p in s.sweep()) + LINK_SETUP_S * len(s.links)
 
 
+def measured_cells(db: str, campaign: str) -> list[dict]:
+    """The store's ok fixed-size runs of the campaigns named like `campaign` (SQL LIKE), one dict per cell:
+    its configuration, the mean measured throughput, the runs, whether every run was timed by its delivery and
+    whether its link met its calibration."""
+    import duckdb
+    con = duckdb.connect(db, read_only=True)
+    rows = con.execute(
+        "SELECT r.variant, r.streams, l.rtt_ms, l.buffer_bytes, l.rate_bps, l.mtu, r.transfer_bytes, "
+        "r.throughput_bps, r.size_delivered_s IS NOT NULL, coalesce(l.calibration_ok, true) "
+        "FROM runs r JOIN links l ON l.link_id = r.link_id JOIN campaigns c ON c.campaign_id = r.campaign_id "
+        "WHERE c.name LIKE ? AND r.status = 'ok' AND r.transfer_bytes IS NOT NULL", [campaign]).fetchall()
+    cells: dict[tuple, dict] = {}
+    for v, n, rtt, beta, rate, mtu, size, bps, delivered, calibrated in rows:
+        c = cells.setdefault((v, n, rtt, beta, rate, mtu, size), {
+            "variant": v, "streams": n, "rtt_s": rtt / 1e3, "buffer_bytes": beta, "rate_bps": rate, "mtu": mtu,
+            "size_bytes": size, "runs": [], "delivered": True, "calibrated": True})
+        c["runs"].append(bps)
+        c["delivered"] &= bool(delivered)
+        c["calibrated"] &= bool(calibrated)
+    return list(cells.values())
+
+
+def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[float]]:
+    """|M − P|/M per cell, by (variant, n): P from the configuration alone (campaign/priors.predict_bps: β the
+    configured buffer, W_max half the autotuning limit, C the payload ceiling, the start-up lag
+    priors.STARTUP_RTTS from the third validation store; nothing fitted on this store), backlog as measured."""
+    from tcpprofile.campaign.priors import predict_bps
+    out: dict[tuple, list[float]] = {}
+    for c in cells:
+        m = sum(c["runs"]) / len(c["runs"])
+        p = predict_bps(c["variant"], c["streams"], rtt_s=c["rtt_s"], rate_bps=c["rate_bps"],
+                        buffer_bytes=c["buffer_bytes"], mtu=c["mtu"], size_bytes=c["size_bytes"], config=config,
+                        delivered=c["delivered"])
+        out.setdefault((c["variant"], c["streams"]), []).append(abs(m - p) / m)
+    return out
+
+
+def print_configuration_alone(db: str, campaign: str, configs=(DEFAULT_CONFIGURATION, "paper")) -> None:
+    """E [%] per variant × n from the configuration alone, every cell and without the links that missed their
+    calibration (their runs carry link_rate_low: not the condition the cell names)."""
+    cells = measured_cells(db, campaign)
+    kept = [c for c in cells if c["calibrated"]]
+    tables = {(name, which): configuration_alone(cs, name) for name in configs for which, cs in
+              (("all", cells), ("calibrated", kept))}
+    print(f"{db}, campaigns like {campaign!r}: {len(cells)} cells, {sum(len(c['runs']) for c in cells)} runs, "
+          f"{sum(c['delivered'] for c in cells)} cells timed by delivery; {len(cells) - len(kept)} cells on links "
+          f"that missed their calibration")
+    print("E % from the configuration alone (nothing fitted on this store): all cells / calibrated links only")
+    print(f"{'variant':>8} {'n':>3} {'cells':>5} | " + " | ".join(f"{name:>17}" for name in configs))
+    for key in sorted(tables[configs[0], "all"]):
+        errs = [tables[name, which].get(key, []) for name in configs for which in ("all", "calibrated")]
+        cols = [f"{100 * sum(a) / len(a):7.2f} / {100 * sum(b) / len(b):7.2f}" if a and b else "-"
+                for a, b in zip(errs[0::2], errs[1::2])]
+        print(f"{key[0]:>8} {key[1]:3d} {len(errs[0]):5d} | " + " | ".join(f"{c:>17}" for c in cols))
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--db"]:       # --db STORE [CAMPAIGN-LIKE]: E from the configuration alone on a measured store
+        print_configuration_alone(argv[1], argv[2] if len(argv) > 2 else "models-newcond-%")
+        return 0
     development = development_cells([STORES], spec.load, roles=ROLES)
     bad = []
     for rate, paths in DESIGNS.items():

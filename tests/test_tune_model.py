@@ -141,11 +141,26 @@ def test_prediction_error_is_the_validated_cell_or_the_variants_largest():
 
 def test_a_prediction_from_configuration_matches_a_validation_cell():
     """CUBIC n = 4, 45.6 ms, β = 1 × BDP (57 MB), 10 GB at 10 Gbit/s, MTU 9000: the three validation stores'
-    six runs average 9.44 Gbit/s (benchmarks/data/models-validation*-runs.csv); E for the cell is 1.12 %."""
-    p = predict_bps("cubic", 4, rtt_s=0.0456, rate_bps=10e9, buffer_bytes=57e6, mtu=9000, size_bytes=10e9)
+    six runs average 9.44 Gbit/s (benchmarks/data/models-validation*-runs.csv); E for the cell is 1.12 %. Those
+    runs are rated by iperf3's end (F written, not delivered): the prediction with the unsent backlog."""
+    p = predict_bps("cubic", 4, rtt_s=0.0456, rate_bps=10e9, buffer_bytes=57e6, mtu=9000, size_bytes=10e9,
+                    delivered=False)
     assert p == pytest.approx(9.44e9, rel=0.02)
     ceiling = 10e9 * (9000 - 52) / (9000 + 38)                           # payload ceiling (framing.py)
     assert p <= ceiling
+
+
+def test_a_delivered_transfer_is_predicted_without_the_unsent_backlog():
+    """A race's fixed-size runs are timed by their delivery (the executor asks for F plus what the buffers hold),
+    so its priors leave nothing unsent. Measured (the 5 Gbit/s new-condition twin, 2026-11-29): CUBIC n = 1,
+    130 ms, β = 0.7 × BDP, 0.5 GB delivered at 1.72 Gbit/s (2 runs); with the backlog of iperf3-rated runs,
+    2.92 (Cτ + β) = 403 MB of the 500, the prediction was 0.52 Gbit/s, and at β = 2 × BDP F − U < 0."""
+    kw = dict(rtt_s=0.13, rate_bps=5e9, mtu=9000, size_bytes=5e8)
+    delivered = predict_bps("cubic", 1, buffer_bytes=0.7 * 5e9 * 0.13 / 8, **kw)
+    assert delivered == pytest.approx(1.72e9, rel=0.05)
+    assert predict_bps("cubic", 1, buffer_bytes=0.7 * 5e9 * 0.13 / 8, delivered=False, **kw) < 0.35 * delivered
+    assert predict_bps("cubic", 1, buffer_bytes=2 * 5e9 * 0.13 / 8, delivered=False, **kw) < 0.01e9
+    assert predict_bps("cubic", 1, buffer_bytes=2 * 5e9 * 0.13 / 8, **kw) > 1e9
 
 
 def test_priors_for_a_race_name_the_unmodelled_and_the_remote():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..models.framework import SEND_BACKLOG
 from ..packet_overhead import goodput_ceiling_bps, mss_bytes
 
 # E [%] per variant × n: ss-trains (the default configuration) held out by RTT on the third sealed store,
@@ -45,14 +46,18 @@ def prediction_error(variant: str, streams: int) -> float | None:
 
 def predict_bps(variant: str, streams: int, *, rtt_s: float, rate_bps: float, buffer_bytes: float, mtu: int,
                 size_bytes: float | None = None, duration_s: float | None = None, loss: float = 0.0,
-                socket_buffer_bytes: float | None = None, config: str | None = None) -> float:
-    """The model's throughput [bit/s] for one configuration (see the module's docstring)."""
+                socket_buffer_bytes: float | None = None, config: str | None = None, delivered: bool = True) -> float:
+    """The model's throughput [bit/s] for one configuration (see the module's docstring). delivered: the run
+    is timed by its delivery of F (the executor's fixed-size runs on an emulated link: with -w since schema v5,
+    autotuned since 2026-11-29), so nothing is left unsent (send_backlog 0); False for runs rated by iperf3's
+    own end (stores measured before), whose receiver misses the unsent backlog (models/framework.py)."""
     from ..models.configurations import DEFAULT_CONFIGURATION, configuration, model_parameters
     from ..models.fit import params_for
     from ..models.registry import make_model
     params, per_variant = configuration(config or DEFAULT_CONFIGURATION)
     kd = {"variant": variant, "loss_mode": "periodic" if loss > 0 else "none", "loss_rate": loss}
     params = model_parameters(params_for(kd, params, per_variant))
+    params["send_backlog"] = 0.0 if delivered else SEND_BACKLOG
     model = make_model(variant, capacity_bps=goodput_ceiling_bps(rate_bps, mtu), queue_fill=True,
                        receiver_report=True, startup_rtts=STARTUP_RTTS, mss_bytes=mss_bytes(mtu), **params)
     wmax = (AUTOTUNING_CEILING if socket_buffer_bytes is None else socket_buffer_bytes) / 2   # bytes per flow
