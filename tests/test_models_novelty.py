@@ -272,3 +272,20 @@ def test_the_delivered_twin_is_the_5gbit_twin_renamed():
         assert [(p.variant, p.streams, p.link, p.transfer_bytes, p.repetition) for p in a.sweep()] == [
             (p.variant, p.streams, p.link, p.transfer_bytes, p.repetition) for p in b.sweep()]
         assert a.seed == b.seed and a.order == b.order
+
+
+def test_E_from_the_configuration_alone_is_the_relative_error_of_the_priors_prediction():
+    """models_newcond.configuration_alone: |M − P|/M per cell with P = priors.predict_bps (nothing fitted), the
+    backlog as the cell was measured: runs equal to the prediction give 0; runs 10 % above it, 1/11; an
+    iperf3-rated cell (not delivered) is compared with the prediction that keeps the backlog."""
+    from tcpprofile.campaign.priors import predict_bps
+    nc = _bench("models_newcond")
+    cfg = dict(rtt_s=0.07, rate_bps=5e9, buffer_bytes=0.7 * 5e9 * 0.07 / 8, mtu=9000, size_bytes=5e8)
+    exact = predict_bps("cubic", 3, **cfg)
+    late = predict_bps("cubic", 3, delivered=False, **cfg)
+    cells = [{"variant": "cubic", "streams": 3, **cfg, "runs": [exact, exact], "delivered": True},
+             {"variant": "cubic", "streams": 3, **cfg, "runs": [1.1 * exact, 1.1 * exact], "delivered": True},
+             {"variant": "cubic", "streams": 3, **cfg, "runs": [late], "delivered": False}]
+    got = nc.configuration_alone(cells, "ss-trains")[("cubic", 3)]
+    assert got == pytest.approx([0.0, 0.1 / 1.1, 0.0], abs=1e-12)
+    assert late < 0.9 * exact
