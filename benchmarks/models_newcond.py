@@ -111,7 +111,7 @@ def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[floa
     return out
 
 
-def print_configuration_alone(db: str, campaign: str, configs=(DEFAULT_CONFIGURATION, "paper")) -> None:
+def print_configuration_alone(db: str, campaign: str, configs=(DEFAULT_CONFIGURATION, "single-flow", "paper")) -> None:
     """E [%] per variant × n from the configuration alone, every cell and without the links that missed their
     calibration (their runs carry link_rate_low: not the condition the cell names)."""
     cells = measured_cells(db, campaign)
