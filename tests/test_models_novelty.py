@@ -54,7 +54,7 @@ DEV = [DesignCell("cubic", n, b, t, TEN_GB, CTX) for n in (1, 4) for b in (0.1, 
     (DesignCell("cubic", 3, 0.7, 11.8, TEN_GB, CTX), 2, "new n+β"),
     (DesignCell("htcp", 1, 0.1, 11.8, TEN_GB, CTX), 5, "new n+β+τ+F+C"),           # no development cell of H-TCP
     (DesignCell("cubic", 1, 0.1, 11.8, TEN_GB, (10e9, 9000, "1/500", "auto")), 5, "new n+β+τ+F+C"),  # another link
-    (DesignCell("cubic", 4, 0.3, 45.6, TEN_GB, (5e9, 9000, "none", "auto")), 1, "new C"),   # another rate: one dimension
+    (DesignCell("cubic", 4, 0.3, 45.6, TEN_GB, (5e9, 9000, "none", "auto")), 1, "new C"),   # another rate: 1 dimension
     (DesignCell("cubic", 1, 0.15, 30.0, "F=500000000", (5e9, 9000, "none", "auto")), 4, "new β+τ+F+C"),
     (DesignCell("cubic", 4, 0.3, 45.6, TEN_GB, (10.02e9, 9000, "none", "auto")), 0, "same cell"),   # C within 0.5 %
 ])
@@ -252,7 +252,8 @@ def test_the_5gbit_twin_is_the_design_at_half_the_rate_and_half_the_sizes():
         assert b.name == "models-newcond-5gbit-" + {10**9: "500mb", 5 * 10**9: "2500mb", 2 * 10**10: "10gb"}[a.sizes[0]]
         assert b.seed != a.seed and b.sizes[0] * 2 == a.sizes[0]
         assert {p.rate_bps for p in b.links} == {5e9}
-        assert [(p.rtt_s, p.buffer_label, p.mtu) for p in a.links] == [(p.rtt_s, p.buffer_label, p.mtu) for p in b.links]
+        assert [(p.rtt_s, p.buffer_label, p.mtu) for p in a.links] == [
+            (p.rtt_s, p.buffer_label, p.mtu) for p in b.links]
         assert (a.variants, a.streams, a.repetitions, a.order, a.socket_buffers) == (
             b.variants, b.streams, b.repetitions, b.order, b.socket_buffers)
         assert {(pa.transfer_bytes * 8 / (pa.link.rate_bps * pa.link.rtt_s)) for pa in a.sweep()} == {

@@ -396,7 +396,8 @@ def _by_novelty(args, config: str) -> int:
         d = f"{r.distance[0]}" if r.distance[0] == r.distance[1] else f"{r.distance[0]}-{r.distance[1]}"
         print(f"{r.variant:>8} {r.streams:3d} {r.group:>22} {d:>4} {r.configs:4d} {r.runs:4d} | "
               + " | ".join(f"{' / '.join(_e(r.errors[name][m]) for m in MODES):>21}" for name in names))
-    print("group: the dimensions (n, β, τ, F, C: the link rate) whose value no development cell of that variant and link had; "
+    print("group: the dimensions (n, β, τ, F, C: the link rate) whose value no development cell of that variant "
+          "and link had; "
           "'same cell': measured in development; 'new combination': each value measured, never together. "
           "dist: the fewest dimensions in which a configuration differs from a development cell. '-': not "
           "computable (fewer than 3 RTTs or 2 buffer settings, or no interval traces for the baseline). The fits' "

@@ -3,8 +3,9 @@
 
 A cell is (variant, n, β × BDP, τ, F, C) with its link context (MTU, loss, socket buffer), F the transfer
 size (iperf3 -n) or duration (-t), C the link's rate. The five novelty dimensions are n, β, τ, F and C (every
-development store is at 10 Gbit/s; a store at another rate is new in C, not a wholly other link). Against a development design
-(a list of cells: the development stores' specs, or the stores table benchmarks/data/model-stores.csv):
+development store is at 10 Gbit/s; a store at another rate is new in C, not a wholly other link). Against a
+development design (a list of cells: the development stores' specs, or the stores table
+benchmarks/data/model-stores.csv):
 
 * distance = the fewest of the five dimensions in which the cell differs from a development cell of the same
   variant and context (0: the same cell; 5: no development cell of that variant and context);
@@ -30,7 +31,7 @@ from .fit import is_missing
 from ..units import to_ms
 
 DIMENSIONS = ("n", "β", "τ", "F", "C")
-REL = {"β": 0.02, "τ": 0.005, "C": 0.005}   # relative tolerance of "the same value" (β: bytes rounded to whole bytes)
+REL = {"β": 0.02, "τ": 0.005, "C": 0.005}   # relative tolerance of "the same value" (β: bytes rounded to whole B)
 STORE_COLUMNS = ("store", "role", "source", "campaign", "variants", "streams", "buffers_bdp", "rtts_ms", "amounts",
                  "socket_buffers", "loss", "rate_bps", "mtu", "repetitions", "runs", "cells",
                  "shared_validation_cells", "used_for")
