@@ -4,7 +4,7 @@ configuration of benchmarks/data/models-newcond-*.toml differs from every store 
 design and its estimated time; the same for its 5 Gbit/s twin (models-newcond-5gbit-*: half the rate, half the sizes).
 
     python benchmarks/models_newcond.py            # the check, the design, the estimate; exit 1 if a cell is too close
-    python benchmarks/models_newcond.py --db STORE [CAMPAIGN-LIKE]   # E from the configuration alone, measured
+    python benchmarks/models_newcond.py --db STORE|RUNS.csv [CAMPAIGN-LIKE]   # E from the configuration alone
 
 Measure (a day whose link carries 10 Gbit/s; under the exclusive lock), then read the store by novelty:
 
@@ -78,13 +78,10 @@ def measured_cells(db: str, campaign: str) -> list[dict]:
     """The store's ok fixed-size runs of the campaigns named like `campaign` (SQL LIKE), one dict per cell:
     its configuration, the mean measured throughput, the runs, whether every run was timed by its delivery and
     whether its link met its calibration."""
-    import duckdb
-    con = duckdb.connect(db, read_only=True)
-    rows = con.execute(
-        "SELECT r.variant, r.streams, l.rtt_ms, l.buffer_bytes, l.rate_bps, l.mtu, r.transfer_bytes, "
-        "r.throughput_bps, r.size_delivered_s IS NOT NULL, coalesce(l.calibration_ok, true) "
-        "FROM runs r JOIN links l ON l.link_id = r.link_id JOIN campaigns c ON c.campaign_id = r.campaign_id "
-        "WHERE c.name LIKE ? AND r.status = 'ok' AND r.transfer_bytes IS NOT NULL", [campaign]).fetchall()
+    if db.endswith(".csv"):        # the runs as committed (benchmarks/data/models-newcond-5gbit-delivered-runs.csv)
+        rows = _csv_rows(db, campaign)
+    else:
+        rows = _store_rows(db, campaign)
     cells: dict[tuple, dict] = {}
     for v, n, rtt, beta, rate, mtu, size, bps, delivered, calibrated in rows:
         c = cells.setdefault((v, n, rtt, beta, rate, mtu, size), {
@@ -94,6 +91,27 @@ def measured_cells(db: str, campaign: str) -> list[dict]:
         c["delivered"] &= bool(delivered)
         c["calibrated"] &= bool(calibrated)
     return list(cells.values())
+
+
+def _csv_rows(path: str, campaign: str) -> list[tuple]:
+    """The CSV's rows of the campaigns named like `campaign` (SQL LIKE with % only), as _store_rows gives them."""
+    import csv
+    import fnmatch
+    with open(path, newline="") as f:
+        return [(r["variant"], int(r["streams"]), float(r["rtt_ms"]), int(r["buffer_bytes"]), float(r["rate_bps"]),
+                 int(r["mtu"]), int(r["transfer_bytes"]), float(r["throughput_bps"]), r["size_delivered_s"] != "",
+                 r["link_calibration_ok"] != "false")
+                for r in csv.DictReader(f) if fnmatch.fnmatchcase(r["campaign"], campaign.replace("%", "*"))]
+
+
+def _store_rows(db: str, campaign: str) -> list[tuple]:
+    import duckdb
+    con = duckdb.connect(db, read_only=True)
+    return con.execute(
+        "SELECT r.variant, r.streams, l.rtt_ms, l.buffer_bytes, l.rate_bps, l.mtu, r.transfer_bytes, "
+        "r.throughput_bps, r.size_delivered_s IS NOT NULL, coalesce(l.calibration_ok, true) "
+        "FROM runs r JOIN links l ON l.link_id = r.link_id JOIN campaigns c ON c.campaign_id = r.campaign_id "
+        "WHERE c.name LIKE ? AND r.status = 'ok' AND r.transfer_bytes IS NOT NULL", [campaign]).fetchall()
 
 
 def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[float]]:
