@@ -6,7 +6,9 @@ design and its estimated time; the same for its 5 Gbit/s twin (models-newcond-5g
     python benchmarks/models_newcond.py            # the check, the design, the estimate; exit 1 if a cell is too close
     python benchmarks/models_newcond.py --db STORE|RUNS.csv [CAMPAIGN-LIKE]   # E from the configuration alone
 
-Measure (a day whose link carries 10 Gbit/s; under the exclusive lock), then read the store by novelty:
+The 5 Gbit/s twin, timed by delivery, was measured on 2026-11-29 (docs/models.md "Measured at 5 Gbit/s"; its runs:
+benchmarks/data/models-newcond-5gbit-delivered-runs.csv). The 10 Gbit/s design: measure it on a day whose link carries
+10 Gbit/s (under the exclusive lock), then read the store by novelty:
 
     for s in 1gb 5gb 20gb; do tcpprofile run benchmarks/data/models-newcond-$s.toml --db out/models-newcond.duckdb; done
     tcpprofile model validate --db out/models-newcond.duckdb --campaign 'models-newcond-%' \\
