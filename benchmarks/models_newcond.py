@@ -15,8 +15,8 @@ benchmarks/data/models-newcond-5gbit-delivered-runs.csv). The 10 Gbit/s design: 
         --by-novelty benchmarks/data/model-stores.csv
 
 The estimate: each run takes 8F/Θ, Θ the frozen default configuration's prediction from the run's configuration
-(C the payload ceiling, β the configured buffer, W_max half the 2 GiB autotuning limit, start-up lag STARTUP_RTTS),
-plus RUN_OVERHEAD_S, and each link LINK_SETUP_S. On models-validation-3's design this gives 53.7 min; that store
+(campaign/priors.predict_bps: C the payload ceiling, β the configured buffer, W_max half the autotuning limit,
+start-up lag 1.2 RTTs), what the request asks beyond F at the payload rate, plus RUN_OVERHEAD_S, and each link LINK_SETUP_S. On models-validation-3's design this gives 53.7 min; that store
 took 52 min (2026-11-25 05:49–06:41 UTC, docs/models.md).
 """
 
@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from tcpprofile import spec  # noqa: E402
 from tcpprofile.campaign import autotuned_request_bytes  # noqa: E402
-from tcpprofile.packet_overhead import TCP_IP_HEADERS  # noqa: E402
-from tcpprofile.models import make_model  # noqa: E402
-from tcpprofile.models.configurations import DEFAULT_CONFIGURATION, configuration, model_parameters  # noqa: E402
+from tcpprofile.campaign.priors import predict_bps  # noqa: E402
+from tcpprofile.packet_overhead import goodput_ceiling_bps  # noqa: E402
+from tcpprofile.models.configurations import DEFAULT_CONFIGURATION  # noqa: E402
 from tcpprofile.models.novelty import cells_of_spec, development_cells, too_close  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
@@ -46,29 +46,21 @@ SPECS_DELIVERED = tuple(DATA / f"models-newcond-5gbit-delivered-{s}.toml" for s 
 DESIGNS = {"10 Gbit/s": SPECS, "5 Gbit/s": SPECS_5GBIT, "5 Gbit/s, timed by delivery": SPECS_DELIVERED}
 STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
-STARTUP_RTTS = 1.2        # measured d = 1.16–1.24 RTTs on models-validation-3 (docs/models.md)
-AUTOTUNE_LIMIT = 2 ** 31  # bytes: the testbed's socket-buffer limit; W_max = half of it (docs/models.md)
 RUN_OVERHEAD_S = 0.5      # per run: reproduce quick's "8 s runs, ~8.5 s each" (reproduce/campaigns.py)
 LINK_SETUP_S = 20.0       # per link configuration (reproduce/campaigns.py: "~20 s per link set-up here")
-WIRE_BYTES = 38           # Ethernet preamble, header, FCS, gap per packet (docs/models.md "Fitting measured runs")
 
 
 def run_seconds(point, config: str = DEFAULT_CONFIGURATION) -> float:
-    """Estimated seconds of one run (spec.RunPoint, size mode): 8F/Θ, what the request asks beyond F at the
-    link's rate, RUN_OVERHEAD_S."""
-    params, per_variant = configuration(config)
+    """Estimated seconds of one run (spec.RunPoint, size mode): 8F/Θ with Θ the priors' prediction from the run's
+    configuration (campaign/priors.predict_bps: timed by delivery), what the request asks beyond F at the link's
+    payload rate, RUN_OVERHEAD_S."""
     link = point.link
-    mss = link.mtu - TCP_IP_HEADERS
-    capacity = link.rate_bps * mss / (link.mtu + WIRE_BYTES)   # payload ceiling [bit/s]
-    model = make_model(point.variant, capacity_bps=capacity, mss_bytes=mss, queue_fill=True, receiver_report=True,
-                       startup_rtts=STARTUP_RTTS, **{**model_parameters(params), "send_backlog": 0.0},
-                       **per_variant.get(point.variant, {}))     # timed by delivery: nothing left unsent
-    theta = float(model.predict(link.rtt_s, n=point.streams, size=point.transfer_bytes, buffer=link.buffer_bytes,
-                                wmax=AUTOTUNE_LIMIT / 2))
+    theta = predict_bps(point.variant, point.streams, rtt_s=link.rtt_s, rate_bps=link.rate_bps,
+                        buffer_bytes=link.buffer_bytes, mtu=link.mtu, size_bytes=point.transfer_bytes, config=config)
     # beyond F the run goes on for what the autotuned send buffers can hold, at the link's rate (the request that
     # lets the receiver read F: campaign.autotuned_request_bytes)
     extra = autotuned_request_bytes(point) or 0
-    return 8 * point.transfer_bytes / theta + 8 * extra / capacity + RUN_OVERHEAD_S
+    return 8 * point.transfer_bytes / theta + 8 * extra / goodput_ceiling_bps(link.rate_bps, link.mtu) + RUN_OVERHEAD_S
 
 
 def campaign_seconds(s: spec.CampaignSpec) -> float:
@@ -120,7 +112,6 @@ def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[floa
     """|M − P|/M per cell, by (variant, n): P from the configuration alone (campaign/priors.predict_bps: β the
     configured buffer, W_max half the autotuning limit, C the payload ceiling, the start-up lag
     priors.STARTUP_RTTS from the third validation store; nothing fitted on this store), backlog as measured."""
-    from tcpprofile.campaign.priors import predict_bps
     out: dict[tuple, list[float]] = {}
     for c in cells:
         m = sum(c["runs"]) / len(c["runs"])
