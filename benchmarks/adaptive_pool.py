@@ -91,12 +91,13 @@ def load_store_pool(path: str, campaign: str) -> tuple[dict, list[str]]:
         return (float(r["rtt_ms"]), int(r["buffer_bytes"]), float(r["rate_bps"]), int(r["transfer_bytes"]),
                 int(r["mtu"] or 1500))
 
+    links = [link(r) for r in rows]
     undelivered = defaultdict(int)      # runs rated by iperf3's end, not by their delivery: the priors' backlog
-    for r in rows:
-        undelivered[link(r)] += "size_undelivered" in (r["flags"] or "")
-    for r in rows:
+    for r, key in zip(rows, links):
+        undelivered[key] += "size_undelivered" in (r["flags"] or "")
+    for r, key in zip(rows, links):
         r["throughput_bps"], r["duration_s"] = float(r["throughput_bps"]), float(r["duration_s"])
-        race = Race(*link(r), delivered=undelivered[link(r)] == 0)
+        race = Race(*key, delivered=undelivered[key] == 0)
         runs[race, Config(r["variant"], "", int(r["streams"]), None)].append((r["throughput_bps"], r["duration_s"]))
     groups = defaultdict(dict)
     for (race, c), xs in runs.items():
