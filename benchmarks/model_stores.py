@@ -48,6 +48,13 @@ STORES = (
     ("models-validation-2", "validation", "models-validation-2.toml",
      "judged ss-burst-buffer (spent); then read as a development store for ss-trains"),
     ("models-validation-3", "validation", "models-validation-3.toml", "judged ss-trains (spent)"),
+    # the 5 Gbit/s new-condition twin, timed by delivery (its first, iperf3-rated measurement had the same cells)
+    ("models-newcond-5gbit-delivered-500mb", "validation", "models-newcond-5gbit-delivered-500mb.toml",
+     "judged ss-trains at new conditions (spent)"),
+    ("models-newcond-5gbit-delivered-2500mb", "validation", "models-newcond-5gbit-delivered-2500mb.toml",
+     "judged ss-trains at new conditions (spent)"),
+    ("models-newcond-5gbit-delivered-10gb", "validation", "models-newcond-5gbit-delivered-10gb.toml",
+     "judged ss-trains at new conditions (spent)"),
 )
 
 
