@@ -43,6 +43,10 @@ _DECLARED: dict[str, tuple[str | None, dict]] = {
     # before the loss (tcp_cubic.c hystart_update), H-TCP's second event keeping 0.5 after a bandwidth sample
     # between the two events (tcp_htcp.c measure_achieved_throughput) — docs/models.md "Single flows"
     "single-flow": ("ss-trains", _SS_TRAINS),
+    # ss-trains + H-TCP's bandwidth switch after slow start: congestion avoidance's first two events keep 0.5
+    # (tcp_htcp.c htcp_beta_update against the old_maxB slow start's events leave) — docs/models.md "H-TCP's
+    # bandwidth switch after slow start"
+    "bandwidth-switch": ("ss-trains", _SS_TRAINS),
 }
 
 
@@ -67,7 +71,8 @@ SUMMARY = {"paper": "the paper's first-principles rule",
            "htcp-burst-regime": "trajectory + H-TCP's slow-start burst by regime",
            "ss-burst-buffer": "htcp-burst-regime + slow start's round burst, β the configured buffer",
            "ss-trains": "slow start's first drop by its trains, β the configured buffer",
-           "single-flow": "ss-trains + CUBIC's HyStart exit and H-TCP's second-event sample, by their probability"}
+           "single-flow": "ss-trains + CUBIC's HyStart exit and H-TCP's second-event sample, by their probability",
+           "bandwidth-switch": "ss-trains + H-TCP's first two congestion-avoidance events at 0.5 (bandwidth switch)"}
 DEFAULT_CONFIGURATION = "ss-trains"   # passed the third sealed store in every cell (docs/models.md)
 # the numbered names of before (issue 32): refused, naming the new one
 RENAMED = {"default": "paper", "trajectory2": "htcp-burst-regime", "trajectory3": "ss-burst-buffer",

@@ -25,6 +25,10 @@ SETTINGS = {
     # a single flow's second event keeping 0.5 after a bandwidth sample between the two events, with its
     # probability (tcp_htcp.c measure_achieved_throughput; docs/models.md "Single flows")
     "single-flow": {"second_event_sample": True},
+    # the bandwidth switch after slow start: congestion avoidance's first events keep 0.5, not RTT_min/RTT_max
+    # (tcp_htcp.c htcp_beta_update: maxB against the old_maxB that slow start's events left; docs/models.md
+    # "H-TCP's bandwidth switch after slow start")
+    "bandwidth-switch": {"switch_cuts": True},
 }
 # parameters a lossy link's model does not have, left out of a dataset with external loss: the RTT-scaled α
 # (the loss epoch uses Eq. (1) as printed; rtt_scaling is refused there)
@@ -72,6 +76,10 @@ class HTCP(FirstPrinciplesModel):
     the increase, not α(t)·t/τ; (ii) in Phase II the per-ACK increase is α·M/w (α per RTT, as in Phase I
     and Reno), so w·dw/dt = α(t)·M·C, not dw/dt = α(t)·C (which is α segments per ACK).
 
+    switch_cuts (trajectory only; docs/models.md "H-TCP's bandwidth switch after slow start"): a single flow's
+    first two congestion-avoidance events keep 0.5, not RTT_min/RTT_max (htcp_beta_update's bandwidth switch,
+    `_switch_events`); its epochs grow with α at β = 0.5.
+
     tabulated: W_m from a per-instance table (htcp_table.py, built on first use, throughput within
     0.5 % of the exact path) instead of bisecting Eq. (8) for every row.
     """
@@ -85,14 +93,15 @@ class HTCP(FirstPrinciplesModel):
                         flows_phase2=Constraint(bool),
                         burst_by_regime=Constraint(bool),
                         second_cut_rtt_ratio=Constraint(bool),
-                        second_event_sample=Constraint(bool))
+                        second_event_sample=Constraint(bool),
+                        switch_cuts=Constraint(bool))
 
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
                  ss_train_window=0.0, ss_train_slope=0.0, delta_l=1.0, b=0.5,
                  adaptive_backoff=True, tabulated=True, rtt_scaling=False, flows_phase2=False,
-                 burst_by_regime=False, second_cut_rtt_ratio=False, second_event_sample=False):
+                 burst_by_regime=False, second_cut_rtt_ratio=False, second_event_sample=False, switch_cuts=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -118,6 +127,7 @@ class HTCP(FirstPrinciplesModel):
         self.burst_by_regime = burst_by_regime
         self.second_cut_rtt_ratio = second_cut_rtt_ratio
         self.second_event_sample = second_event_sample
+        self.switch_cuts = switch_cuts
 
     def _prepare(self, r):
         if self.adaptive_backoff:
@@ -389,7 +399,31 @@ class HTCP(FirstPrinciplesModel):
     def _first_epochs(self, P, W1, k, r, alt=False):
         # α = 2·factor·(1 − β) with the β of the last cut (htcp_alpha_update): s = 1 after a 0.5 cut
         half = (k <= 1) | ((k == 2) & (alt or not self.second_cut_rtt_ratio))
-        return [(W1, {"s": np.where(half, 1.0, r.s)})]
+        epochs = [(W1, {"s": np.where(half, 1.0, r.s)})]
+        if self.switch_cuts:
+            # each from 0.5·W_o, α with β = 0.5 (s = 1), up to the next overflow at W_o; a single flow's only: n
+            # flows' events hit k of n flows, which the aggregate's cuts do not model — there the epoch starts at
+            # W_o and is empty  [bits]
+            Wo = r.bdp + r.beta
+            start = np.where(r.n == 1, 0.5 * Wo, Wo)
+            epochs += [(start, {"s": np.ones(r.tau.shape)})] * self._switch_events(alt)
+        return epochs
+
+    def _switch_events(self, alt):
+        """switch_cuts: how many of congestion avoidance's first events keep β = 0.5 (htcp.bpf.c
+        htcp_beta_update :157–179, tcp_htcp.c the same) before RTT_min/RTT_max takes over.
+
+        maxB is the largest smoothed bandwidth sample since 3 RTTs after the last event (measure_achieved_throughput
+        :134–150: htcp_ccount ≤ 3 resets minB = maxB = Bi), and each event compares it with old_maxB, the maxB of
+        the event before: outside 4/5–6/5 of it, β = BETA_MIN and modeswitch = 0; inside, β = RTT_min/RTT_max only
+        if modeswitch is 1, else β = BETA_MIN and modeswitch = 1. Slow start takes no sample (_event_keep), so its
+        events leave maxB = 0 and modeswitch = 1 — unless a sample fell between its two events (alt: that event
+        fired the switch, modeswitch = 0, old_maxB the sample at ~P/2 per RTT, within 1/5 of C). The first epoch
+        of congestion avoidance reaches C (W_o ≥ Cτ), so its event sees maxB ≈ C: against old_maxB = 0 the switch
+        fires (0.5, modeswitch = 0), and the next event, maxB ≈ C again, keeps 0.5 and sets modeswitch = 1 — two
+        events at 0.5; in alt the first holds the switch with modeswitch = 0 — one. From then on RTT_min/RTT_max
+        (the sustained epochs). Traced (5 Gbit/s store, n = 1, 0.15 × BDP, 30 ms): W_o → 0.52, 0.55, then 0.80."""
+        return 1 if alt else 2
 
     def _t_bdp(self, Ws, st, r):
         y = np.maximum(r.bdp - Ws, 0.0) * r.tau / (r.n * r.M)  # w = W_s + (nM/τ)·A(t) = Cτ  [s]
