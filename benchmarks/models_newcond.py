@@ -6,6 +6,8 @@ design and its estimated time; the same for its 5 Gbit/s twin (models-newcond-5g
     python benchmarks/models_newcond.py            # the check, the design, the estimate; exit 1 if a cell is too close
     python benchmarks/models_newcond.py --db STORE|RUNS.csv [CAMPAIGN-LIKE]   # E from the configuration alone
 
+The second 5 Gbit/s store (models-newcond-5gbit-b-*, pre-registered 2026-11-29 after the first was read; its runs:
+benchmarks/data/models-newcond-5gbit-b-runs.csv) judges `bandwidth-switch`, frozen before it was read.
 The 5 Gbit/s twin, timed by delivery, was measured on 2026-11-29 (docs/models.md "Measured at 5 Gbit/s"; its runs:
 benchmarks/data/models-newcond-5gbit-delivered-runs.csv). The 10 Gbit/s design: measure it on a day whose link carries
 10 Gbit/s (under the exclusive lock), then read the store by novelty:
@@ -136,7 +138,8 @@ def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[floa
     return out
 
 
-def print_configuration_alone(db: str, campaign: str, configs=(DEFAULT_CONFIGURATION, "single-flow", "paper")) -> None:
+def print_configuration_alone(db: str, campaign: str,
+                              configs=(DEFAULT_CONFIGURATION, "bandwidth-switch", "single-flow", "paper")) -> None:
     """E [%] per variant × n from the configuration alone, every cell and without the links that missed their
     calibration (their runs carry link_rate_low: not the condition the cell names)."""
     cells = measured_cells(db, campaign)

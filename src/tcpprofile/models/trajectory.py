@@ -103,12 +103,17 @@ class Trajectory:
         self.P, self.W1, self.cuts = P, W, k
         self.p_alt = None if alt else model._ss_branch(P, W, small, r)
         pieces = [("lin", over, C * over)]
+        last = None
         for Ws, st in model._first_epochs(P, W, k, r, alt):
+            if last is not None and Ws is last[0] and st is last[1]:  # the same epoch again (H-TCP's switch cuts)
+                pieces += pieces[-2:]
+                continue
             tI = model._t_bdp(Ws, st, r)  # Phase I (rate w/τ) up to Cτ  [s]
             NI = model._grow(Ws, st, tI, r)[0]
             pieces.append(("grow", tI, NI, Ws, st))
             tII = np.maximum(model._t_to(Ws, st, Wo, r, tI) - tI, 0.0)  # then at C up to the overflow  [s]
             pieces.append(("lin", tII, C * tII))
+            last = (Ws, st)
         self.pieces = pieces
 
     def time(self, F):
