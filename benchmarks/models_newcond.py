@@ -35,7 +35,7 @@ from tcpprofile.campaign import autotuned_request_bytes  # noqa: E402
 from tcpprofile.campaign.priors import predict_bps  # noqa: E402
 from tcpprofile.packet_overhead import goodput_ceiling_bps  # noqa: E402
 from tcpprofile.models.configurations import DEFAULT_CONFIGURATION  # noqa: E402
-from tcpprofile.models.novelty import cells_of_spec, cells_of_store_row, read_stores, too_close  # noqa: E402
+from tcpprofile.models.novelty import cells_of_spec, development_cells, too_close  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 SPECS = tuple(DATA / f"models-newcond-{s}.toml" for s in ("1gb", "5gb", "20gb"))
@@ -59,9 +59,7 @@ LATER = {"5 Gbit/s": "models-newcond-5gbit-delivered-", "5 Gbit/s, timed by deli
 def seen_before(label: str) -> list:
     """The cells of the stores table's development and validation rows that were measured before design `label`
     was registered (models/novelty.py DesignCell)."""
-    later = LATER.get(label)
-    return [c for row in read_stores(STORES) if row["role"] in ROLES and not (later and row["store"].startswith(later))
-            for c in cells_of_store_row(row)]
+    return development_cells([STORES], spec.load, roles=ROLES, excluding=LATER.get(label))
 RUN_OVERHEAD_S = 0.5      # per run: reproduce quick's "8 s runs, ~8.5 s each" (reproduce/campaigns.py)
 LINK_SETUP_S = 20.0       # per link configuration (reproduce/campaigns.py: "~20 s per link set-up here")
 

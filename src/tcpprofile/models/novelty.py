@@ -174,15 +174,16 @@ def read_stores(path: str | Path) -> list[dict]:
     return rows
 
 
-def development_cells(paths, load_spec, roles=("development",)) -> list[DesignCell]:
+def development_cells(paths, load_spec, roles=("development",), excluding: str | None = None) -> list[DesignCell]:
     """The development design from files: campaign specs (.toml, read by load_spec: spec.load), or stores tables
-    (.csv: the rows whose role is one of `roles`)."""
+    (.csv: the rows whose role is one of `roles`, but those whose store name starts with `excluding`)."""
     out = []
     for path in paths:
         if str(path).endswith(".csv"):
             for i, row in enumerate(read_stores(path)):
+                keep = row["role"] in roles and not (excluding and row["store"].startswith(excluding))
                 try:
-                    out += cells_of_store_row(row) if row["role"] in roles else []
+                    out += cells_of_store_row(row) if keep else []
                 except (ValueError, AttributeError) as err:   # a list with a word that is no number, a missing cell
                     raise ValidationError("--by-novelty", f"{path}, row {i + 1} ({row.get('store')}): {err}") from None
         else:
