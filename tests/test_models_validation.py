@@ -15,7 +15,7 @@ import synthetic_validation as sv
 from tcpprofile import spec
 from tcpprofile.cli import main
 from tcpprofile.models import fit_table_from_store
-from tcpprofile.models.validation import MODES, load_traces, validate
+from tcpprofile.models.validation import MODES, load_traces, sampling_floor, validate
 from tcpprofile.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,8 +119,12 @@ def test_cli_and_benchmark_print_the_table(stores, capsys):
     row = lines[3].split("|")      # the campaign filter (models-validation) reaches the baseline's traces too
     assert [float(x) for x in row[1].split()] == pytest.approx([doc[0]["E_model_percent"][m] for m in MODES],
                                                                 abs=0.006)
-    assert [float(x) for x in row[2].split()] == pytest.approx([doc[0]["E_baseline_percent"][m] for m in MODES],
+    assert float(row[2]) == pytest.approx(doc[0]["E_sampling_floor_percent"], abs=0.006)
+    assert [float(x) for x in row[3].split()] == pytest.approx([doc[0]["E_baseline_percent"][m] for m in MODES],
                                                                 abs=0.006)
+    # 1 % normal noise, 2 runs per configuration: a true-mean model's E is σ/√π = 0.564 % in expectation (15
+    # configurations per cell: ± 0.11 one standard deviation)
+    assert all(0.25 < d["E_sampling_floor_percent"] < 0.9 for d in doc)
     assert main(["model", "validate", "--db", stores["model"], "--eq8", *paper]) == 2
 
 
@@ -250,4 +254,28 @@ def test_one_buffer_setting_cannot_be_held_out(tmp_path, capsys):
     assert cell["E_model_percent"]["rtt"] is not None and cell["configurations"] == 3
     assert main(["model", "validate", "--db", db]) == 0
     row = capsys.readouterr().out.splitlines()[3].split("|")
-    assert row[1].split()[-1] == "-" and row[2].split()[-1] == "-"
+    assert row[1].split()[-1] == "-" and row[3].split()[-1] == "-"    # row[2]: the sampling floor
+
+
+# -- the sampling floor ------------------------------------------------------------------------------------------------
+def test_sampling_floor_of_two_runs_is_half_their_difference():
+    """Analytical: for k = 2, s/c4(2)·√(2/(2π)) = |x1 − x2|/2; relative to the mean, averaged over configurations."""
+    x = np.array([[100.0, 90.0], [50.0, 50.0], [10.0, 12.0]])
+    want = 100 * np.mean(np.abs(x[:, 0] - x[:, 1]) / 2 / x.mean(axis=1))
+    assert sampling_floor(x.mean(axis=1), x.std(axis=1, ddof=1), [2, 2, 2]) == pytest.approx(want, rel=1e-12)
+    assert np.isnan(sampling_floor([100.0, 90.0], [1.0, np.nan], [2, 1]))     # one run: no spread to read
+    assert np.isnan(sampling_floor([], [], []))
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 10])
+def test_sampling_floor_is_the_true_mean_models_error_in_expectation(k):
+    """On normal runs (σ = 3 % of μ) the floor's average over 20,000 configurations equals the average realized
+    |x̄ − μ|/μ of the model that predicts μ (within 2 %), for k = 2, 3, 5, 10 runs."""
+    rng = np.random.default_rng(k)
+    mu = rng.uniform(1e9, 5e9, 20000)
+    runs = mu[:, None] * (1 + 0.03 * rng.standard_normal((mu.size, k)))
+    mean = runs.mean(axis=1)
+    realized = 100 * np.mean(np.abs(mean - mu) / mean)
+    floor = sampling_floor(mean, runs.std(axis=1, ddof=1), np.full(mu.size, k))
+    assert floor == pytest.approx(realized, rel=0.02)
+    assert floor == pytest.approx(100 * 0.03 * np.sqrt(2 / (np.pi * k)), rel=0.03)

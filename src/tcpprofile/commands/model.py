@@ -334,13 +334,13 @@ def _validate(args) -> int:
     print("E % in-sample / leave-one-RTT-out / leave-one-buffer-out: the first-principles model (fitted as "
           "`model fit` fits) and the generic ramp-up/sustainment model (HPDC'17 §3), the baseline to beat")
     print(f"{'variant':>8} {'n':>3} {'size':>7} {'buffers':>24} {'RTTs':>4} {'cfgs':>4} {'runs':>4} | "
-          f"{'model in':>8} {'rtt':>5} {'buf':>5} | {'base in':>7} {'rtt':>5} {'buf':>5} | flags")
+          f"{'model in':>8} {'rtt':>5} {'buf':>5} | {'floor':>5} | {'base in':>7} {'rtt':>5} {'buf':>5} | flags")
     for c in cells:
         d = c.key.get("duration_target_s")
         amount = f"{d:g}s" if d is not None and d == d else _gb(c.key.get("transfer_bytes")) + "GB"
         print(f"{c.key['variant']:>8} {c.streams:3d} {amount:>7} {','.join(c.buffers):>24} {len(c.rtts):4d} "
               f"{c.configs:4d} {c.runs:4d} | {_e(c.model['in']):>8} {_e(c.model['rtt'])} {_e(c.model['buffer'])} | "
-              f"{_e(c.baseline['in']):>7} {_e(c.baseline['rtt'])} {_e(c.baseline['buffer'])} | {c.codes}")
+              f"{_e(c.floor)} | {_e(c.baseline['in']):>7} {_e(c.baseline['rtt'])} {_e(c.baseline['buffer'])} | {c.codes}")
     print("fitted parameters (per buffer setting, over its RTTs and n; shared: leave-one-buffer-out's fit of one n "
           "over all settings):")
     seen = set()
@@ -353,9 +353,10 @@ def _validate(args) -> int:
     for c in cells:
         for text in dict.fromkeys(c.flags):
             print(f"FLAGGED {c.key['variant']} n={c.streams}: {text}")
-    print("E = 100·mean|M − P|/M over the cell's (τ, buffer) configurations; '-': not computable (fewer than 3 "
-          "RTTs or 2 buffer settings, or no interval traces for the baseline). Protocol: docs/models.md, "
-          "\"Validation protocol\"")
+    print("E = 100·mean|M − P|/M over the cell's (τ, buffer) configurations; floor: the E a model predicting every "
+          "configuration's true mean would show with these runs (their spread; '-' with one run per configuration); "
+          "'-': not computable (fewer than 3 RTTs or 2 buffer settings, or no interval traces for the baseline). "
+          "Protocol: docs/models.md, \"Validation protocol\"")
     return 0
 
 

@@ -15,12 +15,15 @@ ramp-up/sustainment model of HPDC'17 §3 (generic.py) fitted the same way, as th
   the configured size (generic.transfer_throughput) or duration. No intervals stored: no baseline (nan).
 * E = 100·mean |M − P|/M over the (τ, buffer) configurations of a (group, n) cell; nan when one of them
   has no prediction (fewer than 3 RTTs, or 2 buffer settings, to hold one out).
+* The sampling floor (`sampling_floor`): the E that a model predicting every configuration's true mean would show
+  on the sample at hand, in expectation — the part of E the runs' own spread makes, whatever the model.
 * By novelty (`by_novelty`, issue 31): the same predictions' E per (variant, n, novelty group), the group saying
   how far a configuration is from the development design (models/novelty.py).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -58,12 +61,14 @@ class Cell:
     params: list[dict] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     codes: str = "-"
+    floor: float = float("nan")   # sampling_floor [%] of the cell's configurations
 
     def as_dict(self) -> dict:
         key = {k: (v.item() if hasattr(v, "item") else v) for k, v in self.key.items()}
         return {**key, "streams": self.streams, "configurations": self.configs, "runs": self.runs,
                 "buffers": self.buffers, "rtts_ms": self.rtts, "E_model_percent": _finite(self.model),
-                "E_baseline_percent": _finite(self.baseline), "parameters": self.params, "flags": self.flags,
+                "E_baseline_percent": _finite(self.baseline),
+                "E_sampling_floor_percent": self.floor if self.floor == self.floor else None, "parameters": self.params, "flags": self.flags,
                 "flagged": bool(self.flags)}
 
 
@@ -76,6 +81,19 @@ def _error(measured, predicted) -> float:
     """E [%] = 100·mean|M − P|/M (§V) over configurations; nan when one of them has no prediction."""
     return (float(100 * np.mean(np.abs(measured - predicted) / measured)) if np.all(np.isfinite(predicted))
             else float("nan"))
+
+
+def sampling_floor(mean_bps, std_bps, runs) -> float:
+    """E [%] that a model predicting every configuration's true mean μ would show on this sample, in expectation:
+    100·mean over configurations of E|x̄ − μ|/x̄. For k normal runs E|x̄ − μ| = σ·√(2/(πk)), with σ estimated
+    without bias by s/c4(k), c4(k) = √(2/(k − 1))·Γ(k/2)/Γ((k − 1)/2) (s the sample standard deviation); for
+    k = 2 this is |x1 − x2|/2. A model's E at or near it is limited by the runs, not by the model. nan when a
+    configuration has fewer than 2 runs (no spread to read)."""
+    m, s, k = (np.asarray(a, dtype=float) for a in (mean_bps, std_bps, runs))
+    if m.size == 0 or np.any(k < 2) or not np.all(np.isfinite(s)):
+        return float("nan")
+    c4 = np.array([math.sqrt(2 / (j - 1)) * math.exp(math.lgamma(j / 2) - math.lgamma((j - 1) / 2)) for j in k])
+    return float(100 * np.mean(s / c4 * np.sqrt(2 / (np.pi * k)) / m))
 
 
 def _label(v) -> str:
@@ -221,9 +239,11 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
             codes = ",".join(dict.fromkeys(c for c in flags.get(g + (int(s),), []) + [f"shared:{shared_code}"]
                                            if c not in ("-", "shared:-"))) or "-"
             runs = cols["runs"][sel] if "runs" in cols else np.ones(sel.size)
+            std = float_column(cols, "std_bps")
+            floor = sampling_floor(Ms, std[sel], runs) if std is not None else float("nan")
             cells.append(Cell(kd, int(s), int(sel.size), int(np.sum(runs.astype(float))), sorted(set(buf[sel])),
                               sorted(set(to_ms(rtt[sel]).tolist())), {m: E(P[m]) for m in MODES},
-                              {m: E(B[m]) for m in MODES}, params.get(g, []) + [shared], words, codes))
+                              {m: E(B[m]) for m in MODES}, params.get(g, []) + [shared], words, codes, floor))
     cells.sort(key=lambda c: (tuple(str(c.key.get(k)) for k in GROUP_KEYS), c.streams))
     return Validation(cells, P, B, config)
 
