@@ -55,6 +55,15 @@ STORES = (
      "judged ss-trains at new conditions (spent)"),
     ("models-newcond-5gbit-delivered-10gb", "validation", "models-newcond-5gbit-delivered-10gb.toml",
      "judged ss-trains at new conditions (spent)"),
+    # the second 5 Gbit/s new-condition store, then development traces measured after it was read
+    ("models-newcond-5gbit-b-1500mb", "validation", "models-newcond-5gbit-b-1500mb.toml",
+     "judged bandwidth-switch at new conditions (spent)"),
+    ("models-newcond-5gbit-b-5gb", "validation", "models-newcond-5gbit-b-5gb.toml",
+     "judged bandwidth-switch at new conditions (spent)"),
+    ("dev-ssend-5gbit", "development", "dev-ssend-5gbit.toml",
+     "slow start's end at 5 Gbit/s, 0.25 × BDP; cwnd traces in slow-start-drop-5gbit.csv (nothing taken)"),
+    ("dev-trains-5gbit", "development", "dev-trains-5gbit.toml",
+     "the trains' law at 5 Gbit/s; cwnd traces in slow-start-drop-5gbit.csv (nothing taken)"),
 )
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -36,6 +38,7 @@ from tcpprofile.campaign.priors import predict_bps  # noqa: E402
 from tcpprofile.packet_overhead import goodput_ceiling_bps  # noqa: E402
 from tcpprofile.models.configurations import DEFAULT_CONFIGURATION  # noqa: E402
 from tcpprofile.models.novelty import cells_of_spec, development_cells, too_close  # noqa: E402
+from tcpprofile.models.validation import sampling_floor  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data"
 SPECS = tuple(DATA / f"models-newcond-{s}.toml" for s in ("1gb", "5gb", "20gb"))
@@ -53,7 +56,9 @@ STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
 # ... before the design was registered: the twin's own measurement is in the table now, and a design is not "new"
 # against itself (the second store is new against it too)
-LATER = {"5 Gbit/s": "models-newcond-5gbit-delivered-", "5 Gbit/s, timed by delivery": "models-newcond-5gbit-delivered-"}
+LATER = {"5 Gbit/s": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-"),
+         "5 Gbit/s, timed by delivery": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-"),
+         "5 Gbit/s, the second store": ("models-newcond-5gbit-b-", "dev-")}
 
 
 def seen_before(label: str) -> list:
@@ -137,7 +142,8 @@ def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[floa
 
 
 def print_configuration_alone(db: str, campaign: str,
-                              configs=(DEFAULT_CONFIGURATION, "bandwidth-switch", "single-flow", "paper")) -> None:
+                              configs=tuple(dict.fromkeys((DEFAULT_CONFIGURATION, "bandwidth-switch", "ss-trains",
+                                                           "single-flow", "paper")))) -> None:
     """E [%] per variant × n from the configuration alone, every cell and without the links that missed their
     calibration (their runs carry link_rate_low: not the condition the cell names)."""
     cells = measured_cells(db, campaign)
@@ -148,12 +154,26 @@ def print_configuration_alone(db: str, campaign: str,
           f"{sum(c['delivered'] for c in cells)} cells timed by delivery; {len(cells) - len(kept)} cells on links "
           f"that missed their calibration")
     print("E % from the configuration alone (nothing fitted on this store): all cells / calibrated links only")
-    print(f"{'variant':>8} {'n':>3} {'cells':>5} | " + " | ".join(f"{name:>17}" for name in configs))
+    print(f"{'variant':>8} {'n':>3} {'cells':>5} | " + " | ".join(f"{name:>17}" for name in configs)
+          + f" | {'sampling floor':>17}")
     for key in sorted(tables[configs[0], "all"]):
         errs = [tables[name, which].get(key, []) for name in configs for which in ("all", "calibrated")]
         cols = [f"{100 * sum(a) / len(a):7.2f} / {100 * sum(b) / len(b):7.2f}" if a and b else "-"
                 for a, b in zip(errs[0::2], errs[1::2])]
+        floors = [floor_of([c for c in cs if (c["variant"], c["streams"]) == key]) for cs in (cells, kept)]
+        cols.append(" / ".join(f"{f:7.2f}" for f in floors))
         print(f"{key[0]:>8} {key[1]:3d} {len(errs[0]):5d} | " + " | ".join(f"{c:>17}" for c in cols))
+    print("sampling floor: the E a model predicting every cell's true mean would show with these runs "
+          "(models/validation.py sampling_floor: their spread, whatever the model)")
+
+
+def floor_of(cells: list[dict]) -> float:
+    """sampling_floor [%] of these cells' runs (nan for none or a cell of one run)."""
+    if not cells:
+        return float("nan")
+    runs = [np.asarray(c["runs"], dtype=float) for c in cells]
+    return sampling_floor([x.mean() for x in runs], [x.std(ddof=1) if x.size > 1 else np.nan for x in runs],
+                          [x.size for x in runs])
 
 
 def main(argv: list[str]) -> int:

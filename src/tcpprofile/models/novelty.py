@@ -174,9 +174,11 @@ def read_stores(path: str | Path) -> list[dict]:
     return rows
 
 
-def development_cells(paths, load_spec, roles=("development",), excluding: str | None = None) -> list[DesignCell]:
+def development_cells(paths, load_spec, roles=("development",),
+                      excluding: str | tuple[str, ...] | None = None) -> list[DesignCell]:
     """The development design from files: campaign specs (.toml, read by load_spec: spec.load), or stores tables
-    (.csv: the rows whose role is one of `roles`, but those whose store name starts with `excluding`)."""
+    (.csv: the rows whose role is one of `roles`, but those whose store name starts with `excluding`, a prefix or
+    a tuple of prefixes)."""
     out = []
     for path in paths:
         if str(path).endswith(".csv"):
