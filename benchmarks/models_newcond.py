@@ -50,8 +50,11 @@ SPECS_5GBIT = tuple(DATA / f"models-newcond-5gbit-{s}.toml" for s in ("500mb", "
 SPECS_DELIVERED = tuple(DATA / f"models-newcond-5gbit-delivered-{s}.toml" for s in ("500mb", "2500mb", "10gb"))
 # The second 5 Gbit/s store (pre-registered 2026-11-29 after the first was read): new against every store above.
 SPECS_B = tuple(DATA / f"models-newcond-5gbit-b-{s}.toml" for s in ("1500mb", "5gb"))
+# The third (pre-registered 2026-11-29 after the second was read and the 5 Gbit/s traces taken): the default judged
+# again with four repetitions a cell (a sampling floor half the second store's variance).
+SPECS_C = (DATA / "models-newcond-5gbit-c.toml",)
 DESIGNS = {"10 Gbit/s": SPECS, "5 Gbit/s": SPECS_5GBIT, "5 Gbit/s, timed by delivery": SPECS_DELIVERED,
-           "5 Gbit/s, the second store": SPECS_B}
+           "5 Gbit/s, the second store": SPECS_B, "5 Gbit/s, the third store": SPECS_C}
 STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
 # ... before the design was registered: the twin's own measurement is in the table now, and a design is not "new"
