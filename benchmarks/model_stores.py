@@ -64,6 +64,8 @@ STORES = (
      "slow start's end at 5 Gbit/s, 0.25 × BDP; cwnd traces in slow-start-drop-5gbit.csv (nothing taken)"),
     ("dev-trains-5gbit", "development", "dev-trains-5gbit.toml",
      "the trains' law at 5 Gbit/s; cwnd traces in slow-start-drop-5gbit.csv (nothing taken)"),
+    ("models-newcond-5gbit-c", "validation", "models-newcond-5gbit-c.toml",
+     "judged bandwidth-switch again, 4 repetitions (spent)"),
 )
 
 
