@@ -53,15 +53,20 @@ SPECS_B = tuple(DATA / f"models-newcond-5gbit-b-{s}.toml" for s in ("1500mb", "5
 # The third (pre-registered 2026-11-29 after the second was read and the 5 Gbit/s traces taken): the default judged
 # again with four repetitions a cell (a sampling floor half the second store's variance).
 SPECS_C = (DATA / "models-newcond-5gbit-c.toml",)
+# The fourth (pre-registered 2026-11-29 after the third was read): for the next change (slow start's peak at 5 Gbit/s).
+SPECS_D = (DATA / "models-newcond-5gbit-d.toml",)
 DESIGNS = {"10 Gbit/s": SPECS, "5 Gbit/s": SPECS_5GBIT, "5 Gbit/s, timed by delivery": SPECS_DELIVERED,
-           "5 Gbit/s, the second store": SPECS_B, "5 Gbit/s, the third store": SPECS_C}
+           "5 Gbit/s, the second store": SPECS_B, "5 Gbit/s, the third store": SPECS_C,
+           "5 Gbit/s, the fourth store": SPECS_D}
 STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
 # ... before the design was registered: the twin's own measurement is in the table now, and a design is not "new"
 # against itself (the second store is new against it too)
-LATER = {"5 Gbit/s": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-"),
-         "5 Gbit/s, timed by delivery": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-"),
-         "5 Gbit/s, the second store": ("models-newcond-5gbit-b-", "dev-")}
+LATER = {"5 Gbit/s": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-", "models-newcond-5gbit-c"),
+         "5 Gbit/s, timed by delivery": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-",
+                                         "models-newcond-5gbit-c"),
+         "5 Gbit/s, the second store": ("models-newcond-5gbit-b-", "dev-", "models-newcond-5gbit-c"),
+         "5 Gbit/s, the third store": ("models-newcond-5gbit-c",)}
 
 
 def seen_before(label: str) -> list:
