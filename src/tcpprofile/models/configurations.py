@@ -47,6 +47,9 @@ _DECLARED: dict[str, tuple[str | None, dict]] = {
     # (tcp_htcp.c htcp_beta_update against the old_maxB slow start's events leave) — docs/models.md "H-TCP's
     # bandwidth switch after slow start"
     "bandwidth-switch": ("ss-trains", _SS_TRAINS),
+    # bandwidth-switch + single flows' slow-start trains by link rate: the law traced at 5 Gbit/s as well as at 10
+    # (trajectory.py SS_TRAINS_BY_RATE; docs/models.md "Slow start's end at 5 Gbit/s"); n > 1 unchanged
+    "trains-by-rate": ("bandwidth-switch", {**_SS_TRAINS, "ss_trains_by_rate": True}),
 }
 
 
@@ -72,7 +75,8 @@ SUMMARY = {"paper": "the paper's first-principles rule",
            "ss-burst-buffer": "htcp-burst-regime + slow start's round burst, β the configured buffer",
            "ss-trains": "slow start's first drop by its trains, β the configured buffer",
            "single-flow": "ss-trains + CUBIC's HyStart exit and H-TCP's second-event sample, by their probability",
-           "bandwidth-switch": "ss-trains + H-TCP's first two congestion-avoidance events at 0.5 (bandwidth switch)"}
+           "bandwidth-switch": "ss-trains + H-TCP's first two congestion-avoidance events at 0.5 (bandwidth switch)",
+           "trains-by-rate": "bandwidth-switch + single flows' slow-start trains measured at their link rate"}
 DEFAULT_CONFIGURATION = "bandwidth-switch"   # ss-trains + the switch cuts: judged on the second 5 Gbit/s store (docs/models.md)
 # the numbered names of before (issue 32): refused, naming the new one
 RENAMED = {"default": "paper", "trajectory2": "htcp-burst-regime", "trajectory3": "ss-burst-buffer",

@@ -40,7 +40,7 @@ class CUBIC(FirstPrinciplesModel):
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
-                 ss_train_window=0.0, ss_train_slope=0.0, c=0.4, b=0.3, hystart=False):
+                 ss_train_window=0.0, ss_train_slope=0.0, ss_trains_by_rate=False, c=0.4, b=0.3, hystart=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -57,6 +57,7 @@ class CUBIC(FirstPrinciplesModel):
         self.ss_burst = ss_burst
         self.ss_train_window = ss_train_window
         self.ss_train_slope = ss_train_slope
+        self.ss_trains_by_rate = ss_trains_by_rate
         self.c = c
         self.b = b
         self.hystart = hystart

@@ -150,6 +150,9 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     # fluid overflow (trajectory.py; docs/models.md "Slow start's trains"); W0 = 0: not used
     "ss_train_window": Constraint(float, 0, 4, "left", "× Cτ (the trains' window W0 at the first drop, β = 0)"),
     "ss_train_slope": Constraint(float, 0, 64, "left", "(the trains' window per unit of buffer)"),
+    # with ss_train_window: single flows take the trains' law measured at their link rate (trajectory.py
+    # SS_TRAINS_BY_RATE; docs/models.md "Slow start's end at 5 Gbit/s")
+    "ss_trains_by_rate": Constraint(bool),
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",

@@ -61,6 +61,14 @@ SS_BURST = 0.074
 # Like SS_BURST a property of this testbed's sender and bottleneck, measured from traces, not fitted to throughput.
 SS_TRAIN_WINDOW = 0.534
 SS_TRAIN_SLOPE = 2.346
+# The trains' law of single flows by link rate (ss_trains_by_rate; docs/models.md "Slow start's end at 5 Gbit/s"):
+# (link rate [bit/s], W0, s) measured from cwnd traces at MTU 9000 — at 10 Gbit/s the fit above (51 runs, n = 1 and
+# 4), at 5 Gbit/s P/2 = 0.665 + 1.437·β/Cτ (36 single-flow runs, benchmarks/data/slow-start-drop-5gbit.csv). Between
+# measured rates W0 and s are interpolated linearly in log2 of the rate, beyond them the nearest measured law holds.
+# Like SS_TRAIN_WINDOW a property of this testbed's sender and bottleneck, measured like C, not fitted to throughput;
+# n > 1 keeps (ss_train_window, ss_train_slope): no aggregate was traced at 5 Gbit/s.
+SS_TRAINS_BY_RATE = ((5e9, 0.665, 1.437), (10e9, SS_TRAIN_WINDOW, SS_TRAIN_SLOPE))
+SS_TRAINS_PAYLOAD_SHARE = 8948 / 9038   # C / link rate at the traces' MTU 9000 (packet_overhead.py)
 
 
 class Trajectory:
@@ -241,12 +249,26 @@ def slow_start_peak(model, r):
         # in the round after it (tcp_slow_start: cwnd += acked), so the loss is seen at P = 2(W0·Cτ + s·β),
         # where that comes before the fluid overflow's peak above. Above Cτ the window grows at the ACK
         # rate C, so the link carries C for (P − Cτ)/C before the loss is seen  [bits], [s]
-        P_train = 2.0 * (model.ss_train_window * bdp + model.ss_train_slope * beta)
+        w0, slope = model.ss_train_window, model.ss_train_slope
+        if model.ss_trains_by_rate:
+            w0, slope = _trains_by_rate(C, r.n, w0, slope)
+        P_train = 2.0 * (w0 * bdp + slope * beta)
         trains = P_train < P
         P = np.where(trains, P_train, P)
         over = np.where(trains, np.maximum(P_train - bdp, 0.0) / C, over)
         small = small | trains                        # the drop before the link is full
     return P, over, small
+
+
+def _trains_by_rate(C, n, w0, slope):
+    """(W0, s) per row: single flows' law at their payload rate C [bit/s] from SS_TRAINS_BY_RATE (linear in log2 of
+    the rate between measured rates, the nearest beyond them); rows with n > 1 keep (w0, slope)."""
+    rates = np.log2([rate * SS_TRAINS_PAYLOAD_SHARE for rate, _, _ in SS_TRAINS_BY_RATE])
+    at = np.log2(np.maximum(C, 1.0))
+    single = n == 1
+    w = np.where(single, np.interp(at, rates, [law[1] for law in SS_TRAINS_BY_RATE]), w0)
+    s = np.where(single, np.interp(at, rates, [law[2] for law in SS_TRAINS_BY_RATE]), slope)
+    return w, s
 
 
 def _at(a, i):
