@@ -66,6 +66,8 @@ STORES = (
      "the trains' law at 5 Gbit/s; cwnd traces in slow-start-drop-5gbit.csv (nothing taken)"),
     ("models-newcond-5gbit-c", "validation", "models-newcond-5gbit-c.toml",
      "judged bandwidth-switch again, 4 repetitions (spent)"),
+    ("models-newcond-5gbit-d", "validation", "models-newcond-5gbit-d.toml",
+     "judged trains-by-rate, not adopted (spent)"),
 )
 
 

@@ -62,11 +62,14 @@ STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
 # ... before the design was registered: the twin's own measurement is in the table now, and a design is not "new"
 # against itself (the second store is new against it too)
-LATER = {"5 Gbit/s": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-", "models-newcond-5gbit-c"),
+LATER = {"5 Gbit/s": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-", "models-newcond-5gbit-c",
+                        "models-newcond-5gbit-d"),
          "5 Gbit/s, timed by delivery": ("models-newcond-5gbit-delivered-", "models-newcond-5gbit-b-", "dev-",
-                                         "models-newcond-5gbit-c"),
-         "5 Gbit/s, the second store": ("models-newcond-5gbit-b-", "dev-", "models-newcond-5gbit-c"),
-         "5 Gbit/s, the third store": ("models-newcond-5gbit-c",)}
+                                         "models-newcond-5gbit-c", "models-newcond-5gbit-d"),
+         "5 Gbit/s, the second store": ("models-newcond-5gbit-b-", "dev-", "models-newcond-5gbit-c",
+                                        "models-newcond-5gbit-d"),
+         "5 Gbit/s, the third store": ("models-newcond-5gbit-c", "models-newcond-5gbit-d"),
+         "5 Gbit/s, the fourth store": ("models-newcond-5gbit-d",)}
 
 
 def seen_before(label: str) -> list:
@@ -150,7 +153,7 @@ def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[floa
 
 
 def print_configuration_alone(db: str, campaign: str,
-                              configs=tuple(dict.fromkeys((DEFAULT_CONFIGURATION, "bandwidth-switch", "ss-trains",
+                              configs=tuple(dict.fromkeys((DEFAULT_CONFIGURATION, "bandwidth-switch", "trains-by-rate", "ss-trains",
                                                            "single-flow", "paper")))) -> None:
     """E [%] per variant × n from the configuration alone, every cell and without the links that missed their
     calibration (their runs carry link_rate_low: not the condition the cell names)."""

@@ -177,13 +177,18 @@ def read_stores(path: str | Path) -> list[dict]:
 def development_cells(paths, load_spec, roles=("development",),
                       excluding: str | tuple[str, ...] | None = None) -> list[DesignCell]:
     """The development design from files: campaign specs (.toml, read by load_spec: spec.load), or stores tables
-    (.csv: the rows whose role is one of `roles`, but those whose store name starts with `excluding`, a prefix or
-    a tuple of prefixes)."""
+    (.csv: the rows whose role is one of `roles`, but those `excluding` names: a store's name, a family's prefix
+    ending in '-' (every store whose name starts with it), or a tuple of these)."""
     out = []
+    names = (excluding,) if isinstance(excluding, str) else tuple(excluding or ())
+
+    def excluded(store: str) -> bool:
+        return any(store == e or (e.endswith("-") and store.startswith(e)) for e in names)
+
     for path in paths:
         if str(path).endswith(".csv"):
             for i, row in enumerate(read_stores(path)):
-                keep = row["role"] in roles and not (excluding and row["store"].startswith(excluding))
+                keep = row["role"] in roles and not excluded(row["store"])
                 try:
                     out += cells_of_store_row(row) if keep else []
                 except (ValueError, AttributeError) as err:   # a list with a word that is no number, a missing cell
