@@ -30,7 +30,8 @@ DATA = ROOT / "benchmarks" / "data"
 TABLE = DATA / "model-stores.csv"
 TRACES = DATA / "slow-start-drop.csv"
 PAYLOAD_SHARE = 8948 / 9038   # C_payload / C at MTU 9000 (docs/models.md "Fitting measured runs", item 3)
-# (store, role, source, what the models took from it); source: a spec under benchmarks/data, or reproduce quick
+# (store, role, source, what the models took from it), in the order measured (models_newcond.seen_before reads the
+# rows above a design's first store); source: a spec under benchmarks/data, or reproduce quick
 STORES = (
     ("physics-dev-0.2bdp", "development", "physics-dev-0.2bdp.toml",
      "trajectory mechanisms (issue 20); cwnd traces in slow-start-drop.csv (W0, s)"),

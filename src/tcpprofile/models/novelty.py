@@ -174,21 +174,21 @@ def read_stores(path: str | Path) -> list[dict]:
     return rows
 
 
-def development_cells(paths, load_spec, roles=("development",),
-                      excluding: str | tuple[str, ...] | None = None) -> list[DesignCell]:
+def development_cells(paths, load_spec, roles=("development",), before: str | None = None) -> list[DesignCell]:
     """The development design from files: campaign specs (.toml, read by load_spec: spec.load), or stores tables
-    (.csv: the rows whose role is one of `roles`, but those `excluding` names: a store's name, a family's prefix
-    ending in '-' (every store whose name starts with it), or a tuple of these)."""
+    (.csv: the rows whose role is one of `roles`; with `before`, a store's name, only the rows listed before it — a
+    stores table lists its stores in the order they were measured, so these are the ones seen before it)."""
     out = []
-    names = (excluding,) if isinstance(excluding, str) else tuple(excluding or ())
-
-    def excluded(store: str) -> bool:
-        return any(store == e or (e.endswith("-") and store.startswith(e)) for e in names)
-
     for path in paths:
         if str(path).endswith(".csv"):
-            for i, row in enumerate(read_stores(path)):
-                keep = row["role"] in roles and not excluded(row["store"])
+            rows = read_stores(path)
+            if before is not None:
+                names = [row["store"] for row in rows]
+                if before not in names:
+                    raise ValueError(f"{path}: no store named {before!r}")
+                rows = rows[:names.index(before)]
+            for i, row in enumerate(rows):
+                keep = row["role"] in roles
                 try:
                     out += cells_of_store_row(row) if keep else []
                 except (ValueError, AttributeError) as err:   # a list with a word that is no number, a missing cell
