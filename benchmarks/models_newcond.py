@@ -151,9 +151,12 @@ def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[floa
     return out
 
 
-def print_configuration_alone(db: str, campaign: str,
-                              configs=tuple(dict.fromkeys((DEFAULT_CONFIGURATION, "bandwidth-switch", "trains-by-rate", "ss-trains",
-                                                           "single-flow", "paper")))) -> None:
+# the columns of --db: the default first, then the configurations judged beside it
+COMPARED = tuple(dict.fromkeys((DEFAULT_CONFIGURATION, "bandwidth-switch", "trains-by-rate", "ss-trains", "single-flow",
+                                "paper")))
+
+
+def print_configuration_alone(db: str, campaign: str, configs=COMPARED) -> None:
     """E [%] per variant × n from the configuration alone, every cell and without the links that missed their
     calibration (their runs carry link_rate_low: not the condition the cell names)."""
     cells = measured_cells(db, campaign)

@@ -69,6 +69,10 @@ SS_TRAIN_SLOPE = 2.346
 # n > 1 keeps (ss_train_window, ss_train_slope): no aggregate was traced at 5 Gbit/s.
 SS_TRAINS_BY_RATE = ((5e9, 0.665, 1.437), (10e9, SS_TRAIN_WINDOW, SS_TRAIN_SLOPE))
 SS_TRAINS_PAYLOAD_SHARE = 8948 / 9038   # C / link rate at the traces' MTU 9000 (packet_overhead.py)
+# the same as interpolation nodes: log2 of the payload rate [bit/s], W0, s
+_TRAINS_LOG_C = np.log2([rate * SS_TRAINS_PAYLOAD_SHARE for rate, _, _ in SS_TRAINS_BY_RATE])
+_TRAINS_W0 = [w0 for _, w0, _ in SS_TRAINS_BY_RATE]
+_TRAINS_SLOPE = [s for _, _, s in SS_TRAINS_BY_RATE]
 
 
 class Trajectory:
@@ -263,12 +267,10 @@ def slow_start_peak(model, r):
 def _trains_by_rate(C, n, w0, slope):
     """(W0, s) per row: single flows' law at their payload rate C [bit/s] from SS_TRAINS_BY_RATE (linear in log2 of
     the rate between measured rates, the nearest beyond them); rows with n > 1 keep (w0, slope)."""
-    rates = np.log2([rate * SS_TRAINS_PAYLOAD_SHARE for rate, _, _ in SS_TRAINS_BY_RATE])
     at = np.log2(np.maximum(C, 1.0))
     single = n == 1
-    w = np.where(single, np.interp(at, rates, [law[1] for law in SS_TRAINS_BY_RATE]), w0)
-    s = np.where(single, np.interp(at, rates, [law[2] for law in SS_TRAINS_BY_RATE]), slope)
-    return w, s
+    return (np.where(single, np.interp(at, _TRAINS_LOG_C, _TRAINS_W0), w0),
+            np.where(single, np.interp(at, _TRAINS_LOG_C, _TRAINS_SLOPE), slope))
 
 
 def _at(a, i):

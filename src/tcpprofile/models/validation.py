@@ -68,8 +68,8 @@ class Cell:
         return {**key, "streams": self.streams, "configurations": self.configs, "runs": self.runs,
                 "buffers": self.buffers, "rtts_ms": self.rtts, "E_model_percent": _finite(self.model),
                 "E_baseline_percent": _finite(self.baseline),
-                "E_sampling_floor_percent": self.floor if self.floor == self.floor else None, "parameters": self.params, "flags": self.flags,
-                "flagged": bool(self.flags)}
+                "E_sampling_floor_percent": _finite({"": self.floor})[""], "parameters": self.params,
+                "flags": self.flags, "flagged": bool(self.flags)}
 
 
 def _finite(errors: dict[str, float]) -> dict[str, float | None]:
@@ -206,6 +206,7 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
         B["in"][f.rows] = _per_n(None, f.rows, cols, lambda tr, he, kd=f.key: _baseline(cols, kd, tr, he, traces))
         B["rtt"][f.rows] = _per_n(r_rtt, f.rows, cols, lambda tr, he, kd=f.key: _baseline(cols, kd, tr, he, traces))
     cells = []
+    std = float_column(cols, "std_bps")   # the runs' spread per configuration (the sampling floor's)
     for kd, idx in datasets(cols, CELL_KEYS):
         g = _row_key(kd.get(k) for k in GROUP_KEYS if k in cols)
         mparams = params_for(kd, model_params, variant_params)
@@ -239,7 +240,6 @@ def validate(table, traces: dict | None = None, *, config: str = "paper") -> Val
             codes = ",".join(dict.fromkeys(c for c in flags.get(g + (int(s),), []) + [f"shared:{shared_code}"]
                                            if c not in ("-", "shared:-"))) or "-"
             runs = cols["runs"][sel] if "runs" in cols else np.ones(sel.size)
-            std = float_column(cols, "std_bps")
             floor = sampling_floor(Ms, std[sel], runs) if std is not None else float("nan")
             cells.append(Cell(kd, int(s), int(sel.size), int(np.sum(runs.astype(float))), sorted(set(buf[sel])),
                               sorted(set(to_ms(rtt[sel]).tolist())), {m: E(P[m]) for m in MODES},
