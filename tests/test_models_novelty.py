@@ -381,12 +381,22 @@ def test_the_trains_law_at_5gbit_is_flatter_than_at_10gbit():
     assert 2 * (w0 + s * 0.1) > 1.05 * 2 * (SS_TRAIN_WINDOW + SS_TRAIN_SLOPE * 0.1)
 
 
+def _new_in_beta_tau_and_f(s, seen):
+    """Every cell of spec s ≥ 2 apart from every seen cell; its RTTs off every seen one and the papers' grid, its
+    buffers and amounts none that any seen store used."""
+    from tcpprofile.reproduce.campaigns import PAPER_RTTS
+    cells = cells_of_spec(s)
+    assert too_close(cells, seen) == []
+    assert not {c.rtt_ms for c in cells} & ({c.rtt_ms for c in seen} | set(PAPER_RTTS))
+    assert not {c.buffer_bdp for c in cells} & {c.buffer_bdp for c in seen}
+    assert not {c.amount for c in cells} & {c.amount for c in seen}
+
+
 def test_the_third_5gbit_store_is_new_against_every_store_seen():
     """The third 5 Gbit/s store (pre-registered after the second was read and the 5 Gbit/s development traces were
     taken): CUBIC, H-TCP, STCP, n ∈ {1, 3, 6}, autotuned, fixed-size, 4 repetitions in random order, 216 runs; every
     cell ≥ 2 apart from every cell of every store in the table (the second store and the traces included); its
     buffers, RTTs and size none that any store used, RTTs off the papers' grid."""
-    from tcpprofile.reproduce.campaigns import PAPER_RTTS
     seen = _bench("models_newcond").seen_before("5 Gbit/s, the third store")
     assert len(seen) == len(_seen()) - 2 * 54         # everything in the table but its own and the fourth's cells
     assert {c.context[0] for c in seen if c.amount == "F=1500000000"} == {5e9}   # the second store is in it
@@ -394,28 +404,19 @@ def test_the_third_5gbit_store_is_new_against_every_store_seen():
     assert s.name == "models-newcond-5gbit-c" and len(s.sweep()) == 216
     assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 4, (None,), ("cubic", "htcp", "scalable"))
     assert {p.rate_bps for p in s.links} == {5e9} and set(s.streams) == {1, 3, 6}
-    cells = cells_of_spec(s)
-    assert too_close(cells, seen) == []
-    assert not {c.rtt_ms for c in cells} & ({c.rtt_ms for c in seen} | set(PAPER_RTTS))
-    assert not {c.buffer_bdp for c in cells} & {c.buffer_bdp for c in seen}
-    assert not {c.amount for c in cells} & {c.amount for c in seen}
+    _new_in_beta_tau_and_f(s, seen)
 
 
 def test_the_fourth_5gbit_store_is_new_against_every_store_seen():
     """The fourth 5 Gbit/s store (pre-registered after the third was read, for the next change): n ∈ {1, 2, 4}, β 0.12 and
     0.4 × BDP, τ 35/120/210 ms, 4 GB, 3 repetitions, 162 runs; every cell ≥ 2 apart from every cell of every store in
     the table (the third included); buffers, RTTs and size none that any store used."""
-    from tcpprofile.reproduce.campaigns import PAPER_RTTS
     seen = _bench("models_newcond").seen_before("5 Gbit/s, the fourth store")
     assert len(seen) == len(_seen()) - 54 and {c.context[0] for c in seen if c.amount == "F=3000000000"} == {5e9}
     s = spec.load(DATA / "models-newcond-5gbit-d.toml")
     assert s.name == "models-newcond-5gbit-d" and len(s.sweep()) == 162
     assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 3, (None,), ("cubic", "htcp", "scalable"))
-    cells = cells_of_spec(s)
-    assert too_close(cells, seen) == []
-    assert not {c.rtt_ms for c in cells} & ({c.rtt_ms for c in seen} | set(PAPER_RTTS))
-    assert not {c.buffer_bdp for c in cells} & {c.buffer_bdp for c in seen}
-    assert not {c.amount for c in cells} & {c.amount for c in seen}
+    _new_in_beta_tau_and_f(s, seen)
 
 
 def test_the_third_store_table_from_the_committed_runs():
