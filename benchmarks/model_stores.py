@@ -69,6 +69,8 @@ STORES = (
      "judged bandwidth-switch again, 4 repetitions (spent)"),
     ("models-newcond-5gbit-d", "validation", "models-newcond-5gbit-d.toml",
      "judged trains-by-rate, not adopted (spent)"),
+    ("dev-shallow-5gbit", "development", "dev-shallow-5gbit.toml",
+     "CUBIC's and H-TCP's windows after slow start at 0.12 × BDP, n = 1 and 2 (cwnd traces): the sum of n cubics"),
 )
 
 

@@ -55,9 +55,12 @@ SPECS_B = tuple(DATA / f"models-newcond-5gbit-b-{s}.toml" for s in ("1500mb", "5
 SPECS_C = (DATA / "models-newcond-5gbit-c.toml",)
 # The fourth (pre-registered 2026-11-29 after the third was read): for the next change (slow start's peak at 5 Gbit/s).
 SPECS_D = (DATA / "models-newcond-5gbit-d.toml",)
+# The fifth (pre-registered 2026-11-29 after the fourth was read and CUBIC's and H-TCP's windows traced at 0.12 × BDP):
+# for the default and the change built from those traces, four repetitions a cell.
+SPECS_E = (DATA / "models-newcond-5gbit-e.toml",)
 DESIGNS = {"10 Gbit/s": SPECS, "5 Gbit/s": SPECS_5GBIT, "5 Gbit/s, timed by delivery": SPECS_DELIVERED,
            "5 Gbit/s, the second store": SPECS_B, "5 Gbit/s, the third store": SPECS_C,
-           "5 Gbit/s, the fourth store": SPECS_D}
+           "5 Gbit/s, the fourth store": SPECS_D, "5 Gbit/s, the fifth store": SPECS_E}
 STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
 # ... before the design was registered: each design's first store in the stores table (which lists them in the order
