@@ -70,7 +70,9 @@ STORES = (
     ("models-newcond-5gbit-d", "validation", "models-newcond-5gbit-d.toml",
      "judged trains-by-rate, not adopted (spent)"),
     ("dev-shallow-5gbit", "development", "dev-shallow-5gbit.toml",
-     "CUBIC's and H-TCP's windows after slow start at 0.12 × BDP, n = 1 and 2 (cwnd traces): the sum of n cubics"),
+     "CUBIC's and H-TCP's windows after slow start at 0.12 × BDP, n = 1 and 2 (cwnd traces; slow-start-events-5gbit.csv)"),
+    ("dev-events-5gbit", "development", "dev-events-5gbit.toml",
+     "the window slow start's burst leaves, single flows at 0.1–0.3 × BDP (cwnd traces): CUBIC's BURST_BY_RATE"),
 )
 
 

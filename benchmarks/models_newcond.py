@@ -155,8 +155,8 @@ def configuration_alone(cells: list[dict], config: str) -> dict[tuple, list[floa
 
 
 # the columns of --db: the default first, then the configurations judged beside it
-COMPARED = tuple(dict.fromkeys((DEFAULT_CONFIGURATION, "bandwidth-switch", "trains-by-rate", "ss-trains", "single-flow",
-                                "paper")))
+COMPARED = tuple(dict.fromkeys((DEFAULT_CONFIGURATION, "bandwidth-switch", "trains-by-rate", "burst-by-rate", "ss-trains",
+                                "single-flow", "paper")))
 
 
 def print_configuration_alone(db: str, campaign: str, configs=COMPARED) -> None:

@@ -398,8 +398,9 @@ def test_the_third_5gbit_store_is_new_against_every_store_seen():
     cell ≥ 2 apart from every cell of every store in the table (the second store and the traces included); its
     buffers, RTTs and size none that any store used, RTTs off the papers' grid."""
     seen = _bench("models_newcond").seen_before("5 Gbit/s, the third store")
-    # everything in the table but its own, the fourth's and the traces taken after the fourth (dev-shallow-5gbit: 4)
-    assert len(seen) == len(_seen()) - 2 * 54 - 4
+    # everything in the table but its own, the fourth's and the traces taken after the fourth (dev-shallow-5gbit: 4
+    # cells, dev-events-5gbit: 36)
+    assert len(seen) == len(_seen()) - 2 * 54 - 4 - 36
     assert {c.context[0] for c in seen if c.amount == "F=1500000000"} == {5e9}   # the second store is in it
     s = spec.load(DATA / "models-newcond-5gbit-c.toml")
     assert s.name == "models-newcond-5gbit-c" and len(s.sweep()) == 216
@@ -413,7 +414,7 @@ def test_the_fourth_5gbit_store_is_new_against_every_store_seen():
     0.4 × BDP, τ 35/120/210 ms, 4 GB, 3 repetitions, 162 runs; every cell ≥ 2 apart from every cell of every store in
     the table (the third included); buffers, RTTs and size none that any store used."""
     seen = _bench("models_newcond").seen_before("5 Gbit/s, the fourth store")
-    assert len(seen) == len(_seen()) - 54 - 4 and {c.context[0] for c in seen if c.amount == "F=3000000000"} == {5e9}
+    assert len(seen) == len(_seen()) - 54 - 4 - 36 and {c.context[0] for c in seen if c.amount == "F=3000000000"} == {5e9}
     s = spec.load(DATA / "models-newcond-5gbit-d.toml")
     assert s.name == "models-newcond-5gbit-d" and len(s.sweep()) == 162
     assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 3, (None,), ("cubic", "htcp", "scalable"))

@@ -50,6 +50,10 @@ _DECLARED: dict[str, tuple[str | None, dict]] = {
     # bandwidth-switch + single flows' slow-start trains by link rate: the law traced at 5 Gbit/s as well as at 10
     # (trajectory.py SS_TRAINS_BY_RATE; docs/models.md "Slow start's end at 5 Gbit/s"); n > 1 unchanged
     "trains-by-rate": ("bandwidth-switch", {**_SS_TRAINS, "ss_trains_by_rate": True}),
+    # trains-by-rate + single flows' slow-start burst with its two outcomes as traced at their link rate (CUBIC: a
+    # share of runs leave a lower window), predicted as the expected throughput of the two (trajectory.py
+    # burst_by_rate; docs/models.md "Slow start's burst at 5 Gbit/s")
+    "burst-by-rate": ("trains-by-rate", {**_SS_TRAINS, "ss_trains_by_rate": True, "ss_burst_by_rate": True}),
 }
 
 
@@ -76,7 +80,8 @@ SUMMARY = {"paper": "the paper's first-principles rule",
            "ss-trains": "slow start's first drop by its trains, β the configured buffer",
            "single-flow": "ss-trains + CUBIC's HyStart exit and H-TCP's second-event sample, by their probability",
            "bandwidth-switch": "ss-trains + H-TCP's first two congestion-avoidance events at 0.5 (bandwidth switch)",
-           "trains-by-rate": "bandwidth-switch + single flows' slow-start trains measured at their link rate"}
+           "trains-by-rate": "bandwidth-switch + single flows' slow-start trains measured at their link rate",
+           "burst-by-rate": "trains-by-rate + single flows' slow-start burst outcomes as traced at their link rate"}
 DEFAULT_CONFIGURATION = "bandwidth-switch"   # ss-trains + the switch cuts: judged on the second 5 Gbit/s store (docs/models.md)
 # the numbered names of before (issue 32): refused, naming the new one
 RENAMED = {"default": "paper", "trajectory2": "htcp-burst-regime", "trajectory3": "ss-burst-buffer",

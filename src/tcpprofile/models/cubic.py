@@ -40,7 +40,8 @@ class CUBIC(FirstPrinciplesModel):
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
-                 ss_train_window=0.0, ss_train_slope=0.0, ss_trains_by_rate=False, c=0.4, b=0.3, hystart=False):
+                 ss_train_window=0.0, ss_train_slope=0.0, ss_trains_by_rate=False,
+                 ss_burst_by_rate=False, c=0.4, b=0.3, hystart=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
         self.wmax_bytes = wmax_bytes
@@ -58,6 +59,7 @@ class CUBIC(FirstPrinciplesModel):
         self.ss_train_window = ss_train_window
         self.ss_train_slope = ss_train_slope
         self.ss_trains_by_rate = ss_trains_by_rate
+        self.ss_burst_by_rate = ss_burst_by_rate
         self.c = c
         self.b = b
         self.hystart = hystart
@@ -147,6 +149,16 @@ class CUBIC(FirstPrinciplesModel):
         # above (1 − b)·min(W_h, W_o) (_first_epochs: every epoch from ≥ Cτ grows at C). No second trajectory there.
         full = (W1 >= r.bdp) & ((1 - self.b) * (r.bdp + r.beta) >= r.bdp)
         return np.where(full, 0.0, self._hystart(P, r)[0])
+
+    # ss_burst_by_rate (trajectory.py burst_by_rate; docs/models.md "Slow start's burst at 5 Gbit/s"): (link rate
+    # [bit/s], share, factor). Traced single flows at β ≤ 0.3 × BDP: at 5 Gbit/s 15 of 39 left W1 = 0.400·P on average
+    # (0.34–0.43) instead of 0.7²·P = 0.49·P (the other 24: 0.492): a reduction by other than 717/1024 between the
+    # two events (benchmarks/data/slow-start-events-5gbit.csv), factor 0.400/0.49; at 10 Gbit/s every traced single
+    # flow left 0.7²·P ("How many events")
+    BURST_BY_RATE = ((5e9, 15 / 39, 0.817), (10e9, 0.0, 1.0))
+
+    def _has_ss_branch(self) -> bool:
+        return self.hystart
 
     def _ss_exit(self, P, r):
         return self._hystart(P, r)[1] if self.hystart else None

@@ -153,6 +153,9 @@ COMMON_CONSTRAINTS: dict[str, Constraint] = {
     # with ss_train_window: single flows take the trains' law measured at their link rate (trajectory.py
     # SS_TRAINS_BY_RATE; docs/models.md "Slow start's end at 5 Gbit/s")
     "ss_trains_by_rate": Constraint(bool),
+    # trajectory: single flows' slow-start burst with the outcomes traced at their link rate, where the variant
+    # declares them (BURST_BY_RATE; trajectory.py burst_by_rate; docs/models.md "Slow start's burst at 5 Gbit/s")
+    "ss_burst_by_rate": Constraint(bool),
 }
 
 COMPONENT_NAMES = ("T_s", "N_s", "thresh", "W_max", "W_m", "W_s", "T_0", "N_0", "T_m", "N_m", "T_beta",
@@ -198,6 +201,14 @@ class FirstPrinciplesModel(Model):
         first outcome's burst leaves; None: there is none (default). 0 where both outcomes predict the same. The
         prediction is then the expected throughput of the two (docs/models.md "Single flows")."""
         return None
+
+    # ss_burst_by_rate: ((link rate [bit/s], share, factor), ...) — that share of single flows leave slow start's burst
+    # with the window W1 × factor (trajectory.py burst_by_rate); None: the variant's burst as its cuts give
+    BURST_BY_RATE = None
+
+    def _has_ss_branch(self) -> bool:
+        """Whether _ss_branch gives the variant's own other outcome (then ss_burst_by_rate does not apply)."""
+        return False
 
     def _ss_exit(self, P, r):
         """Trajectory, the other outcome: the window at which slow start ended without a loss, or None (it

@@ -99,7 +99,8 @@ class HTCP(FirstPrinciplesModel):
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
-                 ss_train_window=0.0, ss_train_slope=0.0, ss_trains_by_rate=False, delta_l=1.0, b=0.5,
+                 ss_train_window=0.0, ss_train_slope=0.0, ss_trains_by_rate=False,
+                 ss_burst_by_rate=False, delta_l=1.0, b=0.5,
                  adaptive_backoff=True, tabulated=True, rtt_scaling=False, flows_phase2=False,
                  burst_by_regime=False, second_cut_rtt_ratio=False, second_event_sample=False, switch_cuts=False):
         self.capacity_bps = capacity_bps
@@ -119,6 +120,7 @@ class HTCP(FirstPrinciplesModel):
         self.ss_train_window = ss_train_window
         self.ss_train_slope = ss_train_slope
         self.ss_trains_by_rate = ss_trains_by_rate
+        self.ss_burst_by_rate = ss_burst_by_rate
         self.delta_l = delta_l
         self.b = b
         self.adaptive_backoff = adaptive_backoff
@@ -363,6 +365,9 @@ class HTCP(FirstPrinciplesModel):
         if j == 2 and (alt or not self.second_cut_rtt_ratio):  # alt: a bandwidth sample came between (below)
             return 0.5
         return r.b
+
+    def _has_ss_branch(self) -> bool:
+        return self.second_event_sample and self.second_cut_rtt_ratio
 
     def _ss_branch(self, P, W1, small, r):
         """second_event_sample (with second_cut_rtt_ratio): the probability that a bandwidth sample falls between

@@ -31,7 +31,8 @@ class Reno(FirstPrinciplesModel):
     def __init__(self, *, capacity_bps=10e9, buffer_bytes=None, wmax_bytes=None, wmax_hard_bytes=math.inf,
                  size_bytes=math.inf, mss_bytes=1448, initial_window=10, duration_s=None, queue_fill=False,
                  startup_rtts=0.0, receiver_report=False, send_backlog=SEND_BACKLOG, trajectory=False, ss_burst=0.0,
-                 ss_train_window=0.0, ss_train_slope=0.0, ss_trains_by_rate=False, a=1.0, b=0.5,
+                 ss_train_window=0.0, ss_train_slope=0.0, ss_trains_by_rate=False,
+                 ss_burst_by_rate=False, a=1.0, b=0.5,
                  flows_phase2=False):
         self.capacity_bps = capacity_bps
         self.buffer_bytes = buffer_bytes
@@ -50,6 +51,7 @@ class Reno(FirstPrinciplesModel):
         self.ss_train_window = ss_train_window
         self.ss_train_slope = ss_train_slope
         self.ss_trains_by_rate = ss_trains_by_rate
+        self.ss_burst_by_rate = ss_burst_by_rate
         self.a = a
         self.b = b
         self.flows_phase2 = flows_phase2

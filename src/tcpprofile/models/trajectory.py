@@ -23,7 +23,8 @@ Pieces, each a (duration, data) pair per row, in order:
 Slow start can end in two ways (docs/models.md "Single flows"): the variant's `_ss_branch(P, W1, small, r)` gives the
 probability of its other outcome per row (None: none), and a Trajectory built with alt=True follows it (`_ss_exit`:
 a window at which slow start ended without a loss; `_event_keep` and `_first_epochs` with alt); the framework
-predicts the expected throughput of the two.
+predicts the expected throughput of the two. Where the variant has no such outcome of its own, `ss_burst_by_rate`
+takes its `BURST_BY_RATE` instead: the burst's lower outcome (W1 × factor) with the share traced at the link rate.
 
 A variant supplies `_event_keep(j, r, alt)` (factor kept at its j-th congestion event), `_burst_events(small, r)`
 (events the burst has whatever the window, and whether a window left exactly at W_o is cut again; default
@@ -73,6 +74,12 @@ SS_TRAINS_PAYLOAD_SHARE = 8948 / 9038   # C / link rate at the traces' MTU 9000 
 _TRAINS_LOG_C = np.log2([rate * SS_TRAINS_PAYLOAD_SHARE for rate, _, _ in SS_TRAINS_BY_RATE])
 _TRAINS_W0 = [w0 for _, w0, _ in SS_TRAINS_BY_RATE]
 _TRAINS_SLOPE = [s for _, _, s in SS_TRAINS_BY_RATE]
+# Single flows' burst by link rate (ss_burst_by_rate; docs/models.md "Slow start's burst at 5 Gbit/s"): where a variant
+# declares BURST_BY_RATE ((link rate [bit/s], share, factor), ...), that share of its single flows at β ≤
+# SS_BURST_MAX_BUFFER × Cτ leave slow start's burst with W1 × factor (the lower outcome), the rest as the cuts give;
+# interpolated like SS_TRAINS_BY_RATE. Read from cwnd traces (benchmarks/slow_start_events.py), a property of this
+# testbed's sender and bottleneck measured like C, not fitted to throughput.
+SS_BURST_MAX_BUFFER = 0.3
 
 
 class Trajectory:
@@ -96,7 +103,10 @@ class Trajectory:
         P, over, small = peak
         P = np.maximum(P, top)
         events, strict = model._burst_events(small, r)
-        if alt:
+        # the other outcome is the burst's lower one (BURST_BY_RATE) where the variant has no branch of its own
+        low = model.ss_burst_by_rate and model.BURST_BY_RATE is not None and not model._has_ss_branch()
+        own = alt and not low   # the variant's own other outcome (_ss_branch); its hooks see alt=False otherwise
+        if own:
             exit_ = model._ss_exit(P, r)
             if exit_ is not None:
                 # slow start ended without a loss at W_h (CUBIC's HyStart): the link carries C from W = Cτ to W_h
@@ -110,13 +120,18 @@ class Trajectory:
             cut = ((W > Wo) if strict else (W >= Wo)) | (j <= events)
             if not cut.any():
                 break
-            W = np.where(cut, W * model._event_keep(j, r, alt), W)
+            W = np.where(cut, W * model._event_keep(j, r, own), W)
             k = k + cut
+        if alt and low:
+            W = W * burst_by_rate(model.BURST_BY_RATE, r)[1]   # the lower outcome's window  [bits]
         self.P, self.W1, self.cuts = P, W, k
-        self.p_alt = None if alt else model._ss_branch(P, W, small, r)
+        if alt:
+            self.p_alt = None
+        else:
+            self.p_alt = burst_by_rate(model.BURST_BY_RATE, r)[0] if low else model._ss_branch(P, W, small, r)
         pieces = [("lin", over, C * over)]
         last = None
-        for Ws, st in model._first_epochs(P, W, k, r, alt):
+        for Ws, st in model._first_epochs(P, W, k, r, own):
             if last is not None and Ws is last[0] and st is last[1]:  # the same epoch again (H-TCP's switch cuts)
                 pieces += pieces[-2:]
                 continue
@@ -271,6 +286,17 @@ def _trains_by_rate(C, n, w0, slope):
     single = n == 1
     return (np.where(single, np.interp(at, _TRAINS_LOG_C, _TRAINS_W0), w0),
             np.where(single, np.interp(at, _TRAINS_LOG_C, _TRAINS_SLOPE), slope))
+
+
+def burst_by_rate(table, r):
+    """(share, factor) per row from a variant's BURST_BY_RATE at the row's payload rate C (linear in log2 of the rate
+    between measured rates, the nearest beyond): the lower outcome's probability and the factor on the window W1 the
+    burst leaves, on single flows at β ≤ SS_BURST_MAX_BUFFER × Cτ (where it was traced); elsewhere (0, 1)."""
+    at = np.log2(np.maximum(r.C, 1.0))
+    log_c = np.log2([rate * SS_TRAINS_PAYLOAD_SHARE for rate, _, _ in table])
+    on = (r.n == 1) & (r.beta <= SS_BURST_MAX_BUFFER * r.bdp)
+    return (np.where(on, np.interp(at, log_c, [p for _, p, _ in table]), 0.0),
+            np.where(on, np.interp(at, log_c, [f for _, _, f in table]), 1.0))
 
 
 def _at(a, i):
