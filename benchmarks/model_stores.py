@@ -73,6 +73,8 @@ STORES = (
      "CUBIC's and H-TCP's windows after slow start at 0.12 × BDP, n = 1 and 2 (cwnd traces; slow-start-events-5gbit.csv)"),
     ("dev-events-5gbit", "development", "dev-events-5gbit.toml",
      "the window slow start's burst leaves, single flows at 0.1–0.3 × BDP (cwnd traces): CUBIC's BURST_BY_RATE"),
+    ("models-newcond-5gbit-e", "validation", "models-newcond-5gbit-e.toml",
+     "judged bandwidth-switch and burst-by-rate (neither passed; spent)"),
 )
 
 

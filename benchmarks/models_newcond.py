@@ -58,9 +58,12 @@ SPECS_D = (DATA / "models-newcond-5gbit-d.toml",)
 # The fifth (pre-registered 2026-11-29 after the fourth was read and CUBIC's and H-TCP's windows traced at 0.12 × BDP):
 # for the default and the change built from those traces, four repetitions a cell.
 SPECS_E = (DATA / "models-newcond-5gbit-e.toml",)
+# The sixth (pre-registered 2026-11-29 after the fifth was read): burst-by-rate against bandwidth-switch, six repetitions.
+SPECS_F = (DATA / "models-newcond-5gbit-f.toml",)
 DESIGNS = {"10 Gbit/s": SPECS, "5 Gbit/s": SPECS_5GBIT, "5 Gbit/s, timed by delivery": SPECS_DELIVERED,
            "5 Gbit/s, the second store": SPECS_B, "5 Gbit/s, the third store": SPECS_C,
-           "5 Gbit/s, the fourth store": SPECS_D, "5 Gbit/s, the fifth store": SPECS_E}
+           "5 Gbit/s, the fourth store": SPECS_D, "5 Gbit/s, the fifth store": SPECS_E,
+           "5 Gbit/s, the sixth store": SPECS_F}
 STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
 # ... before the design was registered: each design's first store in the stores table (which lists them in the order
@@ -69,7 +72,8 @@ FIRST_OWN = {"5 Gbit/s": "models-newcond-5gbit-delivered-500mb",   # the twin's 
              "5 Gbit/s, timed by delivery": "models-newcond-5gbit-delivered-500mb",
              "5 Gbit/s, the second store": "models-newcond-5gbit-b-1500mb",
              "5 Gbit/s, the third store": "models-newcond-5gbit-c",
-             "5 Gbit/s, the fourth store": "models-newcond-5gbit-d"}
+             "5 Gbit/s, the fourth store": "models-newcond-5gbit-d",
+             "5 Gbit/s, the fifth store": "models-newcond-5gbit-e"}
 
 
 def seen_before(label: str) -> list:

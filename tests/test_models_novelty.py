@@ -398,9 +398,9 @@ def test_the_third_5gbit_store_is_new_against_every_store_seen():
     cell ≥ 2 apart from every cell of every store in the table (the second store and the traces included); its
     buffers, RTTs and size none that any store used, RTTs off the papers' grid."""
     seen = _bench("models_newcond").seen_before("5 Gbit/s, the third store")
-    # everything in the table but its own, the fourth's and the traces taken after the fourth (dev-shallow-5gbit: 4
-    # cells, dev-events-5gbit: 36)
-    assert len(seen) == len(_seen()) - 2 * 54 - 4 - 36
+    # everything in the table but its own, the fourth's, the traces taken after the fourth (dev-shallow-5gbit: 4
+    # cells, dev-events-5gbit: 36) and the fifth's
+    assert len(seen) == len(_seen()) - 3 * 54 - 4 - 36
     assert {c.context[0] for c in seen if c.amount == "F=1500000000"} == {5e9}   # the second store is in it
     s = spec.load(DATA / "models-newcond-5gbit-c.toml")
     assert s.name == "models-newcond-5gbit-c" and len(s.sweep()) == 216
@@ -414,7 +414,8 @@ def test_the_fourth_5gbit_store_is_new_against_every_store_seen():
     0.4 × BDP, τ 35/120/210 ms, 4 GB, 3 repetitions, 162 runs; every cell ≥ 2 apart from every cell of every store in
     the table (the third included); buffers, RTTs and size none that any store used."""
     seen = _bench("models_newcond").seen_before("5 Gbit/s, the fourth store")
-    assert len(seen) == len(_seen()) - 54 - 4 - 36 and {c.context[0] for c in seen if c.amount == "F=3000000000"} == {5e9}
+    assert len(seen) == len(_seen()) - 2 * 54 - 4 - 36
+    assert {c.context[0] for c in seen if c.amount == "F=3000000000"} == {5e9}
     s = spec.load(DATA / "models-newcond-5gbit-d.toml")
     assert s.name == "models-newcond-5gbit-d" and len(s.sweep()) == 162
     assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 3, (None,), ("cubic", "htcp", "scalable"))
@@ -427,12 +428,26 @@ def test_the_fifth_5gbit_store_is_new_against_every_store_seen():
     of every store in the table (the fourth and the traces after it included); buffers, RTTs and size none that any
     store used, and seven flows none did."""
     seen = _bench("models_newcond").seen_before("5 Gbit/s, the fifth store")
-    assert len(seen) == len(_seen()) and {c.amount for c in seen if c.context[0] == 5e9} >= {"F=4000000000"}
+    assert len(seen) == len(_seen()) - 54 and {c.amount for c in seen if c.context[0] == 5e9} >= {"F=4000000000"}
     s = spec.load(DATA / "models-newcond-5gbit-e.toml")
     assert s.name == "models-newcond-5gbit-e" and len(s.sweep()) == 216
     assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 4, (None,), ("cubic", "htcp", "scalable"))
     assert {p.rate_bps for p in s.links} == {5e9} and set(s.streams) == {1, 3, 7}
     assert 7 not in {c.streams for c in seen}
+    _new_in_beta_tau_and_f(s, seen)
+
+
+def test_the_sixth_5gbit_store_is_new_against_every_store_seen():
+    """The sixth 5 Gbit/s store (pre-registered after the fifth was read): n ∈ {1, 4, 9}, β 0.27 and 0.65 × BDP, τ
+    22/65/140 ms, 2 GB, 6 repetitions, 324 runs; every cell ≥ 2 apart from every cell of every store in the table (the
+    fifth included); buffers, RTTs and size none that any store used, and nine flows none did."""
+    seen = _bench("models_newcond").seen_before("5 Gbit/s, the sixth store")
+    assert len(seen) == len(_seen()) and {c.amount for c in seen if c.context[0] == 5e9} >= {"F=3500000000"}
+    s = spec.load(DATA / "models-newcond-5gbit-f.toml")
+    assert s.name == "models-newcond-5gbit-f" and len(s.sweep()) == 324
+    assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 6, (None,), ("cubic", "htcp", "scalable"))
+    assert {p.rate_bps for p in s.links} == {5e9} and set(s.streams) == {1, 4, 9}
+    assert 9 not in {c.streams for c in seen}
     _new_in_beta_tau_and_f(s, seen)
 
 
