@@ -5,7 +5,6 @@ measure_achieved_throughput), each with its probability, predicted as the expect
 
 from __future__ import annotations
 
-import hashlib
 import math
 import sys
 from pathlib import Path
@@ -47,31 +46,64 @@ def _trajectory(model, tau, multiple, n=1.0):
 
 # -- every configuration of before: outputs unchanged --------------------------------------------------------------
 
-def _digest(config: str, variant: str) -> str:
-    """sha256 of 800 predictions (10 GB as the receiver reports it, and 8 s), rounded to 12 digits."""
+def _outputs(config: str, variant: str, tau, n, beta) -> np.ndarray:
+    """800 predictions: 10 GB as the receiver reports it, and 8 s, at rows (τ, n, β)."""
     params, per_variant = configuration(config)
     m = make_model(variant, capacity_bps=C, mss_bytes=MSS, queue_fill=True, receiver_report=True, startup_rtts=1.2,
                    **model_parameters(params), **variant_parameters(variant, per_variant, lossy=False))
+    return np.concatenate([m.predict(tau, n=n, buffer=beta, wmax=2 ** 30, size=1e10),
+                           m.predict(tau, n=n, buffer=beta, wmax=2 ** 30, duration=8.0)])
+
+
+def _sums(config: str, variant: str) -> tuple[float, ...]:
+    """The 800 predictions' sum and three fixed random weightings of it [Gbit/s], over the rows that no 1e-12 nudge
+    of τ and β moves by more than 1e-4 in any configuration (ILL_CONDITIONED, found with the code at f4a2371: rows
+    at a regime boundary, where the last bit of a libm result on another CPU picks the branch; one H-TCP row of
+    htcp-burst-regime moves 24 % under a 4e-16 nudge, which made the former 12-digit digest fail on this CPU)."""
     rng = np.random.default_rng(31)
     tau = np.exp(rng.uniform(math.log(5e-3), math.log(0.4), 400))
     n = rng.integers(1, 11, 400).astype(float)
     beta = _bdp_bytes(tau) * np.exp(rng.uniform(math.log(0.02), math.log(3.0), 400))
-    out = np.concatenate([m.predict(tau, n=n, buffer=beta, wmax=2 ** 30, size=1e10),
-                          m.predict(tau, n=n, buffer=beta, wmax=2 ** 30, duration=8.0)])
-    return hashlib.sha256(np.array([float(f"{x:.12g}") for x in out]).tobytes()).hexdigest()[:16]
+    keep = np.setdiff1d(np.arange(800), ILL_CONDITIONED)
+    out = _outputs(config, variant, tau, n, beta)[keep]
+    weights = np.random.default_rng(5).uniform(0.5, 1.5, (3, 800))[:, keep]
+    return (out.sum() / 1e9, *(w @ out / 1e9 for w in weights))
 
 
-# computed with main at f4a2371, before the two outcomes existed (the same digests bit for bit, unrounded)
-BEFORE = {"paper": ("2b3f7eed9fa6b423", "26f1431fc2be0968", "6af9fb1d6231b393", "3f4b4bf7966e311a"),
-          "trajectory": ("3e98228f92eae954", "8b38db62ad49f085", "e1fb8d363c1bb397", "a9d97b611550b538"),
-          "htcp-burst-regime": ("3e98228f92eae954", "ef0cf5bb17dbe7f2", "e1fb8d363c1bb397", "a9d97b611550b538"),
-          "ss-burst-buffer": ("c1784bea74c2c9c1", "91f0a7e65e395319", "4fe625e01125f2f6", "2a1ecadc9fe9a9ba"),
-          "ss-trains": ("4aaab99c8f1840a8", "86d81b5380741162", "2312e294a0920938", "874cf51c5fa5797a")}
+ILL_CONDITIONED = [0, 17, 21, 25, 26, 28, 35, 38, 70, 85, 109, 117, 123, 131, 141, 152, 184, 193, 224, 235, 240, 258,
+                   285, 296, 300, 312, 334, 336, 357, 361, 368, 371, 374, 381, 392, 400, 417, 421, 425, 426, 428, 435,
+                   438, 470, 485, 509, 517, 523, 531, 541, 552, 584, 593, 624, 635, 640, 658, 685, 696, 700, 712, 734,
+                   736, 757, 761, 768, 771, 774, 781, 792]
+# computed with the code at f4a2371, before the two outcomes existed (the code now gives the same sums to 12 digits);
+# a change that moves one row by ~1e-6 or more moves them by more than the 1e-9 compared
+BEFORE = {
+    ('paper', 'cubic'): (6361.26472515, 6256.8156108, 6406.36357298, 6329.91624875),
+    ('paper', 'htcp'): (6214.64853106, 6110.89095065, 6257.70550179, 6179.72228152),
+    ('paper', 'reno'): (6038.4037435, 5933.53912115, 6082.20630735, 6006.41814803),
+    ('paper', 'stcp'): (6461.83864923, 6357.21075988, 6506.75206943, 6430.42211202),
+    ('trajectory', 'cubic'): (6284.16737677, 6178.69684117, 6329.36266888, 6251.85290174),
+    ('trajectory', 'htcp'): (5574.18747164, 5473.76119968, 5608.07871993, 5541.23125312),
+    ('trajectory', 'reno'): (5146.07423532, 5045.42129461, 5179.35491791, 5118.59128781),
+    ('trajectory', 'stcp'): (6462.18047779, 6357.55090152, 6507.17454164, 6430.74493378),
+    ('htcp-burst-regime', 'cubic'): (6284.16737677, 6178.69684117, 6329.36266888, 6251.85290174),
+    ('htcp-burst-regime', 'htcp'): (5584.99811114, 5483.98286599, 5618.1328418, 5552.57996035),
+    ('htcp-burst-regime', 'reno'): (5146.07423532, 5045.42129461, 5179.35491791, 5118.59128781),
+    ('htcp-burst-regime', 'stcp'): (6462.18047779, 6357.55090152, 6507.17454164, 6430.74493378),
+    ('ss-burst-buffer', 'cubic'): (6061.07988369, 5951.08864288, 6099.68353342, 6025.10833126),
+    ('ss-burst-buffer', 'htcp'): (5685.77954207, 5580.01618743, 5719.96110775, 5647.85421353),
+    ('ss-burst-buffer', 'reno'): (4831.91764722, 4729.83193858, 4862.62742412, 4803.71072583),
+    ('ss-burst-buffer', 'stcp'): (6454.23965332, 6349.7165648, 6499.10620677, 6422.42633048),
+    ('ss-trains', 'cubic'): (6088.9901907, 5982.48655582, 6129.30109341, 6053.77338066),
+    ('ss-trains', 'htcp'): (5678.43288086, 5574.75519323, 5713.35598587, 5640.23135737),
+    ('ss-trains', 'reno'): (4839.66480133, 4738.77535808, 4870.55661882, 4811.68481906),
+    ('ss-trains', 'stcp'): (6462.15205635, 6357.5208103, 6507.12465028, 6430.72211781),
+}
 
 
-@pytest.mark.parametrize("config", sorted(BEFORE))
+@pytest.mark.parametrize("config", sorted({c for c, _ in BEFORE}))
 def test_every_configuration_of_before_predicts_what_it_did(config):
-    assert tuple(_digest(config, v) for v in ("cubic", "htcp", "reno", "stcp")) == BEFORE[config]
+    for variant in ("cubic", "htcp", "reno", "stcp"):
+        assert _sums(config, variant) == pytest.approx(BEFORE[config, variant], rel=1e-9), variant
 
 
 def test_single_flow_is_ss_trains_plus_the_two_outcomes():
