@@ -20,7 +20,9 @@ Configurations: τ log-spaced 1–400 ms, n = 1…10, β 0.1–100 MB, W_max 10 
 C = 10 Gbit/s (a mix of Case 1 / Case 2, both subcases, with and without Phase I).
 
 A subset: --variant NAME (repeatable) and --configuration NAME (repeatable: only the clean size mode, the
-baseline of the ratios, and the named configurations' rows in every mode of DEFAULT_MODES)."""
+baseline of the ratios, and the named configurations' rows in every mode of DEFAULT_MODES), --rate BIT/S (the
+subset's C, default 10e9: e.g. 5e9, where trains-by-rate's and burst-by-rate's tables take their 5 Gbit/s values and
+burst-by-rate evaluates CUBIC's second outcome)."""
 
 from __future__ import annotations
 
@@ -72,9 +74,10 @@ def bench(variant: str, vector_count: int, loop_count: int, **params) -> tuple[f
 
 
 def bench_mode(variant: str, count: int, exact: bool = False, report: bool = False, trajectory: str | None = None,
-               **kw) -> float:
-    """trajectory: the name of a model configuration (`model fit --configuration NAME`), or None: the plain model."""
-    model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report)
+               capacity_bps: float = 10e9, **kw) -> float:
+    """trajectory: the name of a model configuration (`model fit --configuration NAME`), or None: the plain model;
+    capacity_bps: the link's C (--rate: where a configuration's by-rate tables take another value)."""
+    model = mode_model(variant, exact).set_params(receiver_report=report, queue_fill=report, capacity_bps=capacity_bps)
     if trajectory:  # e.g. 'trajectory': H-TCP rtt_scaling, flows_phase2; Reno flows_phase2; 'ss-trains' the trains
         params, per_variant = configuration(trajectory)
         model.set_params(**model_parameters(params), **variant_parameters(variant, per_variant, lossy="loss" in kw))
@@ -116,16 +119,16 @@ def loss_error(variant: str, count: int = 20_000, tabulated: bool = True) -> tup
 VARIANTS = ("stcp", "reno", "cubic", "htcp")
 
 
-def subset(variants, configurations) -> None:
+def subset(variants, configurations, capacity_bps: float = 10e9) -> None:
     """The clean size mode (the ratios' baseline) and each configuration's rows, per variant, in one process; the
     configurations of one mode measured one after the other (a shared host's load drifts less between them)."""
     print(f"{'variant, mode':>34} {'cfg/s':>10} {'baseline cfg/s':>15} {'ratio':>6}  baseline (same configurations)")
     for variant in variants:
-        base = bench_mode(variant, 200_000, size=math.inf)
+        base = bench_mode(variant, 200_000, capacity_bps=capacity_bps, size=math.inf)
         print(f"{variant + ' clean':>34} {base:10.3g}")
         for mode, kw in DEFAULT_MODES:
             for cfg in configurations:
-                tra = bench_mode(variant, 200_000, report=True, trajectory=cfg, **kw)
+                tra = bench_mode(variant, 200_000, report=True, trajectory=cfg, capacity_bps=capacity_bps, **kw)
                 print(f"{f'{variant} {mode} {cfg}':>34} {tra:10.3g} {base:15.3g} {tra / base:6.2f}  clean, size mode")
 
 
@@ -134,9 +137,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--variant", action="append", choices=VARIANTS, help="only this variant (repeatable)")
     p.add_argument("--configuration", action="append", metavar="NAME",
                    help="only the clean baseline and this configuration's rows (repeatable)")
+    p.add_argument("--rate", type=float, default=10e9, metavar="BIT/S", help="the subset's link capacity C")
     args = p.parse_args(argv)
-    if args.variant or args.configuration:
-        subset(args.variant or VARIANTS, args.configuration or [DEFAULT_CONFIGURATION])
+    if args.variant or args.configuration or args.rate != 10e9:
+        subset(args.variant or VARIANTS, args.configuration or [DEFAULT_CONFIGURATION], args.rate)
         return
     from tcpprofile.models import htcp_table
 

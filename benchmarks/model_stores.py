@@ -75,6 +75,8 @@ STORES = (
      "the window slow start's burst leaves, single flows at 0.1–0.3 × BDP (cwnd traces): CUBIC's BURST_BY_RATE"),
     ("models-newcond-5gbit-e", "validation", "models-newcond-5gbit-e.toml",
      "judged bandwidth-switch and burst-by-rate (neither passed; spent)"),
+    ("models-newcond-5gbit-f", "validation", "models-newcond-5gbit-f.toml",
+     "judged burst-by-rate against bandwidth-switch: burst-by-rate the default (spent)"),
 )
 
 

@@ -190,7 +190,7 @@ def test_model_help_lists_every_configuration():
     with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
         main(["model", "--help"])
     flat = " ".join(text.getvalue().split()).replace("- ", "-")   # argparse may wrap a name at its hyphen
-    assert len(CONFIGURATIONS) == 8 and f"one of {', '.join(CONFIGURATIONS)}" in flat
+    assert len(CONFIGURATIONS) == 9 and f"one of {', '.join(CONFIGURATIONS)}" in flat
     assert f"default {DEFAULT_CONFIGURATION}, the one that passed validation" in flat
 
 

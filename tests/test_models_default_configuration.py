@@ -37,13 +37,16 @@ def _out(argv, capsys) -> str:
 
 def test_the_default_is_the_validated_configuration():
     # before: `model fit` fitted 'default' (the paper's rule) unless --trajectory or --configuration said otherwise
-    # since 2026-11-29 ss-trains (was trajectory4) + H-TCP's switch cuts, judged on the second 5 Gbit/s store
-    assert DEFAULT_CONFIGURATION == "bandwidth-switch"
+    # since 2026-11-29 ss-trains (was trajectory4) + H-TCP's switch cuts, judged on the second 5 Gbit/s store; then
+    # + the trains' law and the burst's outcomes as traced at the link rate, judged on the sixth
+    assert DEFAULT_CONFIGURATION == "burst-by-rate"
     assert configuration("bandwidth-switch")[0] == configuration(RENAMED["trajectory4"])[0]
+    assert configuration("burst-by-rate")[0] == {**configuration("bandwidth-switch")[0], "ss_trains_by_rate": True,
+                                                 "ss_burst_by_rate": True}
 
 
 def test_model_fit_without_a_configuration_fits_the_validated_one_and_says_so(store, capsys):
-    """No flag: the same JSON as an explicit --configuration bandwidth-switch (β the configured buffer: m = 1 in every
+    """No flag: the same JSON as an explicit --configuration burst-by-rate (β the configured buffer: m = 1 in every
     fit), not the paper's rule's; the table names the configuration. Old code: 'ss-trains' refused, and the
     table's line read 'model configuration: default'."""
     default = _out(["model", "fit", "--db", store, "--json"], capsys)
@@ -53,12 +56,12 @@ def test_model_fit_without_a_configuration_fits_the_validated_one_and_says_so(st
     assert {f["buffer_multiple_fit"] for f in paper} != {1.0}
     lines = _out(["model", "fit", "--db", store], capsys).splitlines()
     assert describe_configuration(DEFAULT_CONFIGURATION) in lines
-    assert describe_configuration(DEFAULT_CONFIGURATION).startswith("model configuration: bandwidth-switch, the default — ")
+    assert describe_configuration(DEFAULT_CONFIGURATION).startswith("model configuration: burst-by-rate, the default — ")
 
 
 def test_model_validate_without_a_configuration_validates_the_default(store, capsys):
     cells = json.loads(_out(["model", "validate", "--db", store, "--json"], capsys))
-    assert cells and {c["model_configuration"] for c in cells} == {"bandwidth-switch"}   # before: 'default'
+    assert cells and {c["model_configuration"] for c in cells} == {"burst-by-rate"}   # before: 'default'
 
 
 @pytest.mark.parametrize("old,new", sorted(RENAMED.items()))

@@ -18,8 +18,8 @@ from ..models.framework import SEND_BACKLOG
 from ..packet_overhead import goodput_ceiling_bps, mss_bytes
 
 # E [%] per variant × n: ss-trains held out by RTT on the third sealed store, benchmarks/data/models-validation-3-table.txt
-# (column "rtt"; 10 GB, β 0.1/0.3/1 × BDP, 11.8–366 ms); the default, bandwidth-switch, predicts the same but for
-# H-TCP's single flow, whose E there is 2.62 (benchmarks/single_flow.py on models-validation-3-runs.csv, the start-up
+# (column "rtt"; 10 GB, β 0.1/0.3/1 × BDP, 11.8–366 ms); the default, burst-by-rate (at 10 Gbit/s bandwidth-switch's
+# predictions, bit for bit), predicts the same but for H-TCP's single flow, whose E there is 2.62 (benchmarks/single_flow.py on models-validation-3-runs.csv, the start-up
 # lag 1.2 RTTs: ss-trains 2.94 by the same, 2.99 in the table)
 PREDICTION_ERROR_PCT = {"cubic": {1: 3.85, 4: 1.12, 10: 1.13},
                         "htcp": {1: 2.62, 4: 3.31, 10: 2.60},
