@@ -86,10 +86,15 @@ def main(argv: list[str]) -> None:
         print(f"P/2 = {w0:.3f} + {s:.3f}·β/Cτ over {count} runs (loss-ended, β ≤ {FIT_MAX_BUFFER} × BDP, "
               f"n ≤ {FIT_MAX_STREAMS})")
         return
+    write_csv(COLUMNS, rows, argv)
+
+
+def write_csv(columns, rows_of, dbs) -> None:
+    """The header `columns`, then rows_of(db)'s rows for each store, as CSV on stdout."""
     out = csv.writer(sys.stdout, lineterminator="\n")
-    out.writerow(COLUMNS)
-    for db in argv:
-        out.writerows(rows(db))
+    out.writerow(columns)
+    for db in dbs:
+        out.writerows(rows_of(db))
 
 
 if __name__ == "__main__":

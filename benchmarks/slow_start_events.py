@@ -3,9 +3,9 @@ one CSV row per traced single flow with the peak P (× Cτ, as benchmarks/slow_s
 congestion avoidance starts from, W1 (× Cτ: the smallest ssthresh in the 0.5 s + 10 RTTs after the loss was seen,
 where recovery ends and cwnd = ssthresh), the ssthresh reductions in that time, and how many of them are congestion
 events: a reduction by the variant's own factor, within ±0.05 (CUBIC 717/1024, STCP 0.875: tcp_cubic.c beta = 717,
-tcp_scalable.c cwnd − cwnd/8; H-TCP's factor varies, 0.5–0.8, so every reduction counts). With --share, the share of
-loss-ended runs per variant and link rate whose burst had three events or more, as trajectory.py's
-SS_THIRD_EVENT_BY_RATE.
+tcp_scalable.c cwnd − cwnd/8; H-TCP's factor varies, 0.5–0.8, so every reduction counts). With --share, per variant
+with a fixed factor and link rate, the share of loss-ended runs whose burst left less than LOW × keep²·P (the lower
+outcome) and the mean factor on keep²·P they left, as cubic.py's BURST_BY_RATE.
 
   python benchmarks/slow_start_events.py DB [DB ...] > benchmarks/data/slow-start-events-5gbit.csv
   python benchmarks/slow_start_events.py --share benchmarks/data/slow-start-events-5gbit.csv
@@ -22,7 +22,7 @@ import sys
 import duckdb
 import numpy as np
 
-from slow_start_drop import INITIAL_SSTHRESH, first_drop
+from slow_start_drop import INITIAL_SSTHRESH, first_drop, write_csv
 
 KEEP = {"cubic": 717 / 1024, "scalable": 0.875}   # tcp_cubic.c beta = 717 (/1024); tcp_scalable.c: cwnd − cwnd/8
 AFTER_S, AFTER_RTTS = 0.5, 10                      # the burst's recovery ends well within this after the loss is seen
@@ -34,6 +34,7 @@ ORDER BY r.variant, l.rtt_ms, l.buffer_bytes, r.repetition
 """
 COLUMNS = ("variant", "rate_bps", "rtt_ms", "buffer_bdp", "peak_bdp", "w1_bdp", "reductions", "events", "hystart")
 EVENT_TOLERANCE = 0.05
+LOW = 0.96          # the lower outcome: W1 below 0.96 × keep²·P (two clean events leave 0.98–1.01 × it)
 
 
 def after_loss(con, run_id: str, tau: float, bdp_segments: float, keep: float | None):
@@ -66,29 +67,29 @@ def rows(db: str):
                events, int(hystart))
 
 
-def share(path: str) -> dict[tuple, tuple[int, int]]:
-    """(variant, rate) -> (loss-ended runs whose burst had ≥ 3 events, loss-ended runs) over the CSV's rows."""
-    out: dict[tuple, list[int]] = {}
+def share(path: str) -> dict[tuple, tuple[int, int, float]]:
+    """(variant, rate) -> (runs of the lower outcome, loss-ended runs, their mean W1/(keep²·P)) over the CSV's rows
+    of the variants with a fixed factor (KEEP)."""
+    out: dict[tuple, list] = {}
     with open(path) as f:
         for r in csv.DictReader(f):
-            if int(r["hystart"]):
+            keep = KEEP.get(r["variant"])
+            if keep is None or int(r["hystart"]):
                 continue
-            c = out.setdefault((r["variant"], float(r["rate_bps"])), [0, 0])
-            c[0] += int(r["events"]) >= 3
+            c = out.setdefault((r["variant"], float(r["rate_bps"])), [[], 0])
+            ratio = float(r["w1_bdp"]) / float(r["peak_bdp"]) / keep ** 2
+            c[0] += [ratio] if ratio < LOW else []
             c[1] += 1
-    return {k: (a, b) for k, (a, b) in out.items()}
+    return {k: (len(low), runs, float(np.mean(low)) if low else 1.0) for k, (low, runs) in out.items()}
 
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--share"]:
-        for (variant, rate), (third, runs) in sorted(share(argv[1]).items()):
-            print(f"{variant} at {rate / 1e9:g} Gbit/s: {third} of {runs} loss-ended single flows had three events "
-                  f"or more ({third / runs:.2f})")
+        for (variant, rate), (low, runs, factor) in sorted(share(argv[1]).items()):
+            print(f"{variant} at {rate / 1e9:g} Gbit/s: {low} of {runs} loss-ended single flows left less than "
+                  f"{LOW} × keep²·P, on average {factor:.3f} × it")
         return
-    out = csv.writer(sys.stdout, lineterminator="\n")
-    out.writerow(COLUMNS)
-    for db in argv:
-        out.writerows(rows(db))
+    write_csv(COLUMNS, rows, argv)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,19 @@ def test_cubics_table_is_the_traced_share_and_factor():
     assert p5 == pytest.approx(15 / 39) and f5 == pytest.approx(0.400 / 0.49, abs=1e-3)
 
 
+def test_cubics_table_is_what_the_committed_traces_give(monkeypatch):
+    """benchmarks/slow_start_events.py --share on benchmarks/data/slow-start-events-5gbit.csv: CUBIC at 5 Gbit/s, 15 of 39
+    loss-ended single flows below 0.96 × 0.7²·P, on average 0.817 × it — the table's 5 Gbit/s row, to its 3 digits."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.syspath_prepend(str(root / "benchmarks"))
+    import slow_start_events
+    got = slow_start_events.share(str(root / "benchmarks" / "data" / "slow-start-events-5gbit.csv"))
+    low, runs, factor = got["cubic", 5e9]
+    (_, p5, f5), _ = CUBIC.BURST_BY_RATE
+    assert (low, runs) == (15, 39) and low / runs == pytest.approx(p5) and factor == pytest.approx(f5, abs=5e-4)
+
+
 def test_the_share_and_factor_by_rate_single_flows_and_shallow_buffers_only():
     """The table's values at its measured rates, the nearest beyond them, the means at the geometric mean of the two
     rates (linear in log2); (0, 1) for n > 1 and above SS_BURST_MAX_BUFFER × Cτ."""

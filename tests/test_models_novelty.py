@@ -426,27 +426,29 @@ def test_the_fifth_5gbit_store_is_new_against_every_store_seen():
     7}, β 0.18 and 0.55 × BDP, τ 28/95/175 ms, 3.5 GB, 4 repetitions, 216 runs; every cell ≥ 2 apart from every cell
     of every store in the table (the fourth and the traces after it included); buffers, RTTs and size none that any
     store used, and seven flows none did."""
-    seen = _bench("models_newcond").seen_before("5 Gbit/s, the fifth store")
-    assert len(seen) == len(_seen()) - 2 * 54 and {c.amount for c in seen if c.context[0] == 5e9} >= {"F=4000000000"}
-    s = spec.load(DATA / "models-newcond-5gbit-e.toml")
-    assert s.name == "models-newcond-5gbit-e" and len(s.sweep()) == 216
-    assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 4, (None,), ("cubic", "htcp", "scalable"))
-    assert {p.rate_bps for p in s.links} == {5e9} and set(s.streams) == {1, 3, 7}
-    assert 7 not in {c.streams for c in seen}
-    _new_in_beta_tau_and_f(s, seen)
+    _new_store_with_new_n("5 Gbit/s, the fifth store", "models-newcond-5gbit-e", 2 * 54, "F=4000000000", 216, 4,
+                          {1, 3, 7}, 7)
 
 
 def test_the_sixth_5gbit_store_is_new_against_every_store_seen():
     """The sixth 5 Gbit/s store (pre-registered after the fifth was read): n ∈ {1, 4, 9}, β 0.27 and 0.65 × BDP, τ
     22/65/140 ms, 2 GB, 6 repetitions, 324 runs; every cell ≥ 2 apart from every cell of every store in the table (the
     fifth included); buffers, RTTs and size none that any store used, and nine flows none did."""
-    seen = _bench("models_newcond").seen_before("5 Gbit/s, the sixth store")
-    assert len(seen) == len(_seen()) - 54 and {c.amount for c in seen if c.context[0] == 5e9} >= {"F=3500000000"}
-    s = spec.load(DATA / "models-newcond-5gbit-f.toml")
-    assert s.name == "models-newcond-5gbit-f" and len(s.sweep()) == 324
-    assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", 6, (None,), ("cubic", "htcp", "scalable"))
-    assert {p.rate_bps for p in s.links} == {5e9} and set(s.streams) == {1, 4, 9}
-    assert 9 not in {c.streams for c in seen}
+    _new_store_with_new_n("5 Gbit/s, the sixth store", "models-newcond-5gbit-f", 54, "F=3500000000", 324, 6,
+                          {1, 4, 9}, 9)
+
+
+def _new_store_with_new_n(label, name, later_cells, last_amount, runs, reps, streams, new_n):
+    """Design `label` (benchmarks/data/NAME.toml) is checked against every store in the table but its own and those
+    after it (later_cells), the store before it included (it measured last_amount); the design's runs, repetitions in
+    random order, variants, autotuned buffers, 5 Gbit/s and streams; new_n none seen; new in β, τ and F."""
+    seen = _bench("models_newcond").seen_before(label)
+    assert len(seen) == len(_seen()) - later_cells and {c.amount for c in seen if c.context[0] == 5e9} >= {last_amount}
+    s = spec.load(DATA / f"{name}.toml")
+    assert s.name == name and len(s.sweep()) == runs
+    assert (s.order, s.repetitions, s.socket_buffers, s.variants) == ("random", reps, (None,), ("cubic", "htcp", "scalable"))
+    assert {p.rate_bps for p in s.links} == {5e9} and set(s.streams) == streams
+    assert new_n not in {c.streams for c in seen}
     _new_in_beta_tau_and_f(s, seen)
 
 
