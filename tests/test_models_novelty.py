@@ -438,6 +438,18 @@ def test_the_sixth_5gbit_store_is_new_against_every_store_seen():
                           {1, 4, 9}, 9)
 
 
+def test_the_seventh_5gbit_store_is_new_against_every_store_seen():
+    """The seventh 5 Gbit/s store (pre-registered after the sixth made burst-by-rate the default): n ∈ {1, 2, 6}, β 0.33
+    and 0.9 × BDP, τ 18/55/115 ms, 2.2 GB, 5 repetitions, 270 runs; every cell ≥ 2 apart from every cell of every store
+    in the table (the sixth included); buffers, RTTs and size none that any store used."""
+    seen = _bench("models_newcond").seen_before("5 Gbit/s, the seventh store")
+    assert len(seen) == len(_seen()) and {c.amount for c in seen if c.context[0] == 5e9} >= {"F=2000000000"}
+    s = spec.load(DATA / "models-newcond-5gbit-g.toml")
+    assert s.name == "models-newcond-5gbit-g" and len(s.sweep()) == 270 and s.repetitions == 5
+    assert {p.rate_bps for p in s.links} == {5e9} and set(s.streams) == {1, 2, 6}
+    _new_in_beta_tau_and_f(s, seen)
+
+
 def _new_store_with_new_n(label, name, later_cells, last_amount, runs, reps, streams, new_n):
     """Design `label` (benchmarks/data/NAME.toml) is checked against every store in the table but its own and those
     after it (later_cells), the store before it included (it measured last_amount); the design's runs, repetitions in
