@@ -77,6 +77,8 @@ STORES = (
      "judged bandwidth-switch and burst-by-rate (neither passed; spent)"),
     ("models-newcond-5gbit-f", "validation", "models-newcond-5gbit-f.toml",
      "judged burst-by-rate against bandwidth-switch: burst-by-rate the default (spent)"),
+    ("models-newcond-5gbit-g", "validation", "models-newcond-5gbit-g.toml",
+     "judged the default burst-by-rate after its adoption: every cell ≤ 4 % (spent)"),
 )
 
 
