@@ -1,4 +1,4 @@
-"""The window slow start's end leaves, from kernel cwnd traces (docs/models.md "CUBIC's third event at 5 Gbit/s"):
+"""The window slow start's end leaves, from kernel cwnd traces (docs/models.md "Slow start's burst at 5 Gbit/s"):
 one CSV row per traced single flow with the peak P (× Cτ, as benchmarks/slow_start_drop.py reads it), the window
 congestion avoidance starts from, W1 (× Cτ: the smallest ssthresh in the 0.5 s + 10 RTTs after the loss was seen,
 where recovery ends and cwnd = ssthresh), the ssthresh reductions in that time, and how many of them are congestion
@@ -47,7 +47,8 @@ def after_loss(con, run_id: str, tau: float, bdp_segments: float, keep: float | 
         return None
     t0 = x["t_s"][i[0]]
     s = x["ssthresh"][i[0]:][x["t_s"][i[0]:] <= t0 + AFTER_S + AFTER_RTTS * tau].astype(float)
-    cut = s[1:][np.diff(s) < 0] / s[:-1][np.diff(s) < 0]     # each later reduction's factor
+    down = np.diff(s) < 0
+    cut = s[1:][down] / s[:-1][down]     # each later reduction's factor
     events = 1 + int(np.sum(np.abs(cut - keep) <= EVENT_TOLERANCE) if keep else len(cut))
     return float(s.min()) / bdp_segments, 1 + len(cut), events
 

@@ -142,7 +142,7 @@ class CUBIC(FirstPrinciplesModel):
         return p, 2.0 * start * np.exp2(0.5 * p)
 
     def _ss_branch(self, P, W1, small, r):
-        if not self.hystart:
+        if not self._has_ss_branch():
             return None
         # Both outcomes keep the link full from Cτ on (the same throughput) where the loss burst leaves W1 ≥ Cτ and
         # a cut at the overflow leaves (1 − b)·W_o ≥ Cτ: the HyStart exit is above 2Cτ and its cuts stop at or

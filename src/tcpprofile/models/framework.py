@@ -207,7 +207,8 @@ class FirstPrinciplesModel(Model):
     BURST_BY_RATE = None
 
     def _has_ss_branch(self) -> bool:
-        """Whether _ss_branch gives the variant's own other outcome (then ss_burst_by_rate does not apply)."""
+        """Whether _ss_branch gives the variant's own other outcome (then ss_burst_by_rate does not apply): the one
+        test of a variant's settings for it, which _ss_branch asks too."""
         return False
 
     def _ss_exit(self, P, r):

@@ -383,7 +383,7 @@ class HTCP(FirstPrinciplesModel):
         τ + β/C). A sample falls between iff the gap G between the events exceeds R + T_s; G is the traced
         SECOND_EVENT_GAP, uniform: p = clamp((G_max·τ − R − T_s)/((G_max − G_min)·τ), 0, 1). Zero where the burst
         has one event or b = 0.5 (τ ≤ 12 ms: both outcomes the same)."""
-        if not (self.second_event_sample and self.second_cut_rtt_ratio):
+        if not self._has_ss_branch():
             return None
         events = self._burst_events(small, r)[0]
         gmin, gmax = SECOND_EVENT_GAP

@@ -35,6 +35,7 @@ length), `_t_to(Ws, st, W, r, tI)` (time to window W ≥ Cτ, given the Phase I 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -70,10 +71,18 @@ SS_TRAIN_SLOPE = 2.346
 # n > 1 keeps (ss_train_window, ss_train_slope): no aggregate was traced at 5 Gbit/s.
 SS_TRAINS_BY_RATE = ((5e9, 0.665, 1.437), (10e9, SS_TRAIN_WINDOW, SS_TRAIN_SLOPE))
 SS_TRAINS_PAYLOAD_SHARE = 8948 / 9038   # C / link rate at the traces' MTU 9000 (packet_overhead.py)
+
+
+@functools.lru_cache(maxsize=None)
+def _rate_nodes(table: tuple) -> tuple[np.ndarray, ...]:
+    """A by-rate table ((link rate [bit/s], value, ...), ...) as interpolation nodes, once per table: log2 of the
+    payload rate, then each value column."""
+    return (np.log2([row[0] * SS_TRAINS_PAYLOAD_SHARE for row in table]),
+            *(np.array(column, dtype=float) for column in list(zip(*table))[1:]))
+
+
 # the same as interpolation nodes: log2 of the payload rate [bit/s], W0, s
-_TRAINS_LOG_C = np.log2([rate * SS_TRAINS_PAYLOAD_SHARE for rate, _, _ in SS_TRAINS_BY_RATE])
-_TRAINS_W0 = [w0 for _, w0, _ in SS_TRAINS_BY_RATE]
-_TRAINS_SLOPE = [s for _, _, s in SS_TRAINS_BY_RATE]
+_TRAINS_LOG_C, _TRAINS_W0, _TRAINS_SLOPE = _rate_nodes(SS_TRAINS_BY_RATE)
 # Single flows' burst by link rate (ss_burst_by_rate; docs/models.md "Slow start's burst at 5 Gbit/s"): where a variant
 # declares BURST_BY_RATE ((link rate [bit/s], share, factor), ...), that share of its single flows at β ≤
 # SS_BURST_MAX_BUFFER × Cτ leave slow start's burst with W1 × factor (the lower outcome), the rest as the cuts give;
@@ -293,10 +302,9 @@ def burst_by_rate(table, r):
     between measured rates, the nearest beyond): the lower outcome's probability and the factor on the window W1 the
     burst leaves, on single flows at β ≤ SS_BURST_MAX_BUFFER × Cτ (where it was traced); elsewhere (0, 1)."""
     at = np.log2(np.maximum(r.C, 1.0))
-    log_c = np.log2([rate * SS_TRAINS_PAYLOAD_SHARE for rate, _, _ in table])
+    log_c, share, factor = _rate_nodes(table)
     on = (r.n == 1) & (r.beta <= SS_BURST_MAX_BUFFER * r.bdp)
-    return (np.where(on, np.interp(at, log_c, [p for _, p, _ in table]), 0.0),
-            np.where(on, np.interp(at, log_c, [f for _, _, f in table]), 1.0))
+    return np.where(on, np.interp(at, log_c, share), 0.0), np.where(on, np.interp(at, log_c, factor), 1.0)
 
 
 def _at(a, i):
