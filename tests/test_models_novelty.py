@@ -464,6 +464,17 @@ def _new_store_with_new_n(label, name, later_cells, last_amount, runs, reps, str
     _new_in_beta_tau_and_f(s, seen)
 
 
+def _store_e(name, reps, configs):
+    """E % per (variant, n) from the configuration alone, for each of `configs`, on benchmarks/data/NAME-runs.csv:
+    54 cells of `reps` runs, every one timed by its delivery on a calibrated link (asserted)."""
+    nc = _bench("models_newcond")
+    cells = nc.measured_cells(str(DATA / f"{name}-runs.csv"), name)
+    assert len(cells) == 54 and {len(c["runs"]) for c in cells} == {reps}
+    assert all(c["delivered"] and c["calibrated"] for c in cells)
+    return {config: {k: 100 * sum(v) / len(v) for k, v in nc.configuration_alone(cells, config).items()}
+            for config in configs}
+
+
 def test_the_third_store_table_from_the_committed_runs():
     """Regression pin of the third 5 Gbit/s store's table (docs/models.md "The third 5 Gbit/s store"): recomputed
     from benchmarks/data/models-newcond-5gbit-c-runs.csv (216 runs, 54 cells of 4, every one delivered and
@@ -491,12 +502,8 @@ def test_the_fourth_store_table_from_the_committed_runs():
     2.81) and lifts CUBIC's above 4 % (3.26 → 4.29), so by the rule stated before the store was read it is not the
     default; the default at or below the paper's in-sample E everywhere, above 4 % only for H-TCP n = 2."""
     from tcpprofile.models.configurations import DEFAULT_CONFIGURATION
-    nc = _bench("models_newcond")
-    cells = nc.measured_cells(str(DATA / "models-newcond-5gbit-d-runs.csv"), "models-newcond-5gbit-d")
-    assert len(cells) == 54 and {len(c["runs"]) for c in cells} == {3}
-    assert all(c["delivered"] and c["calibrated"] for c in cells)
-    e = {name: {k: round(100 * sum(v) / len(v), 2) for k, v in nc.configuration_alone(cells, name).items()}
-         for name in ("bandwidth-switch", "trains-by-rate")}
+    e = {name: {k: round(v, 2) for k, v in table.items()}
+         for name, table in _store_e("models-newcond-5gbit-d", 3, ("bandwidth-switch", "trains-by-rate")).items()}
     pinned = {("cubic", 1): 3.26, ("cubic", 2): 3.48, ("cubic", 4): 2.34, ("htcp", 1): 3.72, ("htcp", 2): 5.15,
               ("htcp", 4): 3.83, ("scalable", 1): 3.36, ("scalable", 2): 1.77, ("scalable", 4): 2.84}
     assert e["bandwidth-switch"] == pinned
@@ -515,12 +522,7 @@ def test_the_fifth_store_table_from_the_committed_runs():
     before the store was read it is not adopted, H-TCP's single flow being above the paper's in-sample 5.2 %; the
     default fails that bar there too (6.94 %)."""
     from tcpprofile.models.configurations import DEFAULT_CONFIGURATION
-    nc = _bench("models_newcond")
-    cells = nc.measured_cells(str(DATA / "models-newcond-5gbit-e-runs.csv"), "models-newcond-5gbit-e")
-    assert len(cells) == 54 and {len(c["runs"]) for c in cells} == {4}
-    assert all(c["delivered"] and c["calibrated"] for c in cells)
-    e = {name: {k: 100 * sum(v) / len(v) for k, v in nc.configuration_alone(cells, name).items()}
-         for name in ("bandwidth-switch", "trains-by-rate", "burst-by-rate")}
+    e = _store_e("models-newcond-5gbit-e", 4, ("bandwidth-switch", "trains-by-rate", "burst-by-rate"))
     pinned = {("cubic", 1): 4.10, ("cubic", 3): 1.31, ("cubic", 7): 1.14, ("htcp", 1): 6.94, ("htcp", 3): 3.08,
               ("htcp", 7): 2.79, ("scalable", 1): 0.94, ("scalable", 3): 0.58, ("scalable", 7): 0.87}
     assert e["bandwidth-switch"] == pytest.approx(pinned, abs=0.006)
@@ -542,12 +544,7 @@ def test_the_sixth_store_table_from_the_committed_runs():
     n, lower on single flows: CUBIC 1.84 → 0.97, H-TCP 4.95 → 4.67) is the default; it is at or below the paper's
     in-sample E in every cell and ≤ 4 % in all but H-TCP's single flow."""
     from tcpprofile.models.configurations import DEFAULT_CONFIGURATION
-    nc = _bench("models_newcond")
-    cells = nc.measured_cells(str(DATA / "models-newcond-5gbit-f-runs.csv"), "models-newcond-5gbit-f")
-    assert len(cells) == 54 and {len(c["runs"]) for c in cells} == {6}
-    assert all(c["delivered"] and c["calibrated"] for c in cells)
-    e = {name: {k: 100 * sum(v) / len(v) for k, v in nc.configuration_alone(cells, name).items()}
-         for name in ("bandwidth-switch", "burst-by-rate")}
+    e = _store_e("models-newcond-5gbit-f", 6, ("bandwidth-switch", "burst-by-rate"))
     pinned = {("cubic", 1): 1.84, ("cubic", 4): 0.30, ("cubic", 9): 0.56, ("htcp", 1): 4.95, ("htcp", 4): 1.22,
               ("htcp", 9): 0.83, ("scalable", 1): 1.07, ("scalable", 4): 0.32, ("scalable", 9): 0.55}
     assert e["bandwidth-switch"] == pytest.approx(pinned, abs=0.006)
@@ -566,12 +563,7 @@ def test_the_seventh_store_table_from_the_committed_runs():
     cells of 5. The default, burst-by-rate, judged after its adoption: at or below the paper's in-sample E and ≤ 4 % in
     every cell, single flows included (H-TCP n = 1 2.91 %; bandwidth-switch 4.71 there)."""
     from tcpprofile.models.configurations import DEFAULT_CONFIGURATION
-    nc = _bench("models_newcond")
-    cells = nc.measured_cells(str(DATA / "models-newcond-5gbit-g-runs.csv"), "models-newcond-5gbit-g")
-    assert len(cells) == 54 and {len(c["runs"]) for c in cells} == {5}
-    assert all(c["delivered"] and c["calibrated"] for c in cells)
-    e = {name: {k: 100 * sum(v) / len(v) for k, v in nc.configuration_alone(cells, name).items()}
-         for name in (DEFAULT_CONFIGURATION, "bandwidth-switch")}
+    e = _store_e("models-newcond-5gbit-g", 5, (DEFAULT_CONFIGURATION, "bandwidth-switch"))
     pinned = {("cubic", 1): 1.51, ("cubic", 2): 1.09, ("cubic", 6): 0.93, ("htcp", 1): 2.91, ("htcp", 2): 2.12,
               ("htcp", 6): 1.03, ("scalable", 1): 1.13, ("scalable", 2): 0.53, ("scalable", 6): 0.52}
     assert DEFAULT_CONFIGURATION == "burst-by-rate"
