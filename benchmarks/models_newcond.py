@@ -62,10 +62,13 @@ SPECS_E = (DATA / "models-newcond-5gbit-e.toml",)
 SPECS_F = (DATA / "models-newcond-5gbit-f.toml",)
 # The seventh (pre-registered 2026-11-29 after the sixth made burst-by-rate the default): that default judged.
 SPECS_G = (DATA / "models-newcond-5gbit-g.toml",)
+# The eighth (pre-registered 2026-11-29 after the seventh was read): the default judged a second time.
+SPECS_H = (DATA / "models-newcond-5gbit-h.toml",)
 DESIGNS = {"10 Gbit/s": SPECS, "5 Gbit/s": SPECS_5GBIT, "5 Gbit/s, timed by delivery": SPECS_DELIVERED,
            "5 Gbit/s, the second store": SPECS_B, "5 Gbit/s, the third store": SPECS_C,
            "5 Gbit/s, the fourth store": SPECS_D, "5 Gbit/s, the fifth store": SPECS_E,
-           "5 Gbit/s, the sixth store": SPECS_F, "5 Gbit/s, the seventh store": SPECS_G}
+           "5 Gbit/s, the sixth store": SPECS_F, "5 Gbit/s, the seventh store": SPECS_G,
+           "5 Gbit/s, the eighth store": SPECS_H}
 STORES = DATA / "model-stores.csv"
 ROLES = ("development", "validation")     # new against every store the models have seen
 # ... before the design was registered: each design's first store in the stores table (which lists them in the order

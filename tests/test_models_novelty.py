@@ -450,6 +450,18 @@ def test_the_seventh_5gbit_store_is_new_against_every_store_seen():
     _new_in_beta_tau_and_f(s, seen)
 
 
+def test_the_eighth_5gbit_store_is_new_against_every_store_seen():
+    """The eighth 5 Gbit/s store (pre-registered after the seventh was read): n ∈ {1, 3, 8}, β 0.14 and 0.75 × BDP, τ
+    12/42/150 ms, 1.8 GB, 5 repetitions, 270 runs; every cell ≥ 2 apart from every cell of every store in the table
+    (the seventh included); buffers, RTTs and size none that any store used."""
+    seen = _bench("models_newcond").seen_before("5 Gbit/s, the eighth store")
+    assert len(seen) == len(_seen()) and {c.amount for c in seen if c.context[0] == 5e9} >= {"F=2200000000"}
+    s = spec.load(DATA / "models-newcond-5gbit-h.toml")
+    assert s.name == "models-newcond-5gbit-h" and len(s.sweep()) == 270 and s.repetitions == 5
+    assert {p.rate_bps for p in s.links} == {5e9} and set(s.streams) == {1, 3, 8}
+    _new_in_beta_tau_and_f(s, seen)
+
+
 def _new_store_with_new_n(label, name, later_cells, last_amount, runs, reps, streams, new_n):
     """Design `label` (benchmarks/data/NAME.toml) is checked against every store in the table but its own and those
     after it (later_cells), the store before it included (it measured last_amount); the design's runs, repetitions in
