@@ -79,6 +79,8 @@ STORES = (
      "judged burst-by-rate against bandwidth-switch: burst-by-rate the default (spent)"),
     ("models-newcond-5gbit-g", "validation", "models-newcond-5gbit-g.toml",
      "judged the default burst-by-rate after its adoption: every cell ≤ 4 % (spent)"),
+    ("models-newcond-5gbit-h", "validation", "models-newcond-5gbit-h.toml",
+     "judged the default burst-by-rate a second time: every cell ≤ 4 % (spent)"),
 )
 
 

@@ -80,7 +80,8 @@ FIRST_OWN = {"5 Gbit/s": "models-newcond-5gbit-delivered-500mb",   # the twin's 
              "5 Gbit/s, the fourth store": "models-newcond-5gbit-d",
              "5 Gbit/s, the fifth store": "models-newcond-5gbit-e",
              "5 Gbit/s, the sixth store": "models-newcond-5gbit-f",
-             "5 Gbit/s, the seventh store": "models-newcond-5gbit-g"}
+             "5 Gbit/s, the seventh store": "models-newcond-5gbit-g",
+             "5 Gbit/s, the eighth store": "models-newcond-5gbit-h"}
 
 
 def seen_before(label: str) -> list:
