@@ -26,6 +26,7 @@ from tcpprofile.campaign.priors import Prior, prior_for
 from tcpprofile.campaign.race_state import choose
 from tcpprofile.campaign.rules import confirm, model
 from tcpprofile.choose.select import Config
+from tcpprofile.packet_overhead import goodput_ceiling_bps
 
 DATA = Path(__file__).parent / "data"
 POOL = ("models-validation-runs.csv", "models-validation-2-runs.csv", "models-validation-3-runs.csv")
@@ -142,6 +143,17 @@ class Race:
     delivered: bool = False   # its runs timed by their delivery of F (else iperf3's rate: the validation stores')
 
 
+GAP_BANDS = ("≤ 1 %", "1–3 %", "3–6 %", "6–12 %", "> 12 %")
+
+
+def gap_bands(group: dict) -> dict:
+    """{candidate: its GAP_BANDS band}: how far its mean of every repetition lies below the best one's."""
+    means = {c: float(x.mean()) for c, (x, _) in group.items()}
+    top = max(means.values())
+    edges = (0.01, 0.03, 0.06, 0.12)
+    return {c: GAP_BANDS[sum(m < top - e * abs(top) for e in edges)] for c, m in means.items()}   # as decide.ties
+
+
 def priors_of(race: Race, group: dict) -> dict:
     return {c: prior_for(c.variant, c.streams, rtt_s=race.rtt_ms / 1e3, rate_bps=race.rate_bps,
                          buffer_bytes=race.buffer_bytes, mtu=race.mtu, size_bytes=race.size_bytes,
@@ -190,16 +202,47 @@ def replay_pool(group: dict, priors: dict | None, rng, *, margin, confidence, fi
     return winner, used
 
 
+def modelled_pool(rng, *, rate_bps: float = 5e9, size_bytes: int = 500_000_000, rtts_ms=(15.0, 40.0, 90.0),
+                  buffer_bdp: float = 0.2, streams=tuple(range(1, 11)), variants=("cubic", "htcp", "scalable"),
+                  reps: int = 10, slow_share: float = 0.05) -> tuple[dict, list[str]]:
+    """A MODELLED pool (no store measured it): the operator's whole candidate set, variant × n = 1–10, where a
+    race that runs every candidate once costs 1/reps of the exhaustive seconds whatever the number of candidates.
+    A candidate's true mean is its prior's prediction × (1 + N(0, E)) (the model as wrong as validated), at most the
+    goodput ceiling; its runs scatter around it with the run-to-run variation of the measured 5 Gbit/s stores
+    (3.5 % for one flow, 2 % for several: their sampling floors ×√reps) and a `slow_share` chance of a slow run
+    (× 0.75–0.95, as the synthetic store's); a run's transfer seconds are 8F/x (timed by its delivery)."""
+    groups = {}
+    for rtt in rtts_ms:
+        race = Race(rtt, int(buffer_bdp * rate_bps * rtt / 8e3), rate_bps, size_bytes, 9000, True)
+        cands = [Config(v, "", n, None) for v in variants for n in streams]
+        truth = priors_of(race, {c: None for c in cands})
+        group = {}
+        for c in cands:
+            mean = min(truth[c].bps * (1 + rng.normal(0, truth[c].error)), goodput_ceiling_bps(rate_bps, 9000))
+            x = mean * (1 + rng.normal(0, 0.035 if c.streams == 1 else 0.02, reps))
+            slow = rng.random(reps) < slow_share
+            x[slow] *= rng.uniform(0.75, 0.95, int(slow.sum()))
+            group[c] = (x, 8 * size_bytes / x)
+        groups[race] = group
+    note = (f"MODELLED pool (no store: the model's predictions as wrong as validated, measured run-to-run variation): "
+            f"{rate_bps / 1e9:g} Gbit/s, β {buffer_bdp:g} × BDP, {size_bytes / 1e6:g} MB, τ {'/'.join(f'{t:g}' for t in rtts_ms)} ms, "
+            f"{len(variants)} variants × n = {min(streams)}–{max(streams)}, {reps} repetitions")
+    return groups, [note]
+
+
 def run_pool(args) -> list[tuple[str, float, float]]:
     """The pool's rows: exhaustive ÷ used transfer seconds and the share of replays with the same decision."""
-    groups, notes = load_store_pool(args.pool_db, args.campaign) if args.pool_db else load_pool()
+    if args.modelled_pool:
+        groups, notes = modelled_pool(np.random.default_rng(args.seed))
+    else:
+        groups, notes = load_store_pool(args.pool_db, args.campaign) if args.pool_db else load_pool()
     for line in notes:
         print(line)
     reps = min(x.size for g in groups.values() for x, _ in g.values())
     groups = {k: {c: (x[:reps], d[:reps]) for c, (x, d) in g.items()} for k, g in groups.items()}
     fixed = sum(float(d.sum()) for g in groups.values() for _, d in g.values())
     rtts = {k.rtt_ms for k in groups}
-    print(f"measured pool: {len(groups)} links over {len(rtts)} RTTs, "
+    print(f"{'modelled' if args.modelled_pool else 'measured'} pool: {len(groups)} links over {len(rtts)} RTTs, "
           f"{sum(len(g) for g in groups.values())} "
           f"candidates × {reps} repetitions; exhaustive = every stored repetition ({fixed:.0f} transfer s); "
           f"{args.replays} replays; margin {args.margin:.0%}, confidence {args.confidence:.0%}")
@@ -225,13 +268,17 @@ def run_pool(args) -> list[tuple[str, float, float]]:
             ("model misled, settle 3: tie 30% low", lambda k: winner_low(truth[k], ties[k][1]),
              {"first": 2, "settle": 3})]
     rng = np.random.default_rng(args.seed)
+    gaps = {k: gap_bands(g) for k, g in groups.items()}
     out = []
     for name, priors, extra in rows:
         used = in_tie = same = exact = trials = 0
+        band_runs = defaultdict(float)      # runs the rule spent per band of distance from the exhaustive best
         for _ in range(args.replays):
             for k, g in groups.items():
                 best, tie = ties[k]
                 winner, u = replay_pool(g, priors(k), rng, **kw, **extra)
+                for c, secs in u.items():
+                    band_runs[gaps[k][c]] += secs / float(g[c][1].mean())
                 used += sum(u.values())
                 in_tie += sum(u[c] for c in tie)
                 same += winner in tie
@@ -242,6 +289,10 @@ def run_pool(args) -> list[tuple[str, float, float]]:
               f"same decision {same / trials:6.1%} of {trials}; exactly its winner {exact / trials:6.1%}; "
               f"{in_tie / (used * args.replays):4.0%} of the seconds in the tie")
         out.append((name, fixed / used, same / trials))
+        if name.startswith("model ("):
+            sizes = {b: sum(1 for k in gaps for c in gaps[k] if gaps[k][c] == b) for b in GAP_BANDS}
+            print("  runs per candidate by its distance below the exhaustive best: " + ", ".join(
+                f"{b} ({sizes[b]}) {band_runs[b] / args.replays / sizes[b]:.2f}" for b in GAP_BANDS if sizes[b]))
     for k in sorted(groups):
         best, tie = ties[k]
         print(f"  exhaustive at {k.rtt_ms:g} ms, β {k.buffer_bytes / 1e6:g} MB: {best.label()} (tie of {len(tie)})")

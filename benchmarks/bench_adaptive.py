@@ -30,9 +30,13 @@ Goal: ≥ 3× fewer transfer seconds with the same decision in ≥ 95 % of repla
 `--pool`: the measured multi-RTT pool instead (benchmarks/adaptive_pool.py: the three validation stores'
 runs pooled, 15 links × 9 candidates × 6 repetitions of 10 GB transfers), 'confirm' beside the model-guided
 rule 'model' (campaign/rules/model.py) with correct priors and with misleading ones. Goal (issue 31): ≥ 5×
-fewer transfer seconds than every stored repetition, same decision in ≥ 95 %, misled ones too.
+fewer transfer seconds than every stored repetition, same decision in ≥ 95 %, misled ones too. Under the model
+rule's row: its runs per candidate by how far the candidate lies below the best (adaptive_pool.gap_bands).
+`--modelled-pool`: the same rows on a MODELLED pool of the operator's whole candidate set (CUBIC/H-TCP/STCP ×
+n = 1–10 at 5 Gbit/s, adaptive_pool.modelled_pool): whether more candidates than a store measures reach 5×.
 
-Run: .venv/bin/python benchmarks/bench_adaptive.py [--db STORE | --csv FILE | --pool] [--replays 200] [--precision 0.02]
+Run: .venv/bin/python benchmarks/bench_adaptive.py [--db STORE | --csv FILE | --pool | --pool-db RUNS | --modelled-pool]
+     [--replays 200] [--precision 0.02]
 """
 
 from __future__ import annotations
@@ -186,6 +190,9 @@ def main() -> None:
     src.add_argument("--pool", action="store_true", help="the measured multi-RTT pool with the model-guided rule")
     src.add_argument("--pool-db", help="the model-guided rule on a store's campaign instead (--campaign NAME), or "
                                        "its runs as CSV: benchmarks/data/adaptive-1g-multirtt-runs.csv (measured)")
+    src.add_argument("--modelled-pool", action="store_true",
+                     help="the model-guided rule on a MODELLED pool of 30 candidates (variant × n = 1–10, 5 Gbit/s): "
+                          "does a larger candidate set reach 5×?")
     ap.add_argument("--campaign", default="adaptive-1g-multirtt", help="--pool-db: the campaign's name")
     ap.add_argument("--replays", type=int, default=200)
     ap.add_argument("--precision", type=float, default=0.02)
@@ -194,7 +201,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--slow-share", type=float, default=0.05, help="synthetic: share of slow runs (default 0.05)")
     args = ap.parse_args()
-    if args.pool or args.pool_db:
+    if args.pool or args.pool_db or args.modelled_pool:
         from adaptive_pool import run_pool
         rows = run_pool(args)
         met = [r[0] for r in rows if r[0].startswith("model (") and r[1] >= 5 and r[2] >= 0.95]
