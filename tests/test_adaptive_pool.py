@@ -54,3 +54,17 @@ def test_the_modelled_pool_is_the_model_as_wrong_as_validated():
     again, _ = ap.modelled_pool(np.random.default_rng(7))
     first = next(iter(groups))
     assert all(np.array_equal(groups[first][c][0], again[first][c][0]) for c in groups[first])
+
+
+def test_the_measured_all_streams_store_is_the_modelled_pools_twin():
+    """benchmarks/data/adaptive-5g-allstreams.toml (pre-registered) measures the design modelled_pool models: the same
+    link rate, buffer, size, RTTs and candidates, ten repetitions of each."""
+    from tcpprofile import spec
+    ap = _pool_module()
+    s = spec.load(ROOT / "benchmarks" / "data" / "adaptive-5g-allstreams.toml")
+    groups, _ = ap.modelled_pool(np.random.default_rng(0))
+    assert s.repetitions == 10 and len(s.sweep()) == 900
+    assert sorted((p.rtt_s * 1e3, p.buffer_bytes, p.rate_bps) for p in s.links) == \
+        sorted((r.rtt_ms, pytest.approx(r.buffer_bytes, abs=1), r.rate_bps) for r in groups)
+    assert {(v, n) for v in s.variants for n in s.streams} == {(c.variant, c.streams) for c in next(iter(groups.values()))}
+    assert {p.transfer_bytes for p in s.sweep()} == {r.size_bytes for r in groups}
