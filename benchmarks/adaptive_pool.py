@@ -208,9 +208,10 @@ def modelled_pool(rng, *, rate_bps: float = 5e9, size_bytes: int = 500_000_000, 
     """A MODELLED pool (no store measured it): the operator's whole candidate set, variant × n = 1–10, where a
     race that runs every candidate once costs 1/reps of the exhaustive seconds whatever the number of candidates.
     A candidate's true mean is its prior's prediction × (1 + N(0, E)) (the model as wrong as validated), at most the
-    goodput ceiling; its runs scatter around it with the run-to-run variation of the measured 5 Gbit/s stores
-    (3.5 % for one flow, 2 % for several: their sampling floors ×√reps) and a `slow_share` chance of a slow run
-    (× 0.75–0.95, as the synthetic store's); a run's transfer seconds are 8F/x (timed by its delivery)."""
+    goodput ceiling; its runs scatter around it by 3.5 % for one flow and 2 % for several (about H-TCP's run-to-run
+    variation on the measured 5 Gbit/s stores, wider than CUBIC's and STCP's: the measured twin,
+    adaptive-5g-allstreams, saves more than this pool) and a `slow_share` chance of a slow run (× 0.75–0.95, as the
+    synthetic store's); a run's transfer seconds are 8F/x (timed by its delivery)."""
     groups = {}
     for rtt in rtts_ms:
         race = Race(rtt, int(buffer_bdp * rate_bps * rtt / 8e3), rate_bps, size_bytes, 9000, True)
