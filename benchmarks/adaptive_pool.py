@@ -270,15 +270,17 @@ def run_pool(args) -> list[tuple[str, float, float]]:
              {"first": 2, "settle": 3})]
     rng = np.random.default_rng(args.seed)
     gaps = {k: gap_bands(g) for k, g in groups.items()}
+    sizes = {b: sum(1 for k in gaps for c in gaps[k] if gaps[k][c] == b) for b in GAP_BANDS}
     out = []
     for name, priors, extra in rows:
         used = in_tie = same = exact = trials = 0
+        by_band = name.startswith("model (")     # the row whose runs are printed by distance from the best
         band_runs = defaultdict(float)      # runs the rule spent per band of distance from the exhaustive best
         for _ in range(args.replays):
             for k, g in groups.items():
                 best, tie = ties[k]
                 winner, u = replay_pool(g, priors(k), rng, **kw, **extra)
-                for c, secs in u.items():
+                for c, secs in u.items() if by_band else ():
                     band_runs[gaps[k][c]] += secs / float(g[c][1].mean())
                 used += sum(u.values())
                 in_tie += sum(u[c] for c in tie)
@@ -290,8 +292,7 @@ def run_pool(args) -> list[tuple[str, float, float]]:
               f"same decision {same / trials:6.1%} of {trials}; exactly its winner {exact / trials:6.1%}; "
               f"{in_tie / (used * args.replays):4.0%} of the seconds in the tie")
         out.append((name, fixed / used, same / trials))
-        if name.startswith("model ("):
-            sizes = {b: sum(1 for k in gaps for c in gaps[k] if gaps[k][c] == b) for b in GAP_BANDS}
+        if by_band:
             print("  runs per candidate by its distance below the exhaustive best: " + ", ".join(
                 f"{b} ({sizes[b]}) {band_runs[b] / args.replays / sizes[b]:.2f}" for b in GAP_BANDS if sizes[b]))
     for k in sorted(groups):

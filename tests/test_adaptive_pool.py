@@ -14,7 +14,7 @@ from tcpprofile.choose.select import Config
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _pool_module():
+def _load_pool_module():
     loaded = importlib.util.spec_from_file_location("adaptive_pool", ROOT / "benchmarks" / "adaptive_pool.py")
     module = importlib.util.module_from_spec(loaded)
     sys.modules[loaded.name] = module        # its dataclasses look their module up while they are built
@@ -22,11 +22,13 @@ def _pool_module():
     return module
 
 
+AP = _load_pool_module()
+
+
 def test_gap_bands_put_each_candidate_by_its_distance_below_the_best():
-    ap = _pool_module()
     means = {1: 100.0, 2: 99.5, 3: 98.0, 4: 95.0, 5: 90.0, 6: 80.0, 7: 99.0}
     group = {Config("cubic", "", n, None): (np.full(3, m), np.ones(3)) for n, m in means.items()}
-    bands = {c.streams: b for c, b in ap.gap_bands(group).items()}
+    bands = {c.streams: b for c, b in AP.gap_bands(group).items()}
     # 1 % below is still the tie (≤ 1 %); the band edges are upper bounds
     assert bands == {1: "≤ 1 %", 2: "≤ 1 %", 7: "≤ 1 %", 3: "1–3 %", 4: "3–6 %", 5: "6–12 %", 6: "> 12 %"}
 
@@ -35,14 +37,13 @@ def test_the_modelled_pool_is_the_model_as_wrong_as_validated():
     """30 candidates a link, 10 runs each, timed by delivery (8F/x); each candidate's mean of runs lies near its prior
     (the model's prediction scattered by N(0, E), runs by ≤ 3.5 %): over 90 candidates the relative gap between mean
     and prediction has a spread of the order of E, not of zero and not of tens of per cent."""
-    ap = _pool_module()
-    groups, notes = ap.modelled_pool(np.random.default_rng(7))
+    groups, notes = AP.modelled_pool(np.random.default_rng(7))
     assert "MODELLED" in notes[0] and len(groups) == 3
     gaps, errors = [], []
     for race, group in groups.items():
         assert race.delivered and race.rate_bps == 5e9 and race.size_bytes == 500_000_000
         assert len(group) == 30 and {c.streams for c in group} == set(range(1, 11))
-        priors = ap.priors_of(race, group)
+        priors = AP.priors_of(race, group)
         for c, (x, d) in group.items():
             assert x.shape == d.shape == (10,)
             assert d == pytest.approx(8 * race.size_bytes / x, rel=1e-12)
@@ -51,7 +52,7 @@ def test_the_modelled_pool_is_the_model_as_wrong_as_validated():
     spread = float(np.std(gaps))
     assert 0.3 * np.mean(errors) < spread < 3 * np.mean(errors)
     # the same seed, the same pool
-    again, _ = ap.modelled_pool(np.random.default_rng(7))
+    again, _ = AP.modelled_pool(np.random.default_rng(7))
     first = next(iter(groups))
     assert all(np.array_equal(groups[first][c][0], again[first][c][0]) for c in groups[first])
 
@@ -60,9 +61,8 @@ def test_the_measured_all_streams_store_is_the_modelled_pools_twin():
     """benchmarks/data/adaptive-5g-allstreams.toml (pre-registered) measures the design modelled_pool models: the same
     link rate, buffer, size, RTTs and candidates, ten repetitions of each."""
     from tcpprofile import spec
-    ap = _pool_module()
     s = spec.load(ROOT / "benchmarks" / "data" / "adaptive-5g-allstreams.toml")
-    groups, _ = ap.modelled_pool(np.random.default_rng(0))
+    groups, _ = AP.modelled_pool(np.random.default_rng(0))
     assert s.repetitions == 10 and len(s.sweep()) == 900
     assert sorted((p.rtt_s * 1e3, p.buffer_bytes, p.rate_bps) for p in s.links) == \
         sorted((r.rtt_ms, pytest.approx(r.buffer_bytes, abs=1), r.rate_bps) for r in groups)
@@ -74,8 +74,7 @@ def test_the_model_rule_on_the_measured_all_streams_store():
     """benchmarks/data/adaptive-5g-allstreams-runs.csv (900 runs, measured): 20 replays of the model rule against 10 runs
     of every candidate keep the exhaustive decision in every replay, with correct priors and with the tie's priors 30 %
     low, and use 4–5× fewer transfer seconds (bench_adaptive: 4.37× and 4.34× over 200 replays; docs/tune.md)."""
-    ap = _pool_module()
-    groups, _ = ap.load_store_pool(str(ROOT / "benchmarks" / "data" / "adaptive-5g-allstreams-runs.csv"),
+    groups, _ = AP.load_store_pool(str(ROOT / "benchmarks" / "data" / "adaptive-5g-allstreams-runs.csv"),
                                    "adaptive-5g-allstreams")
     assert len(groups) == 3 and all(len(g) == 30 and {x.size for x, _ in g.values()} == {10} for g in groups.values())
     assert all(race.delivered for race in groups)
@@ -85,10 +84,10 @@ def test_the_model_rule_on_the_measured_all_streams_store():
         used = 0.0
         for _ in range(20):
             for race, group in groups.items():
-                best, tie = ap.exhaustive(group, 0.01)
-                priors = ap.priors_of(race, group)
-                priors = ap.winner_low(priors, tie) if misled else priors
-                winner, u = ap.replay_pool(group, priors, rng, margin=0.01, confidence=0.95, first=2, max_reps=10)
+                best, tie = AP.exhaustive(group, 0.01)
+                priors = AP.priors_of(race, group)
+                priors = AP.winner_low(priors, tie) if misled else priors
+                winner, u = AP.replay_pool(group, priors, rng, margin=0.01, confidence=0.95, first=2, max_reps=10)
                 assert winner in tie
                 used += sum(u.values())
         assert 4.0 < fixed / (used / 20) < 5.0
