@@ -70,6 +70,19 @@ def test_the_measured_all_streams_store_is_the_modelled_pools_twin():
     assert {p.transfer_bytes for p in s.sweep()} == {r.size_bytes for r in groups}
 
 
+def test_the_second_all_streams_store_is_new_in_rtt_and_buffer():
+    """benchmarks/data/adaptive-5g-allstreams-b.toml (pre-registered to judge the rule frozen after the first store was
+    read) races the same candidates, repetitions, rate and size, at RTTs and a buffer fraction the first did not use."""
+    from tcpprofile import spec
+    a = spec.load(ROOT / "benchmarks" / "data" / "adaptive-5g-allstreams.toml")
+    b = spec.load(ROOT / "benchmarks" / "data" / "adaptive-5g-allstreams-b.toml")
+    assert b.repetitions == a.repetitions == 10 and len(b.sweep()) == 900 and b.seed != a.seed
+    assert (b.variants, b.streams, b.sizes) == (a.variants, a.streams, a.sizes)
+    assert {p.rate_bps for p in b.links} == {p.rate_bps for p in a.links}
+    assert not {p.rtt_s for p in b.links} & {p.rtt_s for p in a.links}
+    assert {p.buffer_label for p in b.links} == {"0.25xBDP"} != {p.buffer_label for p in a.links}
+
+
 def test_the_model_rule_on_the_measured_all_streams_store():
     """benchmarks/data/adaptive-5g-allstreams-runs.csv (900 runs, measured): 20 replays of the model rule against 10 runs
     of every candidate keep the exhaustive decision in every replay, with correct priors and with the tie's priors 30 %
