@@ -21,8 +21,8 @@ from tcpprofile.store import Store
 G = 1e9
 RULE = dict(first=2, max_rounds=10, margin=0.01, confidence=0.95)
 simple = lambda c: int(c[1:])   # noqa: E731  (n1 simpler than n2 … )
-# six candidates: the best (n5) clearly ahead, the rest 6–25 % below
-LEVELS = {"n1": 7.0, "n2": 7.6, "n3": 8.2, "n4": 8.6, "n5": 9.4, "n6": 8.8}
+# six candidates: the best (n5) clearly ahead, the rest 4–25 % below
+LEVELS = {"n1": 7.0, "n2": 7.6, "n3": 8.2, "n4": 8.6, "n5": 9.4, "n6": 9.0}
 
 
 def noisy(rng, level, cv=0.005, n=10):
@@ -51,8 +51,8 @@ def test_a_correct_model_saves_runs_and_keeps_the_winner():
     st_c, v_c = drive(confirm, truth)
     st_m, v_m = drive(model, truth, priors=right())
     assert st_c.chosen == st_m.chosen == "n5"
-    # the losers far below (n1–n4: their band's top P·(1 + 3·2 %) ≤ 9.12 below 0.99 × n5's runs ≈ 9.3) cost
-    # one run each; n6 (8.8 · 1.06 = 9.33) is not far enough below and races on its runs
+    # the losers far below (n1–n4: their prior's upper end P·(1 + 2·2 %) ≤ 8.95 below 0.99 × n5's runs ≈ 9.3) cost
+    # one run each; n6 (9.0 · 1.04 = 9.36) is not far enough below and races on its runs
     assert st_m.prior_dropped == {"n1", "n2", "n3", "n4"}
     assert all(len(v_m[c]) == 1 for c in ("n1", "n2", "n3", "n4")) and len(v_m["n6"]) >= 2
     assert runs(v_m) < runs(v_c)
@@ -70,9 +70,11 @@ def test_a_wrong_model_still_picks_the_measured_winner():
     st, values = drive(model, truth, priors=wrong)
     assert st.chosen == "n5" and choose(st, values, 0.01, simple) == "n5"
     assert "n5" not in st.dropped and len(values["n5"]) >= 2
-    # a prior dropped only a candidate whose run fell in its (wrong, but near: n3 8.6 for 8.2, n4 8.2 for 8.6)
-    # band and below n5's runs: truly worse than the winner by more than the margin
-    assert st.prior_dropped == {"n3", "n4"} and all(LEVELS[c] < 0.99 * LEVELS["n5"] for c in st.prior_dropped)
+    # a prior dropped only a candidate whose run lay under its (wrong, but near) upper end and below n5's runs:
+    # n3, over-rated (8.6 for 8.2, upper end 8.94), truly worse than the winner by more than the margin; n4, under-
+    # rated (8.2 for 8.6), put its run above its upper end 8.53 and raced on its runs
+    assert st.prior_dropped == {"n3"} and all(LEVELS[c] < 0.99 * LEVELS["n5"] for c in st.prior_dropped)
+    assert len(values["n4"]) >= 2
     assert st.chosen == drive(confirm, truth)[0].chosen
 
 
@@ -86,6 +88,55 @@ def test_a_prior_its_run_contradicts_drops_nothing():
     assert st.chosen == "n5"
     assert "n4" not in st.prior_dropped and len(values["n4"]) >= 2
     assert st.prior_dropped == {"n1"} and len(values["n1"]) == 1
+
+
+def test_a_run_below_the_band_keeps_the_prior():
+    """n1 is over-rated by 20 % (8.4 predicted for 7.0): its run lies far below the band, yet the prior's upper end
+    (8.74) is below n5's runs too, so one run drops it; under-rated n4 (8.0 for 8.6) puts its run above its upper end
+    8.32 and races on its runs."""
+    rng = np.random.default_rng(8)
+    truth = {c: noisy(rng, LEVELS[c]) for c in ("n1", "n4", "n5")}
+    priors = {"n1": Prior(8.4 * G, 0.02), "n4": Prior(8.0 * G, 0.02), "n5": Prior(9.4 * G, 0.02)}
+    assert not model.credible(priors["n4"], [8.6 * G], model.DEFAULT_BAND)
+    assert model.credible(priors["n1"], [7.0 * G], model.DEFAULT_BAND)
+    st, values = drive(model, truth, priors=priors)
+    assert st.chosen == "n5" and st.prior_dropped == {"n1"} and len(values["n1"]) == 1
+    assert "n4" not in st.prior_dropped and len(values["n4"]) >= 2
+
+
+# variant "a" over-rated by 8 % on this link (n1–n4, 7.5–14 % below the leader), "b" (n5, the best) rated right
+OVER = {"n1": 7.8, "n2": 8.1, "n3": 8.4, "n4": 8.7, "n5": 9.4}
+
+
+def test_the_models_level_on_the_link_is_measured_from_the_variants_others():
+    rng = np.random.default_rng(9)
+    truth = {c: noisy(rng, v) for c, v in OVER.items()}
+    grouped = {c: Prior(v * (1.08 if c != "n5" else 1) * G, 0.02, "a" if c != "n5" else "b") for c, v in OVER.items()}
+    st, values = drive(model, truth, priors=grouped)
+    # scaled by the median of the three others' run ÷ P (≈ 1/1.08): upper ends 8.11–9.05, below 0.99 × n5's runs
+    assert st.chosen == "n5" and st.prior_dropped == {"n1", "n2", "n3", "n4"}
+    assert all(len(values[c]) == 1 for c in ("n1", "n2", "n3", "n4"))
+    ungrouped = {c: Prior(p.bps, p.error) for c, p in grouped.items()}
+    st, values = drive(model, truth, priors=ungrouped)
+    # unscaled upper ends P·1.04: n3 9.43 and n4 9.77 reach n5's runs, so they race on theirs
+    assert st.chosen == "n5" and {"n3", "n4"}.isdisjoint(st.prior_dropped) and len(values["n4"]) >= 2
+    # the level: the median over the others of the variant with runs, none from fewer than LEVEL_MIN
+    runs = {"n1": [7.8 * G], "n2": [8.1 * G, 8.1 * G], "n3": [], "n4": [8.7 * G], "n5": [9.4 * G]}
+    assert model.level("n3", grouped, runs) == pytest.approx(1 / 1.08)
+    assert model.level("n1", grouped, runs) == 1.0 and model.level("n5", grouped, runs) == 1.0
+    assert model.level("n4", ungrouped, runs) == 1.0 and model.LEVEL_MIN == 3
+
+
+def test_the_level_cannot_drop_a_candidate_the_model_under_rates_against_its_variant():
+    """The model over-rates n1–n3 by 30 % and rates n4 (2 % below the best) right: n4's prior, scaled by its
+    variant's level (1/1.3), ends at 7.4, far below n4's run, so n4 loses its prior and races on its runs."""
+    rng = np.random.default_rng(10)
+    levels = {"n1": 7.0, "n2": 7.5, "n3": 8.0, "n4": 9.2, "n5": 9.4}
+    truth = {c: noisy(rng, v) for c, v in levels.items()}
+    priors = {c: Prior(v * (1.3 if c in ("n1", "n2", "n3") else 1) * G, 0.02, "a" if c != "n5" else "b")
+              for c, v in levels.items()}
+    st, values = drive(model, truth, priors=priors)
+    assert st.chosen == "n5" and "n4" not in st.prior_dropped and len(values["n4"]) >= 2
 
 
 def test_a_candidate_without_a_model_is_dropped_only_by_its_runs():

@@ -32,9 +32,11 @@ AUTOTUNING_CEILING = 2147483647   # bytes: tcp_rmem/tcp_wmem max the testbed set
 
 @dataclass(frozen=True)
 class Prior:
-    """A model's prediction for one candidate: throughput [bit/s] and relative prediction error E (0.03 = 3 %)."""
+    """A model's prediction for one candidate: throughput [bit/s], relative prediction error E (0.03 = 3 %), and
+    the variant it models (the rule 'model' measures the model's level per variant on a link; None: not grouped)."""
     bps: float
     error: float
+    variant: str | None = None
 
 
 def prediction_error(variant: str, streams: int) -> float | None:
@@ -72,7 +74,7 @@ def predict_bps(variant: str, streams: int, *, rtt_s: float, rate_bps: float, bu
 def prior_for(variant: str, streams: int, **config) -> Prior | None:
     """A candidate's Prior (predict_bps, prediction_error), None where there is no validated model."""
     e = prediction_error(variant, streams)
-    return None if e is None else Prior(predict_bps(variant, streams, **config), e)
+    return None if e is None else Prior(predict_bps(variant, streams, **config), e, variant.lower())
 
 
 def priors_for_points(points: dict) -> dict:

@@ -9,27 +9,37 @@ a remote link) races on measurements alone. With the band k = `band`:
 1. *Lead*: the predicted best (highest P) is measured first, `first` runs: a measured leader.
 2. *Probe*: every other candidate gets one run (predicted best first). No candidate is dropped, and
    none wins, without runs of its own.
-3. X's prior is *credible* while every ok run of X lies in the band P_X·(1 ± k·E_X); one run outside it
-   (the model is wrong for X, or the run is a slow one) and X races on its runs alone from then on.
+3. *The model's level on the link*: P_X is scaled by s_X, the median over the other candidates of X's
+   variant with runs at hand of (their mean run ÷ their P), when there are ≥ `LEVEL_MIN` of them (else
+   s_X = 1). What a model gets wrong for a whole variant on one link (a transfer size no validation store
+   used, a link that calibrated below its rate) is measured there, by runs other than X's own.
+4. X's prior is *credible* while no ok run of X lies above its upper end s_X·P_X·(1 + k·E_X); one run
+   above it (the model under-rates X, or under-rates X against its variant's others) and X races on its
+   runs alone from then on. A run below the band does not discredit it: a drop uses only the upper end,
+   and a model that over-rates X only makes that end safer.
    X is *dropped on its prior* when its prior is credible, the leader L2 (the best mean among the
-   candidates with ≥ `first` runs) has ≥ `first` runs, and both the prior's upper end P_X·(1 + k·E_X)
-   and X's best run lie below (1 − margin)·(L2's smallest run): X's own run says it is below L2, and
-   the model (credible for X) says its mean cannot reach L2's within the margin.
-4. Everything else is 'confirm' (campaign/rules/confirm.py) on the runs at hand: drop X when the upper
+   candidates with ≥ `first` runs) has ≥ `first` runs, and both the prior's upper end and X's best run
+   lie below (1 − margin)·(L2's smallest run): X's own run says it is below L2, and the model (credible
+   for X) says its mean cannot reach L2's within the margin.
+5. Everything else is 'confirm' (campaign/rules/confirm.py) on the runs at hand: drop X when the upper
    t bound U(X, L) < −m; the decision is the simplest survivor confirmed within the margin of every other
-   survivor once it has `settle` runs ('shown'; default `max_rounds`, as confirm), or the one left.
+   survivor once it has `settle` runs of its own ('shown'; default `DEFAULT_SETTLE`), or the one left.
 
 Why a wrong model cannot change the decision: a prior only drops X when X's own run agrees with it and
-lies below a measured leader by more than the margin; a mispredicted X (its run outside the band) loses
-its prior and must be beaten by measurements (step 4). The decision itself is always confirm's, on
-measured runs. What a wrong model can cost is runs, not the decision; the residual risk is a run of X
-that is both slow (a loss episode) and inside a band that a wrong prediction put low.
+lies below a measured leader by more than the margin; a model that under-rates X puts X's run above the
+band, and X loses its prior and must be beaten by measurements (step 5). The decision itself is always
+confirm's, on measured runs. What a wrong model can cost is runs, not the decision; the residual risk is a
+run of X that is both slow (a loss episode) and below an upper end that a wrong prediction put low.
+The rule as it stands (steps 3 and 4, k = 2, settle 5) was frozen at 0d32a8f, chosen on the measured
+store adaptive-5g-allstreams and judged on adaptive-5g-allstreams-b, pre-registered before it was measured.
 Decisions depend only on the runs at hand, so a killed race resumes to the same decisions.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
+from dataclasses import replace
 
 from ..priors import Prior, priors_for_points
 from ..race_state import RaceState
@@ -38,7 +48,10 @@ from . import confirm
 NAME = "model"
 DESCRIPTION = "model priors order and skip runs, one-sided t bounds decide"
 FIRST = 2                # runs of the predicted best before any drop; rounds before confirm's first test
-DEFAULT_BAND = 3.0       # k: a prior spans P·(1 ± k·E), E the model's mean relative error for the cell
+DEFAULT_BAND = 2.0       # k: a prior's upper end P·(1 + k·E), E the model's mean relative error for the cell
+#   (normal errors of mean |e| = E have σ = E·√(π/2); P·(1 + 2E) covers the truth one-sidedly with 1.6σ: 95 %)
+DEFAULT_SETTLE = 5       # runs of its own the decision rests on (confirm's own test decides; 10 cost 0.5× more)
+LEVEL_MIN = 3            # other candidates of a variant with runs before the model's level on the link is measured
 
 
 def race_options(points: dict) -> dict:
@@ -54,11 +67,19 @@ def order_of(candidates, priors: dict) -> list:
 
 
 def credible(prior: Prior | None, runs: list, band: float) -> bool:
-    """Whether a prior still speaks for its candidate: every ok run within P·(1 ± band·E)."""
+    """Whether a prior still speaks for its candidate: no ok run above its upper end P·(1 + band·E)."""
     if prior is None:
         return False
-    lo, hi = prior.bps * (1 - band * prior.error), prior.bps * (1 + band * prior.error)
-    return all(lo <= x <= hi for x in runs if x is not None)
+    return all(x <= prior.bps * (1 + band * prior.error) for x in runs if x is not None)
+
+
+def level(c, priors: dict, runs: dict) -> float:
+    """s_c (step 3): the median over the other candidates of c's variant with a prior and runs of (mean run ÷ P);
+    1 with fewer than LEVEL_MIN of them or a prior without a variant."""
+    variant = priors[c].variant
+    ratios = [sum(xs) / len(xs) / priors[y].bps for y, xs in runs.items()
+              if y != c and xs and priors.get(y) and variant is not None and priors[y].variant == variant]
+    return statistics.median(ratios) if len(ratios) >= LEVEL_MIN else 1.0
 
 
 def replay(values: dict, *, first: int, max_rounds: int, margin: float, confidence: float,
@@ -68,7 +89,7 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
     """The race's state given values[c] = [run 0, run 1, …] (None: failed; shorter: not run yet) and
     priors[c] = Prior or None (no model for c)."""
     priors = priors or {}
-    settle = max_rounds if settle is None else min(settle, max_rounds)
+    settle = min(DEFAULT_SETTLE if settle is None else settle, max_rounds)
     st = RaceState(alive=sorted(values, key=str))
     st.counts = {c: 0 for c in values}
     w = clip * margin
@@ -106,9 +127,11 @@ def replay(values: dict, *, first: int, max_rounds: int, margin: float, confiden
 
 
 def prior_drops(st: RaceState, values: dict, priors: dict, band: float, margin: float, first: int) -> list:
-    """The survivors the priors drop now (step 3 of the module's docstring): each with a credible prior,
-    an ok run, both the prior's upper end and its best run below (1 − margin) × the smallest run of L2."""
-    runs = {c: [x for x in values[c][: st.counts[c]] if x is not None] for c in st.alive}
+    """The survivors the priors drop now (step 4 of the module's docstring): each with a credible prior (scaled
+    by the model's level, step 3), an ok run, both the prior's upper end and its best run below (1 − margin) × the
+    smallest run of L2."""
+    every = {c: [x for x in values[c][: st.counts[c]] if x is not None] for c in values}   # dropped ones' too
+    runs = {c: every[c] for c in st.alive}
     measured = [c for c in st.alive if len(runs[c]) >= first]
     if not measured:
         return []
@@ -116,9 +139,10 @@ def prior_drops(st: RaceState, values: dict, priors: dict, band: float, margin: 
     floor = (1 - margin) * min(runs[l2])
     out = []
     for c in st.alive:
-        p = priors.get(c)
-        if c != l2 and runs[c] and credible(p, runs[c], band) \
-                and p.bps * (1 + band * p.error) < floor and max(runs[c]) < floor:
+        if c == l2 or not runs[c] or not priors.get(c):
+            continue
+        p = replace(priors[c], bps=priors[c].bps * level(c, priors, every))
+        if credible(p, runs[c], band) and p.bps * (1 + band * p.error) < floor and max(runs[c]) < floor:
             out.append((c, l2))
     return out
 
