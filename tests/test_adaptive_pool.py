@@ -83,13 +83,15 @@ def test_the_second_all_streams_store_is_new_in_rtt_and_buffer():
     assert {p.buffer_label for p in b.links} == {"0.25xBDP"} != {p.buffer_label for p in a.links}
 
 
-def test_the_model_rule_on_the_measured_all_streams_store():
-    """benchmarks/data/adaptive-5g-allstreams-runs.csv (900 runs, measured): 20 replays of the model rule against 10 runs
-    of every candidate keep the exhaustive decision in ≥ 95 % of the races, with correct priors and with the tie's
-    priors 30 % low, and use about 5× fewer transfer seconds (bench_adaptive, 200 replays: docs/tune.md); the decision
-    on all 10 of its runs costs more and keeps it in every race."""
-    groups, _ = AP.load_store_pool(str(ROOT / "benchmarks" / "data" / "adaptive-5g-allstreams-runs.csv"),
-                                   "adaptive-5g-allstreams")
+@pytest.mark.parametrize("campaign, band", [("adaptive-5g-allstreams", (4.7, 5.7)),
+                                            ("adaptive-5g-allstreams-b", (5.0, 6.0))])
+def test_the_model_rule_on_the_measured_all_streams_stores(campaign, band):
+    """benchmarks/data/adaptive-5g-allstreams{,-b}-runs.csv (900 runs each, measured; the rule chosen on the first and
+    frozen before the second was measured): 20 replays of the model rule against 10 runs of every candidate keep the
+    exhaustive decision in ≥ 95 % of the races, with correct priors and with the tie's priors 30 % low, and use more
+    than 5× fewer transfer seconds on the second (bench_adaptive, 200 replays: 5.15× and 5.44×, docs/tune.md); the
+    decision on all 10 of its runs costs more and keeps it in every race."""
+    groups, _ = AP.load_store_pool(str(ROOT / "benchmarks" / "data" / f"{campaign}-runs.csv"), campaign)
     assert len(groups) == 3 and all(len(g) == 30 and {x.size for x, _ in g.values()} == {10} for g in groups.values())
     assert all(race.delivered for race in groups)
     fixed = sum(float(d.sum()) for g in groups.values() for _, d in g.values())
@@ -108,5 +110,5 @@ def test_the_model_rule_on_the_measured_all_streams_store():
                 used += sum(u.values())
         ratio[misled, settle] = fixed / (used / 20)
         assert np.mean(same) >= (1.0 if settle == 10 else 0.95)
-    assert 4.7 < ratio[False, None] < 5.7 and 4.6 < ratio[True, None] < 5.7
+    assert band[0] < ratio[False, None] < band[1] and band[0] - 0.1 < ratio[True, None] < band[1]
     assert 4.2 < ratio[False, 10] < ratio[False, None]

@@ -183,7 +183,7 @@ def test_confirm_says_when_a_simpler_candidate_could_not_be_shown_within_the_mar
     means = {1: 9.34 * G, 4: 9.42 * G}
     with Store.open(tmp_path / "c.duckdb") as store:
         ex = FakeExecutor(s.campaign_id, lambda p: (means[p.streams], 0.05 * G))
-        res = tune.tune(s, store, out=io.StringIO(), executor=ex)
+        res = tune.tune(s, store, out=io.StringIO(), executor=ex, rule="confirm")
     status = {r["streams"]: r for r in res.evidence}
     assert res.stop == "shown" and res.chosen["streams"] == 4 and status[4]["repetitions"] == 10
     assert status[1]["reason"] == "tie" and status[1]["detail"].startswith("simpler, not shown within the margin")

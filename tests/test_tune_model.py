@@ -14,7 +14,7 @@ from fake_executor import FakeExecutor
 from tcpprofile.choose import tune
 from tcpprofile.campaign.priors import AUTOTUNING_CEILING, prediction_error, predict_bps, priors_for_points
 from tcpprofile.campaign.race_state import choose
-from tcpprofile.campaign.rules import RULES, confirm, model
+from tcpprofile.campaign.rules import DEFAULT_RULE as RULES_DEFAULT, RULES, confirm, model
 from tcpprofile.campaign.priors import Prior
 from tcpprofile.store import Store
 
@@ -268,3 +268,17 @@ def test_tune_with_a_correct_model_drops_far_candidates_after_one_run_and_says_s
     assert {("htcp", 1), ("htcp", 4), ("htcp", 10), ("cubic", 1)} <= set(far)
     assert all(r["reason"] == "dropped" and r["repetitions"] == 1 for r in far.values())
     assert m.runs < c.runs
+
+
+def test_tune_races_with_the_model_rule_unless_told_otherwise(tmp_path):
+    """Since the rule met issue 31's 5× on a store it never saw (docs/tune.md), `tune` without --rule uses it: the
+    far candidates of the 183 ms race above are dropped on their run and the model's prediction."""
+    s = tune.spec_for(rtt="183ms", host=None, link_buffer="0.1xBDP", variants=["cubic", "htcp"], streams=[1, 10],
+                      buffers=["default"], max_rounds=10, seed=6, duration=None, size="10GB")
+    points = {(p.variant, p.streams): p for p in s.schedule(6) if p.repetition == 0}
+    predicted = {k: v.bps for k, v in priors_for_points(points).items()}
+    truth = lambda p: (predicted[(p.variant, p.streams)], 0.005 * predicted[(p.variant, p.streams)])  # noqa: E731
+    with Store.open(tmp_path / "default.duckdb") as store:
+        res = tune.tune(s, store, out=io.StringIO(), executor=FakeExecutor(s.campaign_id, truth))
+    assert res.rule == "model" == RULES_DEFAULT
+    assert any("model's prediction" in r["detail"] for r in res.evidence)

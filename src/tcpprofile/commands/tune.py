@@ -36,7 +36,7 @@ def register(sub) -> None:
     p.add_argument("--budget", help="transfer time to spend at most (e.g. 20m)")
     p.add_argument("--margin", default="1%", help="indifference margin (default 1%%)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default 0.95)")
-    p.add_argument("--rule", help="racing rule (default confirm; every rule: docs/tune.md); a wrong name lists them")
+    p.add_argument("--rule", help="racing rule (default model: confirm with the validated model's priors; every rule: docs/tune.md); a wrong name lists them")
     p.add_argument("--first", type=int, help="rounds before the first test (default: the rule's own, docs/tune.md)")
     p.add_argument("--max-rounds", type=int, default=10, help="at most this many rounds (default 10)")
     p.add_argument("--seed", type=int, help="seed of the run order (default: drawn and recorded)")

@@ -13,4 +13,4 @@ from types import ModuleType
 from ...registry import modules_of
 
 RULES: dict[str, ModuleType] = modules_of(__name__, __path__)
-DEFAULT_RULE = "confirm"
+DEFAULT_RULE = "model"
