@@ -247,7 +247,9 @@ def test_tune_with_the_model_rule_decides_as_confirm_and_never_drops_bbr_on_a_pr
     for r in res.evidence:
         if r["variant"] == "bbr":
             assert "model" not in r["detail"] and r["repetitions"] >= 2
-    assert "model priors" in tune.format_result(res, margin=0.01, confidence=0.95)
+    text = tune.format_result(res, margin=0.01, confidence=0.95)
+    assert res.modelled == 3 and "model priors for 3 of 6 candidates; the others (no validated model" in text
+    assert out["confirm"][0].modelled is None
 
 
 def test_tune_with_a_correct_model_drops_far_candidates_after_one_run_and_says_so(tmp_path):

@@ -71,6 +71,7 @@ class TuneResult:
     rule: str = DEFAULT_RULE        # the racing rule (campaign/rules/)
     flagged: dict | None = None     # instrument flags (docs/testbed.md): runs, chosen (the decision's), kinds
     path_rtt: list[str] | None = None   # remote: where the path's stored RTT came from (TCP's, ping beside it)
+    modelled: int | None = None     # rule 'model': how many candidates had a prior (the rest raced on runs alone)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -92,9 +93,11 @@ def tune(spec: specs.CampaignSpec, store: Store, *, margin: float = decide.DEFAU
     evidence = sorted(race.stops(recorder), key=lambda r: -(r["mean_bps"] or 0))
     chosen = next((r for r in evidence if r["reason"] == "chosen"), None)
     per_run = d["spent_s"] / max(1, summary.ok)
+    priors = race.rule_options.get("priors")
     return TuneResult(spec.campaign_id, chosen, st.stop, st.rounds, evidence, d["spent_s"], budget_s,
                       per_run * spec.repetitions * len(race.points), summary.ok + summary.failed, rule,
-                      flagged_runs(store, spec.campaign_id, chosen), path_rtt_notes(store, spec.campaign_id))
+                      flagged_runs(store, spec.campaign_id, chosen), path_rtt_notes(store, spec.campaign_id),
+                      None if priors is None else sum(1 for p in priors.values() if p))
 
 
 def flagged_runs(store: Store, campaign_id: str, chosen: dict | None) -> dict:
@@ -129,6 +132,10 @@ def format_result(res: TuneResult, *, margin: float, confidence: float) -> str:
     lines.append(f"transfer time: {res.spent_s:.0f} s{budget} over {res.runs} runs; measuring every candidate "
                  f"in every round would take about {res.fixed_s:.0f} s{ratio}")
     lines += res.path_rtt or []
+    if res.modelled is not None:
+        lines.append(f"model priors for {res.modelled} of {len(res.evidence)} candidates" + (
+            "" if res.modelled == len(res.evidence) else "; the others (no validated model: BBR, a BPF variant, "
+            "Reno, a remote link) raced on their runs alone"))
     fl = res.flagged or {}
     if fl.get("runs"):
         kinds = ", ".join(f"{k} ×{v}" for k, v in fl["kinds"].items())
