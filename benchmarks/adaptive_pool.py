@@ -267,7 +267,7 @@ def run_pool(args) -> list[tuple[str, float, float]]:
           f"{fixed / floor(reps):.2f}× with the decision on all {reps} (confirm), {fixed / floor(settle):.2f}× on "
           f"{settle} (model)")
     kw = dict(margin=args.margin, confidence=args.confidence, max_reps=reps)
-    rows = [("confirm (tune's default)", lambda k: None, {"first": 2}),
+    rows = [("confirm (--rule confirm)", lambda k: None, {"first": 2}),
             ("model (correct priors)", lambda k: truth[k], {"first": 2}),
             (f"model, the decision on all {reps} runs", lambda k: truth[k], {"first": 2, "settle": reps}),
             ("model, no level on the link", lambda k: ungrouped(truth[k]), {"first": 2}),

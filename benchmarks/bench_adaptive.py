@@ -19,7 +19,7 @@ the maximum sees exactly its stored values):
   that configuration is the exhaustive winner or within its tie (all 10 repetitions, same rule).
 - racing 'paired' (campaign/rules/paired.replay): every RTT's candidates raced in rounds of every survivor
   (rounds = repetitions); same criterion for the winner.
-- racing 'confirm' (campaign/rules/confirm.replay, tune's default): only the runs that can change the decision
+- racing 'confirm' (campaign/rules/confirm.replay, tune's default before 'model'): only the runs that can change the decision
   (a candidate's k-th run is its k-th stored value of the replay's order); same criterion.
 Prints transfer seconds of the fixed design ÷ used, the share of replays with the same decision, for
 the races the share whose winner is exactly the exhaustive winner (the simplest of its tie), and on the
@@ -246,7 +246,7 @@ def main() -> None:
                 g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps, max_rounds=4)),
             ("racing, confidence 90 %", lambda g: replay_race(
                 g, rng, margin=args.margin, confidence=0.90, first=3, max_reps=reps)),
-            ("confirm (tune's default: first 2)", lambda g: replay_confirm(
+            ("confirm (first 2)", lambda g: replay_confirm(
                 g, rng, margin=args.margin, confidence=args.confidence, first=2, max_reps=reps)),
             ("confirm, first test after 3 rounds", lambda g: replay_confirm(
                 g, rng, margin=args.margin, confidence=args.confidence, first=3, max_reps=reps)),

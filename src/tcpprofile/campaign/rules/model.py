@@ -77,8 +77,10 @@ def level(c, priors: dict, runs: dict) -> float:
     """s_c (step 3): the median over the other candidates of c's variant with a prior and runs of (mean run ÷ P);
     1 with fewer than LEVEL_MIN of them or a prior without a variant."""
     variant = priors[c].variant
+    if variant is None:
+        return 1.0
     ratios = [sum(xs) / len(xs) / priors[y].bps for y, xs in runs.items()
-              if y != c and xs and priors.get(y) and variant is not None and priors[y].variant == variant]
+              if y != c and xs and priors.get(y) and priors[y].variant == variant]
     return statistics.median(ratios) if len(ratios) >= LEVEL_MIN else 1.0
 
 
